@@ -1,0 +1,3 @@
+module github.com/lodestream/lodestream
+
+go 1.26
