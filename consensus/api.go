@@ -70,6 +70,47 @@ type Config struct {
 	// Incarnation is a random non-zero nonce minted per boot; replies to
 	// probes carrying another incarnation are ignored.
 	Incarnation Uint128
+
+	// TestingReplicationQuorum, when non-zero, overrides the replication
+	// quorum. It exists only so tests can prove the simulator's checkers
+	// catch an unsafe variant (e.g. commit on a minority). Never set it in
+	// production; config validation has no way to reach it.
+	TestingReplicationQuorum uint8
+}
+
+// Restored is what a restarting replica read back from its own storage.
+// The driver has already verified checksums and cut a torn tail.
+type Restored struct {
+	Superblock *VsrState // nil: none was ever written
+	Snapshot   *Snapshot // latest application checkpoint, nil if none
+	Entries    []Prepare // journal after the snapshot, in op order
+}
+
+// Group is the contract a replica of one consensus group satisfies; the
+// node and the simulator drive it through this interface. Constructors:
+//
+//	New(cfg Config) (*Replica, error)                     // fresh replica, empty storage
+//	Restart(cfg Config, st Restored) (*Replica, error)     // after a crash or restart
+type Group interface {
+	Tick()
+	Step(m Message)
+	Propose(req Request)
+	// Checkpoint hands consensus an application snapshot taken after
+	// applying op s.Op; journal entries at or below it may be released and
+	// it is what state transfer serves.
+	Checkpoint(s Snapshot)
+	Ready() Ready
+	Advance(rd Ready)
+	HasReady() bool
+
+	ReplicaID() uint8
+	View() uint32
+	LogView() uint32
+	Status() Status
+	IsPrimary() bool // primary of its view, Normal, not ceded
+	Op() uint64
+	CommitMin() uint64
+	CommitMax() uint64
 }
 
 // Operation numbers mirror the wire protocol's header operation byte.
