@@ -1,0 +1,213 @@
+// Package transport carries client frames between sockets and the node.
+//
+// The TCP listener owns sockets only: it reads whole frames (bounded by the
+// frame size limits), hands each one to a Handler on the connection's reader
+// goroutine, and writes replies from a bounded per-connection queue on a
+// writer goroutine. What a frame means, and what closing a connection means
+// for its session, is decided by the Handler (the node).
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler is implemented by the node.
+//
+// HandleFrame is called on the connection's reader goroutine, one frame at a
+// time, in arrival order; the next frame is not read until it returns, which
+// gives the protocol's lockstep ordering and natural backpressure. Closed is
+// called exactly once per connection that was Opened, after its reader has
+// stopped.
+type Handler interface {
+	Opened(c *Conn)
+	HandleFrame(c *Conn, frame []byte)
+	Closed(c *Conn)
+}
+
+// TCPConfig bounds one TCP listener.
+type TCPConfig struct {
+	Address            string        // host:port; port 0 binds an ephemeral port
+	ConnectionsMax     int           // connections beyond this are closed on accept
+	FrameBytesMin      uint32        // smaller declared sizes close the connection
+	FrameBytesMax      uint32        // larger declared sizes close the connection
+	SendQueueFramesMax int           // replies queued per connection; overflow closes it
+	WriteTimeout       time.Duration // per frame write deadline
+	RuntimeDir         string        // if set, the bound address is written to RuntimeDir/tcp.addr
+	Logger             *slog.Logger
+}
+
+// Defaults for zero TCPConfig fields.
+const (
+	DefaultConnectionsMax     = 4096
+	DefaultFrameBytesMin      = 256
+	DefaultFrameBytesMax      = 64 << 20
+	DefaultSendQueueFramesMax = 64
+	DefaultWriteTimeout       = 30 * time.Second
+	// AddrFileName is the file under the runtime directory that receives the
+	// bound TCP address, for tests and tools that start the server on port 0.
+	AddrFileName = "tcp.addr"
+)
+
+func (c *TCPConfig) withDefaults() TCPConfig {
+	out := *c
+	if out.ConnectionsMax <= 0 {
+		out.ConnectionsMax = DefaultConnectionsMax
+	}
+	if out.FrameBytesMin == 0 {
+		out.FrameBytesMin = DefaultFrameBytesMin
+	}
+	if out.FrameBytesMax == 0 {
+		out.FrameBytesMax = DefaultFrameBytesMax
+	}
+	if out.SendQueueFramesMax <= 0 {
+		out.SendQueueFramesMax = DefaultSendQueueFramesMax
+	}
+	if out.WriteTimeout <= 0 {
+		out.WriteTimeout = DefaultWriteTimeout
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return out
+}
+
+// TCPServer accepts client connections on one address.
+type TCPServer struct {
+	cfg      TCPConfig
+	listener net.Listener
+	log      *slog.Logger
+
+	nextConnID atomic.Uint32
+	mu         sync.Mutex
+	conns      map[uint32]*Conn
+	closing    bool
+	wg         sync.WaitGroup // connection goroutines
+}
+
+// ListenTCP binds the address and, if cfg.RuntimeDir is set, records the
+// bound address in RuntimeDir/tcp.addr (written atomically).
+func ListenTCP(cfg TCPConfig) (*TCPServer, error) {
+	cfg = cfg.withDefaults()
+	ln, err := net.Listen("tcp", cfg.Address)
+	if err != nil {
+		return nil, fmt.Errorf("tcp listen on %q: %w", cfg.Address, err)
+	}
+	s := &TCPServer{cfg: cfg, listener: ln, log: cfg.Logger, conns: make(map[uint32]*Conn)}
+	if cfg.RuntimeDir != "" {
+		if err := writeAddrFile(cfg.RuntimeDir, ln.Addr().String()); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func writeAddrFile(dir, addr string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create runtime directory %q: %w", dir, err)
+	}
+	tmp := filepath.Join(dir, AddrFileName+".tmp")
+	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write %q: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, AddrFileName)); err != nil {
+		return fmt.Errorf("publish tcp address file: %w", err)
+	}
+	return nil
+}
+
+// Addr is the bound address.
+func (s *TCPServer) Addr() *net.TCPAddr { return s.listener.Addr().(*net.TCPAddr) }
+
+// ConnectionCount is the number of open connections.
+func (s *TCPServer) ConnectionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// Serve accepts connections until ctx is cancelled or Close is called, then
+// closes every connection and waits for their goroutines. It returns nil on
+// an orderly stop.
+func (s *TCPServer) Serve(ctx context.Context, h Handler) error {
+	stop := context.AfterFunc(ctx, func() { _ = s.listener.Close() })
+	defer stop()
+	var acceptErr error
+	for {
+		nc, err := s.listener.Accept()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				acceptErr = fmt.Errorf("tcp accept: %w", err)
+			}
+			break
+		}
+		s.admit(nc, h)
+	}
+	s.closeAll()
+	s.wg.Wait()
+	return acceptErr
+}
+
+// Close stops accepting; Serve then closes the connections and returns.
+func (s *TCPServer) Close() { _ = s.listener.Close() }
+
+func (s *TCPServer) admit(nc net.Conn, h Handler) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+		_ = tc.SetKeepAlive(true)
+	}
+	s.mu.Lock()
+	if s.closing || len(s.conns) >= s.cfg.ConnectionsMax {
+		full := !s.closing
+		s.mu.Unlock()
+		if full {
+			s.log.Warn("tcp connection refused: limit reached",
+				"remote", nc.RemoteAddr().String(), "connections_max", s.cfg.ConnectionsMax)
+		}
+		_ = nc.Close()
+		return
+	}
+	c := newConn(s.nextConnID.Add(1), nc, s.cfg)
+	s.conns[c.id] = c
+	s.mu.Unlock()
+
+	h.Opened(c)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		c.writeLoop()
+	}()
+	go func() {
+		defer s.wg.Done()
+		c.readLoop(h, s.log)
+		// Let a final frame (an eviction, the last reply) reach the peer.
+		c.CloseAfterFlush()
+		<-c.writerDone
+		s.mu.Lock()
+		delete(s.conns, c.id)
+		s.mu.Unlock()
+		h.Closed(c)
+	}()
+}
+
+func (s *TCPServer) closeAll() {
+	s.mu.Lock()
+	s.closing = true
+	conns := make([]*Conn, 0, len(s.conns))
+	for _, c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.CloseAfterFlush()
+	}
+}
