@@ -46,7 +46,7 @@ func (it *BatchIter) Next() bool {
 	rest := it.record[it.pos:]
 	m, err := DecodeBatchMessageHeader(rest)
 	if err != nil {
-		it.err = batchErrorf(errorCodeOf(err), "frame %d at byte %d: %v", it.index, it.pos, err)
+		it.err = batchErrorAt(err, it.index, it.pos)
 		return false
 	}
 	size := m.FrameSize()
@@ -78,9 +78,10 @@ func (it *BatchIter) Index() uint32 { return it.index }
 // Err is the framing error that stopped the walk, or nil.
 func (it *BatchIter) Err() error { return it.err }
 
-func errorCodeOf(err error) ErrorCode {
+// batchErrorAt adds the frame index and byte position to a frame-level error.
+func batchErrorAt(err error, index uint32, pos int) error {
 	if be, ok := err.(*BatchError); ok {
-		return be.Code
+		return batchErrorf(be.Code, "frame %d at byte %d: %s", index, pos, be.Detail)
 	}
-	return ErrInvalidFormat
+	return batchErrorf(ErrInvalidFormat, "frame %d at byte %d: %v", index, pos, err)
 }
