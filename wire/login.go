@@ -1,0 +1,149 @@
+package wire
+
+import "fmt"
+
+// ClientVersionInfo is the prefix of both Register bodies (§2.3).
+type ClientVersionInfo struct {
+	ProtocolVersion uint32 // packed, see PackVersion
+	SDKName         string // Name8, e.g. "go-sdk"
+	SDKVersion      string // Name8
+}
+
+func (v ClientVersionInfo) append(b []byte) []byte {
+	b = appendU32(b, v.ProtocolVersion)
+	b = appendName8(b, v.SDKName)
+	return appendName8(b, v.SDKVersion)
+}
+
+func (v ClientVersionInfo) validate() error {
+	if err := checkName8("sdk_name", v.SDKName); err != nil {
+		return err
+	}
+	return checkName8("sdk_version", v.SDKVersion)
+}
+
+func (d *decoder) clientVersion() ClientVersionInfo {
+	return ClientVersionInfo{
+		ProtocolVersion: d.u32("protocol_version"),
+		SDKName:         d.name8("sdk_name"),
+		SDKVersion:      d.name8("sdk_version"),
+	}
+}
+
+// DecodeClientVersionInfo decodes the common Register prefix and returns the bytes consumed. A failure
+// here is what the server answers with Eviction 15 MalformedLogin.
+func DecodeClientVersionInfo(b []byte) (ClientVersionInfo, int, error) {
+	d := newDecoder("Register", b)
+	v := d.clientVersion()
+	return v, d.off, d.err()
+}
+
+// RegisterKind tells the two Register body shapes apart.
+type RegisterKind uint8
+
+const (
+	RegisterWithPassword RegisterKind = 1 // code 40 LoginRegister
+	RegisterWithToken    RegisterKind = 2 // code 45 LoginRegisterWithPat
+)
+
+// RegisterRequest is a decoded Register body: LoginRegister (username + password) or LoginRegisterWithPat
+// (token). ClientContext is sent empty by the SDKs.
+type RegisterRequest struct {
+	Kind          RegisterKind
+	Version       ClientVersionInfo
+	Username      string // RegisterWithPassword
+	Password      string // RegisterWithPassword; may be empty on the wire
+	Token         string // RegisterWithToken
+	ClientContext string
+}
+
+// Encode returns the body for the request's kind.
+func (r RegisterRequest) Encode() ([]byte, error) {
+	if err := r.Version.validate(); err != nil {
+		return nil, fmt.Errorf("register body: %w", err)
+	}
+	b := r.Version.append(nil)
+	switch r.Kind {
+	case RegisterWithPassword:
+		if err := checkName8("username", r.Username); err != nil {
+			return nil, fmt.Errorf("register body: %w", err)
+		}
+		if err := checkBytes8("password", []byte(r.Password)); err != nil {
+			return nil, fmt.Errorf("register body: %w", err)
+		}
+		b = appendName8(b, r.Username)
+		b = appendBytes8(b, []byte(r.Password))
+	case RegisterWithToken:
+		if err := checkBytes8("token", []byte(r.Token)); err != nil {
+			return nil, fmt.Errorf("register body: %w", err)
+		}
+		b = appendBytes8(b, []byte(r.Token))
+	default:
+		return nil, fmt.Errorf("register body: kind %d is not password (1) or token (2)", r.Kind)
+	}
+	return appendStr32(b, r.ClientContext), nil
+}
+
+// DecodeRegister decodes a Register body the way the server tells the shapes apart (§2.3): the common
+// prefix first (a failure there is a MalformedLogin), then the password shape, then the token shape.
+// Each shape must consume the body exactly.
+func DecodeRegister(b []byte) (RegisterRequest, error) {
+	version, n, err := DecodeClientVersionInfo(b)
+	if err != nil {
+		return RegisterRequest{}, err
+	}
+	tail := b[n:]
+
+	d := newDecoder("LoginRegister", tail)
+	pw := RegisterRequest{Kind: RegisterWithPassword, Version: version}
+	pw.Username = d.name8("username")
+	pw.Password = d.utf8("password", d.bytes8("password"))
+	pw.ClientContext = d.str32("client_context")
+	d.end()
+	if d.err() == nil {
+		return pw, nil
+	}
+	pwErr := d.err()
+
+	d = newDecoder("LoginRegisterWithPat", tail)
+	pat := RegisterRequest{Kind: RegisterWithToken, Version: version}
+	pat.Token = d.utf8("token", d.bytes8("token"))
+	pat.ClientContext = d.str32("client_context")
+	d.end()
+	if d.err() == nil {
+		return pat, nil
+	}
+	return RegisterRequest{}, fmt.Errorf("register body matches neither shape: password shape: %v; token shape: %w", pwErr, d.err())
+}
+
+// RegisterReply is the payload of a successful Register reply (after the result section, §2.4).
+type RegisterReply struct {
+	UserID          uint32
+	Session         uint64
+	ProtocolVersion uint32 // server's packed protocol version
+	ServerVersion   string // Name8
+}
+
+// Append encodes the payload (without the result section).
+func (r RegisterReply) Append(b []byte) []byte {
+	b = appendU32(b, r.UserID)
+	b = appendU64(b, r.Session)
+	b = appendU32(b, r.ProtocolVersion)
+	return appendName8(b, r.ServerVersion)
+}
+
+// DecodeRegisterReply decodes the payload that follows the result section.
+func DecodeRegisterReply(b []byte) (RegisterReply, error) {
+	d := newDecoder("RegisterReply", b)
+	r := RegisterReply{
+		UserID:          d.u32("user_id"),
+		Session:         d.u64("session"),
+		ProtocolVersion: d.u32("server_protocol_version"),
+		ServerVersion:   d.name8("server_version"),
+	}
+	d.end()
+	if d.err() == nil && r.Session == 0 {
+		d.fail("session", "session fence must be non-zero")
+	}
+	return r, d.err()
+}
