@@ -36,11 +36,11 @@ func (p *Permissions) Clone() *Permissions {
 		return nil
 	}
 	out := &Permissions{Global: p.Global}
-	if p.Streams != nil {
+	if len(p.Streams) > 0 {
 		out.Streams = make(map[uint32]StreamPermissions, len(p.Streams))
 		for sid, sp := range p.Streams {
 			cp := sp
-			if sp.Topics != nil {
+			if len(sp.Topics) > 0 {
 				cp.Topics = make(map[uint32]TopicPermissions, len(sp.Topics))
 				for tid, tp := range sp.Topics {
 					cp.Topics[tid] = tp

@@ -1,9 +1,11 @@
 package metadata
 
-import "github.com/lodestream/lodestream/consensus"
+// ClientID is the ephemeral u128 client id of a session. It has the same
+// shape as consensus.Uint128, so the node converts with ClientID(u).
+type ClientID struct{ Lo, Hi uint64 }
 
-// ClientID is the ephemeral u128 client id of a session (consensus header).
-type ClientID = consensus.Uint128
+// IsZero reports whether c is zero.
+func (c ClientID) IsZero() bool { return c.Lo == 0 && c.Hi == 0 }
 
 // Compression of a topic's messages (wire values).
 type Compression uint8
