@@ -92,8 +92,8 @@ func DecodeIdentifier(b []byte) (Identifier, error) {
 type ConsumerKind uint8
 
 const (
-	ConsumerSingle ConsumerKind = 1
-	ConsumerGroup  ConsumerKind = 2
+	ConsumerKindSingle ConsumerKind = 1
+	ConsumerKindGroup  ConsumerKind = 2
 )
 
 // Consumer is [kind u8][Identifier]: a single consumer or a consumer group.
@@ -110,7 +110,7 @@ func (c Consumer) Append(b []byte) []byte {
 
 func (d *decoder) consumer(field string) Consumer {
 	kind := ConsumerKind(d.u8(field + ".kind"))
-	if !d.failed() && kind != ConsumerSingle && kind != ConsumerGroup {
+	if !d.failed() && kind != ConsumerKindSingle && kind != ConsumerKindGroup {
 		d.fail(field+".kind", "consumer kind %d is not 1 (consumer) or 2 (group)", kind)
 	}
 	return Consumer{Kind: kind, ID: d.ident(field + ".id")}
