@@ -1,0 +1,365 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/zeebo/xxh3"
+)
+
+// WAL entry layout (little-endian):
+//
+//	magic u32 "LWAL" | payload_len u32 | op u64 | checksum u64 | payload
+//
+// checksum = XXH3-64 over header bytes 0..16 followed by the payload, so a
+// damaged length, op or payload is detected. The payload is an encoded
+// consensus.Prepare (prepare_codec.go).
+const (
+	walMagic         uint32 = 0x4C41574C // "LWAL"
+	walHeaderBytes          = 24
+	WALEntryBytesMax        = 64 << 20
+	// walFileBytesMax bounds the file read at open; checkpoints keep the
+	// metadata WAL far below it.
+	walFileBytesMax = 4 << 30
+	walFileName     = "journal.wal"
+)
+
+// ErrWALPoisoned is returned after a failed write left the file in an
+// unknown state; the process must reopen (and rescan) the WAL.
+var ErrWALPoisoned = errors.New("metadata WAL poisoned by an earlier write failure")
+
+type walEntryLoc struct {
+	op     uint64
+	offset int64
+	size   int64 // header + payload
+}
+
+// WAL is the append-only metadata journal (metadata/journal.wal). One
+// writer; methods are serialized by a mutex.
+type WAL struct {
+	mu       sync.Mutex
+	dir      string
+	path     string
+	f        *os.File
+	size     int64
+	index    []walEntryLoc // ascending op
+	poisoned bool
+}
+
+// OpenWAL opens (creating if needed) dir/journal.wal, scans it and returns
+// the recovered entries in op order. A damaged tail (no complete valid
+// entry after the damage) is truncated and fsynced; damage followed by a
+// valid entry is interior corruption and refuses to open.
+func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
+	if err := ensureDir(dir); err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(dir, walFileName)
+	// A leftover temp file is an unfinished Compact: the original is intact.
+	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("remove stale %s.tmp: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open WAL %s: %w", path, err)
+	}
+	w := &WAL{dir: dir, path: path, f: f}
+	recovered, err := w.scan()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return w, recovered, nil
+}
+
+func (w *WAL) scan() ([]consensus.Prepare, error) {
+	st, err := w.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat WAL %s: %w", w.path, err)
+	}
+	if st.Size() > walFileBytesMax {
+		return nil, fmt.Errorf("WAL %s is %d bytes, above the %d-byte bound", w.path, st.Size(), int64(walFileBytesMax))
+	}
+	data := make([]byte, st.Size())
+	if _, err := io.ReadFull(io.NewSectionReader(w.f, 0, st.Size()), data); err != nil {
+		return nil, fmt.Errorf("read WAL %s: %w", w.path, err)
+	}
+	var recovered []consensus.Prepare
+	off := 0
+	for off < len(data) {
+		p, n, perr := parseEntry(data[off:])
+		if perr == nil && len(w.index) > 0 && p.Header.Op <= w.index[len(w.index)-1].op {
+			perr = fmt.Errorf("op %d does not follow op %d", p.Header.Op, w.index[len(w.index)-1].op)
+		}
+		if perr != nil {
+			if at, op, found := findValidEntry(data, off+1); found {
+				return nil, fmt.Errorf("WAL %s interior corruption at byte %d (%v): a valid entry (op %d) follows at byte %d; refusing to open (remedy: wipe the metadata directory and rejoin by state transfer)",
+					w.path, off, perr, op, at)
+			}
+			if err := w.f.Truncate(int64(off)); err != nil {
+				return nil, fmt.Errorf("truncate torn WAL tail at byte %d: %w", off, err)
+			}
+			if err := w.f.Sync(); err != nil {
+				return nil, fmt.Errorf("fsync WAL after tail truncation: %w", err)
+			}
+			break
+		}
+		w.index = append(w.index, walEntryLoc{op: p.Header.Op, offset: int64(off), size: int64(n)})
+		recovered = append(recovered, p)
+		off += n
+	}
+	w.size = int64(off)
+	return recovered, nil
+}
+
+// parseEntry validates and decodes the entry at the start of b.
+func parseEntry(b []byte) (consensus.Prepare, int, error) {
+	if len(b) < walHeaderBytes {
+		return consensus.Prepare{}, 0, fmt.Errorf("%d bytes left, short of a %d-byte header", len(b), walHeaderBytes)
+	}
+	le := binary.LittleEndian
+	if m := le.Uint32(b); m != walMagic {
+		return consensus.Prepare{}, 0, fmt.Errorf("bad magic %08x", m)
+	}
+	payloadLen := int(le.Uint32(b[4:]))
+	if payloadLen > WALEntryBytesMax-walHeaderBytes {
+		return consensus.Prepare{}, 0, fmt.Errorf("payload length %d above bound", payloadLen)
+	}
+	if len(b)-walHeaderBytes < payloadLen {
+		return consensus.Prepare{}, 0, fmt.Errorf("payload length %d exceeds the %d bytes left", payloadLen, len(b)-walHeaderBytes)
+	}
+	payload := b[walHeaderBytes : walHeaderBytes+payloadLen]
+	if sum := entryChecksum(b[:16], payload); sum != le.Uint64(b[16:]) {
+		return consensus.Prepare{}, 0, fmt.Errorf("checksum mismatch")
+	}
+	p, err := decodePrepare(payload)
+	if err != nil {
+		return consensus.Prepare{}, 0, err
+	}
+	if p.Header.Op != le.Uint64(b[8:]) {
+		return consensus.Prepare{}, 0, fmt.Errorf("header op %d differs from prepare op %d", le.Uint64(b[8:]), p.Header.Op)
+	}
+	return p, walHeaderBytes + payloadLen, nil
+}
+
+// findValidEntry looks for any complete valid entry starting at or after
+// from (candidates are positions holding the magic).
+func findValidEntry(data []byte, from int) (at int, op uint64, found bool) {
+	for i := from; i+walHeaderBytes <= len(data); i++ {
+		if binary.LittleEndian.Uint32(data[i:]) != walMagic {
+			continue
+		}
+		if p, _, err := parseEntry(data[i:]); err == nil {
+			return i, p.Header.Op, true
+		}
+	}
+	return 0, 0, false
+}
+
+func entryChecksum(head, payload []byte) uint64 {
+	h := xxh3.New()
+	h.Write(head)
+	h.Write(payload)
+	return h.Sum64()
+}
+
+func appendEntry(buf []byte, p *consensus.Prepare) []byte {
+	start := len(buf)
+	buf = append(buf, make([]byte, walHeaderBytes)...)
+	buf = appendPrepare(buf, p)
+	le := binary.LittleEndian
+	le.PutUint32(buf[start:], walMagic)
+	le.PutUint32(buf[start+4:], uint32(len(buf)-start-walHeaderBytes))
+	le.PutUint64(buf[start+8:], p.Header.Op)
+	le.PutUint64(buf[start+16:], entryChecksum(buf[start:start+16], buf[start+walHeaderBytes:]))
+	return buf
+}
+
+// Append writes entries (ops strictly ascending and above the last op)
+// and fdatasyncs once. On a failed write the tail is cut back; if that
+// fails too the WAL is poisoned.
+func (w *WAL) Append(entries ...consensus.Prepare) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.poisoned {
+		return ErrWALPoisoned
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	last, hasLast := w.lastOpLocked()
+	var buf []byte
+	locs := make([]walEntryLoc, 0, len(entries))
+	for i := range entries {
+		op := entries[i].Header.Op
+		if hasLast && op <= last {
+			return fmt.Errorf("WAL append: op %d does not follow op %d (truncate first)", op, last)
+		}
+		if prepareFixedBytes+len(entries[i].Body)+walHeaderBytes > WALEntryBytesMax {
+			return fmt.Errorf("WAL append: op %d is %d bytes, above the %d-byte entry bound", op, len(entries[i].Body), WALEntryBytesMax)
+		}
+		start := len(buf)
+		buf = appendEntry(buf, &entries[i])
+		locs = append(locs, walEntryLoc{op: op, offset: w.size + int64(start), size: int64(len(buf) - start)})
+		last, hasLast = op, true
+	}
+	if _, err := w.f.WriteAt(buf, w.size); err != nil {
+		w.cutBackLocked()
+		return fmt.Errorf("WAL append ops %d..%d: %w", locs[0].op, last, err)
+	}
+	if err := datasync(w.f); err != nil {
+		// After a failed fdatasync the page cache state is unknown: poison.
+		w.poisoned = true
+		return fmt.Errorf("WAL fdatasync ops %d..%d: %w", locs[0].op, last, err)
+	}
+	w.size += int64(len(buf))
+	w.index = append(w.index, locs...)
+	return nil
+}
+
+func (w *WAL) cutBackLocked() {
+	if err := w.f.Truncate(w.size); err != nil {
+		w.poisoned = true
+	}
+}
+
+func (w *WAL) lastOpLocked() (uint64, bool) {
+	if len(w.index) == 0 {
+		return 0, false
+	}
+	return w.index[len(w.index)-1].op, true
+}
+
+// Ops returns the first and last op held (ok false when empty).
+func (w *WAL) Ops() (first, last uint64, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.index) == 0 {
+		return 0, 0, false
+	}
+	return w.index[0].op, w.index[len(w.index)-1].op, true
+}
+
+// Size returns the file size in bytes.
+func (w *WAL) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.size
+}
+
+// Read returns the entry for op (ok false if not held).
+func (w *WAL) Read(op uint64) (consensus.Prepare, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := w.findLocked(op)
+	if i == len(w.index) || w.index[i].op != op {
+		return consensus.Prepare{}, false, nil
+	}
+	loc := w.index[i]
+	b := make([]byte, loc.size)
+	if _, err := w.f.ReadAt(b, loc.offset); err != nil {
+		return consensus.Prepare{}, false, fmt.Errorf("WAL read op %d: %w", op, err)
+	}
+	p, _, err := parseEntry(b)
+	if err != nil {
+		return consensus.Prepare{}, false, fmt.Errorf("WAL read op %d: %w", op, err)
+	}
+	return p, true, nil
+}
+
+// findLocked returns the index of the first entry with op >= op.
+func (w *WAL) findLocked(op uint64) int {
+	lo, hi := 0, len(w.index)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if w.index[mid].op < op {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// TruncateFrom removes every entry with op >= op (a divergent suffix) and
+// fsyncs.
+func (w *WAL) TruncateFrom(op uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.poisoned {
+		return ErrWALPoisoned
+	}
+	i := w.findLocked(op)
+	if i == len(w.index) {
+		return nil
+	}
+	cut := w.index[i].offset
+	if err := w.f.Truncate(cut); err != nil {
+		w.poisoned = true
+		return fmt.Errorf("WAL truncate from op %d: %w", op, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		w.poisoned = true
+		return fmt.Errorf("WAL fsync after truncate from op %d: %w", op, err)
+	}
+	w.size = cut
+	w.index = w.index[:i]
+	return nil
+}
+
+// Compact drops every entry with op <= upToOp (covered by a checkpoint):
+// the kept suffix is written to journal.wal.tmp, fsynced, renamed over the
+// WAL and the directory fsynced.
+func (w *WAL) Compact(upToOp uint64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.poisoned {
+		return ErrWALPoisoned
+	}
+	i := w.findLocked(upToOp + 1)
+	if upToOp == ^uint64(0) {
+		i = len(w.index)
+	}
+	if i == 0 {
+		return nil
+	}
+	var from int64 = w.size
+	if i < len(w.index) {
+		from = w.index[i].offset
+	}
+	kept := make([]byte, w.size-from)
+	if _, err := w.f.ReadAt(kept, from); err != nil {
+		return fmt.Errorf("WAL compact up to op %d: read kept entries: %w", upToOp, err)
+	}
+	if err := replaceFile(w.path, kept); err != nil {
+		return fmt.Errorf("WAL compact up to op %d: %w", upToOp, err)
+	}
+	f, err := os.OpenFile(w.path, os.O_RDWR, 0o644)
+	if err != nil {
+		w.poisoned = true
+		return fmt.Errorf("WAL compact: reopen %s: %w", w.path, err)
+	}
+	w.f.Close()
+	w.f = f
+	index := make([]walEntryLoc, 0, len(w.index)-i)
+	for _, loc := range w.index[i:] {
+		loc.offset -= from
+		index = append(index, loc)
+	}
+	w.index = index
+	w.size -= from
+	return nil
+}
+
+// Close closes the file.
+func (w *WAL) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.f.Close()
+}
