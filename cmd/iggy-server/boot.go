@@ -1,0 +1,109 @@
+package main
+
+import (
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lodestream/lodestream/config"
+)
+
+// withDefaultRootCredentials fills IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD
+// with "iggy" where unset, so exported values keep winning over the flag.
+func withDefaultRootCredentials(env config.Env) config.Env {
+	filled := make(config.Env, len(env)+2)
+	for name, value := range env {
+		filled[name] = value
+	}
+	for _, name := range []string{config.RootUsernameEnv, config.RootPasswordEnv} {
+		if filled[name] == "" {
+			filled[name] = config.DefaultRootUsername
+		}
+	}
+	return filled
+}
+
+// bootInput gathers CheckBoot's inputs. An empty root variable counts as
+// unset, like every other IGGY_* variable.
+func bootInput(env config.Env, parsed flags, metadataExists bool) config.BootInput {
+	username, password := env[config.RootUsernameEnv], env[config.RootPasswordEnv]
+	return config.BootInput{
+		ReplicaID:          parsed.replicaID,
+		ReplicaIDSet:       parsed.replicaIDSet,
+		RootUsername:       username,
+		RootUsernameSet:    username != "",
+		RootPassword:       password,
+		RootPasswordSet:    password != "",
+		MetadataExists:     metadataExists,
+		UnservedTransports: unservedTransports,
+	}
+}
+
+// wipeSystemPath implements --fresh: delete system.path and nothing else.
+// It refuses paths whose removal would take the filesystem root, the current
+// directory or one of its ancestors with it.
+func wipeSystemPath(systemPath string) error {
+	if strings.TrimSpace(systemPath) == "" {
+		return fmt.Errorf("--fresh: system.path is empty; refusing to delete")
+	}
+	target, err := filepath.Abs(systemPath)
+	if err != nil {
+		return fmt.Errorf("--fresh: resolving system.path %q: %w", systemPath, err)
+	}
+	if resolved, err := filepath.EvalSymlinks(target); err == nil {
+		target = resolved
+	}
+	if target == filepath.Dir(target) {
+		return fmt.Errorf("--fresh: system.path %q resolves to the filesystem root %q; refusing to delete", systemPath, target)
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return fmt.Errorf("--fresh: reading the current directory: %w", err)
+	}
+	if resolved, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = resolved
+	}
+	if rel, err := filepath.Rel(target, cwd); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
+		return fmt.Errorf("--fresh: system.path %q resolves to %q, which is the current directory or contains it; refusing to delete", systemPath, target)
+	}
+	if err := os.RemoveAll(target); err != nil {
+		return fmt.Errorf("--fresh: deleting system.path %q: %w", target, err)
+	}
+	return nil
+}
+
+// newLogger builds the stderr text logger at system.logging.level.
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	parsed, err := config.ParseLogLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: parsed})), nil
+}
+
+// rootPasswordAlphabet avoids characters that need quoting in shells.
+const rootPasswordAlphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// generateRootPassword returns a random password of 20..39 characters, as
+// upstream generates for a single node started without root credentials.
+func generateRootPassword() (string, error) {
+	extra, err := rand.Int(rand.Reader, big.NewInt(20))
+	if err != nil {
+		return "", err
+	}
+	length := 20 + int(extra.Int64())
+	var b strings.Builder
+	for range length {
+		index, err := rand.Int(rand.Reader, big.NewInt(int64(len(rootPasswordAlphabet))))
+		if err != nil {
+			return "", err
+		}
+		b.WriteByte(rootPasswordAlphabet[index.Int64()])
+	}
+	return b.String(), nil
+}

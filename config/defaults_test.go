@@ -1,0 +1,86 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestRepositoryConfigTOMLMatchesEmbeddedDefaults(t *testing.T) {
+	root, err := os.ReadFile(filepath.Join("..", "config.toml"))
+	if err != nil {
+		t.Fatalf("reading repository config.toml: %v", err)
+	}
+	if string(root) != DefaultsTOML {
+		t.Fatal("config.toml differs from config/defaults.toml: they must be byte-identical (cp config/defaults.toml config.toml)")
+	}
+}
+
+func TestDefaultsDecodeAndValidate(t *testing.T) {
+	cfg, err := Defaults()
+	if err != nil {
+		t.Fatalf("Defaults: %v", err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("defaults must validate: %v", err)
+	}
+	if warnings := cfg.Warnings(); len(warnings) != 0 {
+		t.Fatalf("defaults must not warn: %v", warnings)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"system.path", cfg.System.Path, "local_data"},
+		{"tcp.enabled", cfg.TCP.Enabled, true},
+		{"tcp.address", cfg.TCP.Address, "127.0.0.1:8090"},
+		{"quic.enabled", cfg.QUIC.Enabled, false},
+		{"quic.address", cfg.QUIC.Address, "127.0.0.1:8080"},
+		{"http.enabled", cfg.HTTP.Enabled, false},
+		{"http.address", cfg.HTTP.Address, "127.0.0.1:3000"},
+		{"websocket.enabled", cfg.WebSocket.Enabled, false},
+		{"websocket.address", cfg.WebSocket.Address, "127.0.0.1:8092"},
+		{"heartbeat.interval", cfg.Heartbeat.Interval.Duration, 30 * time.Second},
+		{"cluster.enabled", cfg.Cluster.Enabled, false},
+		{"cluster.name", cfg.Cluster.Name, "iggy-cluster"},
+		{"cluster.heartbeat_timeout", cfg.Cluster.HeartbeatTimeout.Duration, 5 * time.Second},
+		{"cluster.commit_broadcast_interval", cfg.Cluster.CommitBroadcastInterval.Duration, 500 * time.Millisecond},
+		{"cluster.prepare_retransmit_interval", cfg.Cluster.PrepareRetransmitInterval.Duration, 250 * time.Millisecond},
+		{"cluster.view_change_status_timeout", cfg.Cluster.ViewChangeStatusTimeout.Duration, 5 * time.Second},
+		{"cluster.request_start_view_retransmit_interval", cfg.Cluster.RequestStartViewRetransmitInterval.Duration, time.Second},
+		{"cluster.view_probe_attempts_max", cfg.Cluster.ViewProbeAttemptsMax, uint32(5)},
+		{"cluster.repair_gap_debounce_interval", cfg.Cluster.RepairGapDebounceInterval.Duration, time.Second},
+		{"cluster.repair_chunk_max", cfg.Cluster.RepairChunkMax, uint64(128)},
+		{"cluster.superblock_wedged_fatal_timeout", cfg.Cluster.SuperblockWedgedFatalTimeout.Duration, 2 * time.Minute},
+		{"cluster.coordinator.skip_shard_zero_for_replicas", cfg.Cluster.Coordinator.SkipShardZeroForReplicas, true},
+		{"cluster.nodes", len(cfg.Cluster.Nodes), 2},
+		{"metadata.journal_slots", cfg.Metadata.JournalSlots, uint64(1024)},
+		{"metadata.clients_table_max", cfg.Metadata.ClientsTableMax, uint64(8192)},
+		{"partition.wal_bytes_max", cfg.Partition.WALBytesMax.Bytes(), 256 * MiB},
+		{"partition.durability", cfg.Partition.Durability, DurabilityReplicated},
+		{"partition.consumer_offset_durability", cfg.Partition.ConsumerOffsetDurability, DurabilityReplicated},
+		{"partition.transfer_served_cache_bytes_max", cfg.Partition.TransferServedCacheBytesMax.Bytes(), 2176 * MiB},
+		{"partition.transfer_artifact_bytes_max", cfg.Partition.TransferArtifactBytesMax.Bytes(), 1088 * MiB},
+		{"partition.evicted_ring_bytes_max", cfg.Partition.EvictedRingBytesMax.Bytes(), 16 * MiB},
+		{"message_bus.max_message_size", cfg.MessageBus.MaxMessageSize.Bytes(), 64 * MiB},
+		{"message_bus.peer_queue_capacity", cfg.MessageBus.PeerQueueCapacity, uint64(256)},
+		{"message_bus.reconnect_period", cfg.MessageBus.ReconnectPeriod.Duration, 5 * time.Second},
+		{"message_bus.handshake_grace", cfg.MessageBus.HandshakeGrace.Duration, 10 * time.Second},
+		{"system.sharding.shutdown_poll_interval", cfg.System.Sharding.ShutdownPollInterval.Duration, 50 * time.Millisecond},
+		{"http.jwt.access_token_expiry", cfg.HTTP.JWT.AccessTokenExpiry.Duration, time.Hour},
+		{"system.logging.retention", cfg.System.Logging.Retention.Duration, 7 * 24 * time.Hour},
+		{"system.memory_pool.size", cfg.System.MemoryPool.Size.Bytes(), 4 * GiB},
+		{"quic.initial_mtu", cfg.QUIC.InitialMTU.Bytes(), uint64(1200)},
+		{"http.max_request_size", cfg.HTTP.MaxRequestSize.Bytes(), uint64(2_000_000)},
+	}
+	for _, check := range checks {
+		if check.got != check.want {
+			t.Errorf("%s = %v, want %v", check.name, check.got, check.want)
+		}
+	}
+	node := cfg.Cluster.Nodes[1]
+	if port, ok := node.Ports.Get(TransportTCPReplica); !ok || port != 9091 {
+		t.Errorf("cluster.nodes[1].ports.tcp_replica = %d (set %v), want 9091", port, ok)
+	}
+}
