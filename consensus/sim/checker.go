@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// Violation is one broken invariant, with where and when it was seen.
+type Violation struct {
+	Tick    uint64
+	Group   string
+	Replica int // -1: cluster-wide
+	Check   string
+	Detail  string
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("tick=%d group=%s replica=%d check=%s: %s", v.Tick, v.Group, v.Replica, v.Check, v.Detail)
+}
+
+// Names of the checks, used in violations and docs/simulator.md.
+const (
+	checkCommittedChanged  = "committed-op-changed"  // (a) a replica re-committed an op with another checksum
+	checkAgreement         = "agreement"             // (c) two replicas committed different ops at one number
+	checkApplyOrder        = "apply-order"           // Committed not contiguous / state hash diverged
+	checkMonotonic         = "monotonic"             // (b) view/log_view/commit went backwards
+	checkDurableMonotonic  = "durable-monotonic"     // (b) superblock or snapshot went backwards
+	checkRevealedView      = "revealed-view"         // (b) restart came back below a view it had revealed
+	checkInternal          = "internal"              // accessor invariants (commit_min <= commit_max, ...)
+	checkAckInLog          = "ack-in-log"            // (d) acknowledged request not at its op
+	checkExactlyOnce       = "exactly-once"          // (d) metadata request executed twice
+	checkTimestamp         = "timestamp"             // prepare timestamps strictly increase along the log
+	checkLiveness          = "liveness"              // (e) no progress after heal
+	checkConvergence       = "convergence"           // (e) replicas did not reach the same commit after heal
+	checkSnapshot          = "snapshot"              // a handed-out snapshot is corrupt or regresses state
+	checkContract          = "contract"              // driver contract (Ready shape, constructor errors)
+	checkLostAcknowledged  = "lost-acknowledged"     // (a) an acknowledged op disappeared from a replica
+	checkCommitBelowQuorum = "commit-without-quorum" // reserved for the quorum audit
+)
+
+// committedOp is the cluster's record of one committed op number.
+type committedOp struct {
+	known     bool
+	checksum  uint64
+	stateHash uint64 // app hash after applying it
+	timestamp uint64
+	client    consensus.Uint128
+	request   uint64
+	operation consensus.Operation
+	bodySum   uint64
+}
+
+type requestKey struct {
+	client  consensus.Uint128
+	request uint64
+}
+
+// replicaWatch is what the checker remembers about one replica.
+type replicaWatch struct {
+	live                          bool // an incarnation is running
+	view, logView                 uint32
+	commitMin, commitMax          uint64
+	revealedView                  uint32 // highest view in a message it sent (RequestStartView excepted)
+	durable                       consensus.VsrState
+	durableSet                    bool
+	snapshotOp                    uint64
+	highestCommitted              uint64 // over all incarnations
+	lastRestartTick, restartCount uint64
+}
+
+// groupChecker checks one consensus group's invariants.
+type groupChecker struct {
+	name     string
+	dedup    bool // metadata plane: each (client, request) at most once
+	log      []committedOp
+	seen     map[requestKey]uint64
+	replicas []replicaWatch
+	report   func(Violation)
+	now      *uint64
+}
+
+func newGroupChecker(name string, n int, dedup bool, now *uint64, report func(Violation)) *groupChecker {
+	return &groupChecker{name: name, dedup: dedup, seen: map[requestKey]uint64{}, replicas: make([]replicaWatch, n), report: report, now: now}
+}
+
+func (c *groupChecker) fail(replica int, check, format string, args ...any) {
+	c.report(Violation{Tick: *c.now, Group: c.name, Replica: replica, Check: check, Detail: fmt.Sprintf(format, args...)})
+}
+
+// maxCommitted is the highest op any replica has committed.
+func (c *groupChecker) maxCommitted() uint64 { return uint64(len(c.log)) }
+
+func (c *groupChecker) entry(op uint64) *committedOp {
+	if op == 0 || op > uint64(len(c.log)) {
+		return nil
+	}
+	e := &c.log[op-1]
+	if !e.known {
+		return nil
+	}
+	return e
+}
+
+// onCommitted records that replica r applied p, reaching app state hash.
+// Checks (a) and (c): one op number, one checksum, cluster-wide and
+// across restarts; and equal state hashes after equal ops.
+func (c *groupChecker) onCommitted(r int, p *consensus.Prepare, stateHash, bodySum uint64) {
+	h := &p.Header
+	w := &c.replicas[r]
+	for uint64(len(c.log)) < h.Op {
+		c.log = append(c.log, committedOp{})
+	}
+	e := &c.log[h.Op-1]
+	if !e.known {
+		*e = committedOp{known: true, checksum: h.Checksum, stateHash: stateHash, timestamp: h.Timestamp,
+			client: h.Client, request: h.Request, operation: h.Operation, bodySum: bodySum}
+		c.checkNeighbours(r, h.Op)
+		if c.dedup && h.Request != 0 && h.Operation != consensus.OperationRegister && h.Operation != consensus.OperationLogout {
+			k := requestKey{h.Client, h.Request}
+			if prev, dup := c.seen[k]; dup {
+				c.fail(r, checkExactlyOnce, "client %x request %d committed at op %d and again at op %d", h.Client.Lo, h.Request, prev, h.Op)
+			} else {
+				c.seen[k] = h.Op
+			}
+		}
+	} else if e.checksum != h.Checksum {
+		check := checkAgreement
+		if h.Op <= w.highestCommitted {
+			check = checkCommittedChanged
+		}
+		c.fail(r, check, "op %d committed with checksum %x, cluster has %x", h.Op, h.Checksum, e.checksum)
+	} else if e.stateHash != stateHash {
+		c.fail(r, checkApplyOrder, "state hash after op %d is %x, cluster has %x", h.Op, stateHash, e.stateHash)
+	}
+	if h.Op > w.highestCommitted {
+		w.highestCommitted = h.Op
+	}
+}
+
+// checkNeighbours verifies the hash chain and timestamps against the
+// committed ops either side of a newly learnt op.
+func (c *groupChecker) checkNeighbours(r int, op uint64) {
+	e := c.entry(op)
+	if prev := c.entry(op - 1); prev != nil && op > 1 && prev.timestamp >= e.timestamp {
+		c.fail(r, checkTimestamp, "op %d timestamp %d not above op %d timestamp %d", op, e.timestamp, op-1, prev.timestamp)
+	}
+	if next := c.entry(op + 1); next != nil && e.timestamp >= next.timestamp {
+		c.fail(r, checkTimestamp, "op %d timestamp %d not below op %d timestamp %d", op, e.timestamp, op+1, next.timestamp)
+	}
+}
+
+// onSnapshotInstalled checks a state-transfer snapshot against the log.
+func (c *groupChecker) onSnapshotInstalled(r int, op, stateHash, appliedBefore uint64) {
+	if op < appliedBefore {
+		c.fail(r, checkSnapshot, "installed snapshot at op %d below applied op %d", op, appliedBefore)
+	}
+	if e := c.entry(op); e != nil && e.stateHash != stateHash {
+		c.fail(r, checkSnapshot, "snapshot at op %d has state hash %x, cluster has %x", op, stateHash, e.stateHash)
+	}
+	w := &c.replicas[r]
+	if op > w.highestCommitted {
+		w.highestCommitted = op
+	}
+}
+
+// onAck checks (d): a request acknowledged as committed at op sits there.
+func (c *groupChecker) onAck(r int, client consensus.Uint128, request uint64, operation consensus.Operation, bodySum, op uint64) {
+	e := c.entry(op)
+	if e == nil {
+		c.fail(r, checkAckInLog, "client %x request %d acknowledged at op %d, which no replica committed", client.Lo, request, op)
+		return
+	}
+	if e.client != client || e.request != request || e.operation != operation || e.bodySum != bodySum {
+		c.fail(r, checkAckInLog, "client %x request %d (operation %d) acknowledged at op %d, which holds client %x request %d (operation %d)",
+			client.Lo, request, operation, op, e.client.Lo, e.request, e.operation)
+	}
+}
+
+// onSent records the highest view a replica revealed in a message.
+func (c *groupChecker) onSent(r int, m *consensus.Message) {
+	if m.Kind == consensus.MsgRequestStartView {
+		return // exempt from persist-before-send (spec §3.7)
+	}
+	w := &c.replicas[r]
+	if m.View > w.revealedView {
+		w.revealedView = m.View
+	}
+}
+
+// onSuperblock checks (b) on durable state: superblock fields never regress.
+func (c *groupChecker) onSuperblock(r int, sb consensus.VsrState) {
+	w := &c.replicas[r]
+	if sb.LogView > sb.View {
+		c.fail(r, checkInternal, "superblock log_view %d > view %d", sb.LogView, sb.View)
+	}
+	if w.durableSet {
+		d := w.durable
+		if sb.View < d.View || sb.LogView < d.LogView || sb.CommitMax < d.CommitMax || sb.CheckpointOp < d.CheckpointOp {
+			c.fail(r, checkDurableMonotonic, "superblock went from %+v to %+v", d, sb)
+		}
+	}
+	w.durable, w.durableSet = sb, true
+}
+
+// onSnapshotDurable checks the durable snapshot op never regresses.
+func (c *groupChecker) onSnapshotDurable(r int, op uint64) {
+	w := &c.replicas[r]
+	if op < w.snapshotOp {
+		c.fail(r, checkDurableMonotonic, "durable snapshot went from op %d to op %d", w.snapshotOp, op)
+	}
+	w.snapshotOp = op
+}
+
+// onCrash forgets the in-memory incarnation.
+func (c *groupChecker) onCrash(r int) { c.replicas[r].live = false }
+
+// onRestart checks what a restarted replica came back with (b).
+func (c *groupChecker) onRestart(r int, g consensus.Group) {
+	w := &c.replicas[r]
+	view := g.View()
+	if view < w.revealedView {
+		c.fail(r, checkRevealedView, "restarted in view %d below view %d it had revealed", view, w.revealedView)
+	}
+	if w.durableSet && (view < w.durable.View || g.LogView() < w.durable.LogView) {
+		c.fail(r, checkMonotonic, "restarted in view %d/log_view %d below durable %d/%d", view, g.LogView(), w.durable.View, w.durable.LogView)
+	}
+	if g.CommitMin() < w.snapshotOp {
+		c.fail(r, checkMonotonic, "restarted with commit_min %d below its durable snapshot op %d", g.CommitMin(), w.snapshotOp)
+	}
+	w.live = false
+	c.observe(r, g)
+}
+
+// observe runs every tick on a live replica: (b) within an incarnation
+// view, log_view, commit_min and commit_max never go backwards, and the
+// accessors satisfy their invariants.
+func (c *groupChecker) observe(r int, g consensus.Group) {
+	w := &c.replicas[r]
+	view, logView, cmin, cmax := g.View(), g.LogView(), g.CommitMin(), g.CommitMax()
+	if w.live {
+		if view < w.view || logView < w.logView || cmin < w.commitMin || cmax < w.commitMax {
+			c.fail(r, checkMonotonic, "view/log_view/commit_min/commit_max went from %d/%d/%d/%d to %d/%d/%d/%d",
+				w.view, w.logView, w.commitMin, w.commitMax, view, logView, cmin, cmax)
+		}
+	}
+	if logView > view {
+		c.fail(r, checkInternal, "log_view %d > view %d", logView, view)
+	}
+	if cmin > cmax {
+		c.fail(r, checkInternal, "commit_min %d > commit_max %d", cmin, cmax)
+	}
+	w.live, w.view, w.logView, w.commitMin, w.commitMax = true, view, logView, cmin, cmax
+}

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/zeebo/xxh3"
+)
+
+// readyLoopMax bounds how many Ready batches one input may produce before
+// the driver calls it a livelock (the core never settles).
+const readyLoopMax = 1000
+
+// proposal is a client request waiting on a replica for its reply.
+type proposal struct {
+	client   int
+	request  uint64
+	op       consensus.Operation
+	bodySum  uint64
+	clientID consensus.Uint128
+}
+
+// replicaDriver runs one group's replica on one node the way the real
+// node does: feed it, then carry out each Ready (persist, send, apply,
+// reply) and Advance. Its storage outlives crashes; the rest does not.
+type replicaDriver struct {
+	w     *world
+	group int
+	node  int
+	cfg   consensus.Config
+
+	g       consensus.Group // nil while the node is down
+	store   storage
+	app     appState
+	pending map[uint64]proposal // by Tag
+
+	lastCheckpointOp uint64
+	incarnations     uint64
+}
+
+// crashPoint says where in carrying out a Ready the node dies.
+type crashPoint uint8
+
+const (
+	crashNone          crashPoint = iota
+	crashMidPersist               // after writes[0:at]; the write at `at` may be torn
+	crashBeforeSend               // everything durable, nothing sent
+	crashMidSend                  // after messages[0:at] went out
+	crashBeforeAdvance            // all done but Advance
+)
+
+type crashPlan struct {
+	point crashPoint
+	at    int
+	torn  bool
+}
+
+// drain carries out Ready batches until the replica has none. It returns
+// false if the node crashed on the way.
+func (d *replicaDriver) drain() bool {
+	for i := 0; d.g != nil && d.g.HasReady(); i++ {
+		if i >= readyLoopMax {
+			d.w.fail(d.group, d.node, checkContract, "replica still HasReady after %d Ready batches", readyLoopMax)
+			return true
+		}
+		rd := d.g.Ready()
+		if !d.carryOut(&rd) {
+			return false
+		}
+		d.g.Advance(rd)
+	}
+	if d.g == nil {
+		return false
+	}
+	d.maybeCheckpoint()
+	if d.g != nil && d.g.CommitMin() != d.app.op {
+		d.w.fail(d.group, d.node, checkContract, "after draining, commit_min %d but %d ops applied", d.g.CommitMin(), d.app.op)
+	}
+	return d.g != nil
+}
+
+func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
+	w := d.w
+	chk := w.checkers[d.group]
+	writes := planWrites(rd)
+	plan := w.planCrash(d.node, len(writes), len(rd.Messages))
+
+	for i, wr := range writes {
+		if plan.point == crashMidPersist && i == plan.at {
+			if plan.torn {
+				d.store.applyTorn(wr, w.rng)
+			}
+			w.crashNode(d.node, fmt.Sprintf("mid-persist of %s after %d of %d writes (torn=%v)", w.groups[d.group].name, i, len(writes), plan.torn))
+			return false
+		}
+		d.store.apply(wr)
+		if wr.kind == writeSuperblock {
+			chk.onSuperblock(d.node, wr.superblock)
+		}
+	}
+	d.store.maybeCompact()
+	if plan.point == crashBeforeSend {
+		w.crashNode(d.node, "after persist, before send of "+w.groups[d.group].name)
+		return false
+	}
+
+	for i := range rd.Messages {
+		if plan.point == crashMidSend && i == plan.at {
+			w.crashNode(d.node, fmt.Sprintf("mid-send of %s after %d of %d messages", w.groups[d.group].name, i, len(rd.Messages)))
+			return false
+		}
+		m := &rd.Messages[i]
+		if int(m.From) != d.node || m.Group != d.cfg.GroupID || int(m.To) >= w.scn.Replicas || int(m.To) == d.node {
+			w.fail(d.group, d.node, checkContract, "message kind %d from %d to %d group %d is misaddressed", m.Kind, m.From, m.To, m.Group)
+			continue
+		}
+		chk.onSent(d.node, m)
+		w.traceMessage(evSend, m)
+		w.net.send(*m)
+	}
+
+	if rd.Snapshot != nil {
+		d.installSnapshot(rd.Snapshot)
+	}
+	for i := range rd.Committed {
+		p := &rd.Committed[i]
+		if err := d.app.apply(p); err != nil {
+			w.fail(d.group, d.node, checkApplyOrder, "%v", err)
+			continue
+		}
+		chk.onCommitted(d.node, p, d.app.hash, xxh3.Hash(p.Body))
+		w.trace(evCommit, d.node, d.group, p.Header.Op, p.Header.Checksum)
+	}
+	for _, rep := range rd.Replies {
+		d.deliverReply(rep)
+	}
+	if plan.point == crashBeforeAdvance {
+		w.crashNode(d.node, "before Advance of "+w.groups[d.group].name)
+		return false
+	}
+	return true
+}
+
+func (d *replicaDriver) installSnapshot(snap *consensus.Snapshot) {
+	w := d.w
+	app, err := decodeAppSnapshot(snap)
+	if err != nil {
+		w.fail(d.group, d.node, checkSnapshot, "state transfer handed out a bad snapshot: %v", err)
+		return
+	}
+	w.checkers[d.group].onSnapshotInstalled(d.node, app.op, app.hash, d.app.op)
+	d.app = app
+	d.store.installSnapshot(*snap)
+	w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
+	d.lastCheckpointOp = snap.Op
+	w.trace(evSnapshot, d.node, d.group, snap.Op, app.hash)
+}
+
+func (d *replicaDriver) deliverReply(rep consensus.Reply) {
+	w := d.w
+	p, ok := d.pending[rep.Tag]
+	if !ok {
+		w.fail(d.group, d.node, checkContract, "reply kind %d for unknown tag %d", rep.Kind, rep.Tag)
+		return
+	}
+	delete(d.pending, rep.Tag)
+	if rep.Kind == consensus.ReplyCommitted {
+		w.checkers[d.group].onAck(d.node, p.clientID, p.request, p.op, p.bodySum, rep.Op)
+	}
+	w.trace(evReply, d.node, d.group, rep.Tag, uint64(rep.Kind)<<56|rep.Op)
+	w.sendReply(p.client, rep)
+}
+
+// maybeCheckpoint takes an application snapshot every CheckpointEveryOps
+// applied ops: make it durable, then hand it to consensus.
+func (d *replicaDriver) maybeCheckpoint() {
+	every := d.w.scn.CheckpointEveryOps
+	if every == 0 || d.app.op < d.lastCheckpointOp+every {
+		return
+	}
+	if ct, ok := d.g.(clientTableCarrier); ok {
+		d.app.extra = ct.ClientTableSnapshot()
+	}
+	snap := d.app.snapshot()
+	d.store.installSnapshot(snap)
+	d.w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
+	d.lastCheckpointOp = snap.Op
+	d.g.Checkpoint(snap)
+	d.w.trace(evCheckpoint, d.node, d.group, snap.Op, d.app.hash)
+	for i := 0; d.g != nil && d.g.HasReady(); i++ {
+		if i >= readyLoopMax {
+			d.w.fail(d.group, d.node, checkContract, "replica still HasReady after %d Ready batches", readyLoopMax)
+			return
+		}
+		rd := d.g.Ready()
+		if !d.carryOut(&rd) {
+			return
+		}
+		d.g.Advance(rd)
+	}
+}
+
+// clientTableCarrier is implemented by a core that needs the driver to
+// carry its client table inside application snapshots.
+type clientTableCarrier interface {
+	ClientTableSnapshot() []byte
+}
+
+// start boots (restart=false: New) or reboots the replica from storage.
+func (d *replicaDriver) start(restart bool) error {
+	w := d.w
+	d.incarnations++
+	cfg := d.cfg
+	cfg.Seed = w.rng.uint64()
+	cfg.Incarnation = consensus.Uint128{Lo: w.rng.uint64() | 1, Hi: d.incarnations}
+	d.pending = map[uint64]proposal{}
+	var (
+		g   consensus.Group
+		err error
+	)
+	if !restart {
+		d.app = appState{}
+		g, err = w.factory.New(cfg)
+	} else {
+		st, cut := d.store.restore()
+		d.app = appState{}
+		if st.Snapshot != nil {
+			app, derr := decodeAppSnapshot(st.Snapshot)
+			if derr != nil {
+				return fmt.Errorf("restore snapshot of node %d: %w", d.node, derr)
+			}
+			d.app = app
+		}
+		d.lastCheckpointOp = d.app.op
+		w.trace(evRestore, d.node, d.group, uint64(len(st.Entries)), uint64(cut))
+		g, err = w.factory.Restart(cfg, st)
+	}
+	if err != nil {
+		return fmt.Errorf("start replica %d of %s (restart=%v): %w", d.node, w.groups[d.group].name, restart, err)
+	}
+	d.g = g
+	if restart {
+		w.checkers[d.group].onRestart(d.node, g)
+	} else {
+		w.checkers[d.group].observe(d.node, g)
+	}
+	return nil
+}

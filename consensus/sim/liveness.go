@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// allClientsDone: every client had a request issued after the heal
+// committed (check (e): the healed cluster commits new requests).
+func (w *world) allClientsDone() bool {
+	for _, c := range w.clients {
+		if !c.doneAfterHeal {
+			return false
+		}
+	}
+	return true
+}
+
+// converged: in every group all replicas are up, Normal, in one view,
+// and have applied exactly the ops the cluster committed.
+func (w *world) converged() bool {
+	for gi, chk := range w.checkers {
+		top := chk.maxCommitted()
+		var view uint32
+		for i, nd := range w.nodes {
+			d := nd.replicas[gi]
+			if !nd.up || d.g == nil {
+				return false
+			}
+			g := d.g
+			if g.Status() != consensus.StatusNormal || g.CommitMin() != top || g.CommitMax() != top || g.HasReady() {
+				return false
+			}
+			if i == 0 {
+				view = g.View()
+			} else if g.View() != view {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkLiveness reports each client that made no post-heal progress.
+func (w *world) checkLiveness() {
+	if w.allClientsDone() {
+		return
+	}
+	for _, c := range w.clients {
+		if c.doneAfterHeal {
+			continue
+		}
+		state := "idle"
+		if c.cur != nil {
+			state = fmt.Sprintf("request %d (operation %d) issued at tick %d, %d attempts, target node %d",
+				c.cur.Request, c.cur.Operation, c.curIssued, c.attemptsOfThis, c.target)
+		}
+		w.fail(c.group, -1, checkLiveness, "client %d: no request issued after heal (tick %d) committed within %d ticks: %s; cluster: %s",
+			c.idx, w.healTick, w.scn.LivenessTicks, state, w.describeGroup(c.group))
+	}
+}
+
+// reportDivergence explains why replicas did not converge after heal.
+func (w *world) reportDivergence() {
+	for gi := range w.groups {
+		w.fail(gi, -1, checkConvergence, "replicas did not reach commit %d within %d ticks of the workload settling: %s",
+			w.checkers[gi].maxCommitted(), w.scn.ConvergenceTicks, w.describeGroup(gi))
+	}
+}
+
+func (w *world) describeGroup(gi int) string {
+	var b strings.Builder
+	for i, nd := range w.nodes {
+		d := nd.replicas[gi]
+		if !nd.up || d.g == nil {
+			fmt.Fprintf(&b, "[%d down]", i)
+			continue
+		}
+		g := d.g
+		fmt.Fprintf(&b, "[%d status=%d view=%d log_view=%d op=%d commit_min=%d commit_max=%d primary=%v]",
+			i, g.Status(), g.View(), g.LogView(), g.Op(), g.CommitMin(), g.CommitMax(), g.IsPrimary())
+	}
+	return b.String()
+}

@@ -1,0 +1,288 @@
+package sim
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/zeebo/xxh3"
+)
+
+// storage is one replica's durable state for one group, as the real
+// driver keeps it: an append-only journal of framed records (each with
+// its own checksum), a two-copy superblock and the latest application
+// snapshot. It survives crashes of the replica that owns it.
+//
+// Only writes of the Ready in progress can be lost: the driver persists
+// (and fsyncs) a Ready before it sends its messages, so everything a
+// crash may cut was never revealed to anyone.
+type storage struct {
+	log        [][]byte // framed records in write order
+	superblock *consensus.VsrState
+	snapshot   *consensus.Snapshot
+
+	superblockWrites uint64
+	tornRecords      uint64
+}
+
+type recordKind uint8
+
+const (
+	recordEntry    recordKind = 1
+	recordTruncate recordKind = 2
+)
+
+// writeKind orders the writes of one Ready.
+type writeKind uint8
+
+const (
+	writeTruncate writeKind = iota
+	writeEntry
+	writeSuperblock
+)
+
+type write struct {
+	kind       writeKind
+	truncate   uint64
+	entry      consensus.Prepare
+	superblock consensus.VsrState
+}
+
+// planWrites lists a Ready's durable writes in the order the driver
+// issues them: truncate, entries in op order, then the superblock.
+func planWrites(rd *consensus.Ready) []write {
+	ws := make([]write, 0, len(rd.Entries)+2)
+	if rd.Truncate != 0 {
+		ws = append(ws, write{kind: writeTruncate, truncate: rd.Truncate})
+	}
+	for _, e := range rd.Entries {
+		ws = append(ws, write{kind: writeEntry, entry: e})
+	}
+	if rd.Superblock != nil {
+		ws = append(ws, write{kind: writeSuperblock, superblock: *rd.Superblock})
+	}
+	return ws
+}
+
+// apply makes w durable.
+func (s *storage) apply(w write) {
+	switch w.kind {
+	case writeTruncate:
+		s.log = append(s.log, frameRecord(recordTruncate, binary.LittleEndian.AppendUint64(nil, w.truncate)))
+	case writeEntry:
+		s.log = append(s.log, frameRecord(recordEntry, encodePrepare(w.entry)))
+	case writeSuperblock:
+		sb := w.superblock
+		s.superblock = &sb
+		s.superblockWrites++
+	}
+}
+
+// applyTorn models a crash in the middle of w. A journal record is left
+// with a damaged tail (its checksum fails on restart); a superblock write
+// leaves the other copy, i.e. the previous superblock, in force.
+func (s *storage) applyTorn(w write, g *rng) {
+	if w.kind != writeEntry {
+		return
+	}
+	rec := frameRecord(recordEntry, encodePrepare(w.entry))
+	if g.chance(0.5) && len(rec) > 1 {
+		rec = rec[:g.between(1, len(rec)-1)]
+	} else {
+		i := g.intn(len(rec))
+		rec[i] ^= byte(1 + g.intn(255))
+	}
+	s.log = append(s.log, rec)
+	s.tornRecords++
+}
+
+// installSnapshot durably replaces the snapshot (write temp, rename) and
+// rewrites the journal without the entries the snapshot covers.
+func (s *storage) installSnapshot(snap consensus.Snapshot) {
+	c := snap
+	c.Data = slices.Clone(snap.Data)
+	s.snapshot = &c
+	s.compact()
+}
+
+// compact rewrites the journal as its live entries above the snapshot,
+// the way a WAL reclaims space after a checkpoint. The rewrite is atomic.
+func (s *storage) compact() {
+	entries, _ := s.replay()
+	floor := uint64(0)
+	if s.snapshot != nil {
+		floor = s.snapshot.Op
+	}
+	log := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		if e.Header.Op > floor {
+			log = append(log, frameRecord(recordEntry, encodePrepare(e)))
+		}
+	}
+	s.log = log
+}
+
+// maybeCompact keeps the record log within a small factor of its live
+// entries so long runs stay bounded in memory.
+func (s *storage) maybeCompact() {
+	if len(s.log) > 256 {
+		entries, _ := s.replay()
+		if len(s.log) > 4*len(entries)+64 {
+			s.compact()
+		}
+	}
+}
+
+// replay decodes the record log in write order and stops at the first
+// record whose checksum fails (a torn tail). It returns the surviving
+// entries in op order and how many records were valid.
+func (s *storage) replay() ([]consensus.Prepare, int) {
+	var entries []consensus.Prepare // sorted by op, unique
+	valid := 0
+	for _, rec := range s.log {
+		kind, payload, err := unframeRecord(rec)
+		if err != nil {
+			break
+		}
+		switch kind {
+		case recordTruncate:
+			from := binary.LittleEndian.Uint64(payload)
+			i, _ := slices.BinarySearchFunc(entries, from, cmpEntryOp)
+			entries = entries[:i]
+		case recordEntry:
+			p, err := decodePrepare(payload)
+			if err != nil {
+				return entries, valid
+			}
+			i, found := slices.BinarySearchFunc(entries, p.Header.Op, cmpEntryOp)
+			if found {
+				entries[i] = p
+			} else {
+				entries = slices.Insert(entries, i, p)
+			}
+		}
+		valid++
+	}
+	return entries, valid
+}
+
+func cmpEntryOp(p consensus.Prepare, op uint64) int {
+	switch {
+	case p.Header.Op < op:
+		return -1
+	case p.Header.Op > op:
+		return 1
+	}
+	return 0
+}
+
+// restore is what the restart path reads back: it cuts the journal at the
+// first record that fails its checksum (so later appends follow the valid
+// prefix, as a real WAL truncates its file) and returns the superblock,
+// the snapshot and the entries above the snapshot.
+func (s *storage) restore() (consensus.Restored, int) {
+	entries, valid := s.replay()
+	cut := len(s.log) - valid
+	clear(s.log[valid:])
+	s.log = s.log[:valid]
+	var st consensus.Restored
+	if s.superblock != nil {
+		sb := *s.superblock
+		st.Superblock = &sb
+	}
+	floor := uint64(0)
+	if s.snapshot != nil {
+		snap := *s.snapshot
+		snap.Data = slices.Clone(snap.Data)
+		st.Snapshot = &snap
+		floor = snap.Op
+	}
+	for _, e := range entries {
+		if e.Header.Op > floor {
+			st.Entries = append(st.Entries, e)
+		}
+	}
+	return st, cut
+}
+
+// frameRecord lays out kind u8 | len u32 | payload | xxh3-64 of the rest.
+func frameRecord(kind recordKind, payload []byte) []byte {
+	b := make([]byte, 0, 1+4+len(payload)+8)
+	b = append(b, byte(kind))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	b = append(b, payload...)
+	return binary.LittleEndian.AppendUint64(b, xxh3.Hash(b))
+}
+
+var errTornRecord = errors.New("journal record fails its checksum")
+
+func unframeRecord(rec []byte) (recordKind, []byte, error) {
+	if len(rec) < 1+4+8 {
+		return 0, nil, fmt.Errorf("record of %d bytes: %w", len(rec), errTornRecord)
+	}
+	body, sum := rec[:len(rec)-8], binary.LittleEndian.Uint64(rec[len(rec)-8:])
+	if xxh3.Hash(body) != sum {
+		return 0, nil, errTornRecord
+	}
+	n := binary.LittleEndian.Uint32(body[1:5])
+	if int(n) != len(body)-5 {
+		return 0, nil, fmt.Errorf("record length %d, have %d: %w", n, len(body)-5, errTornRecord)
+	}
+	kind := recordKind(body[0])
+	if kind != recordEntry && kind != recordTruncate {
+		return 0, nil, fmt.Errorf("record kind %d: %w", kind, errTornRecord)
+	}
+	if kind == recordTruncate && n != 8 {
+		return 0, nil, fmt.Errorf("truncate record of %d bytes: %w", n, errTornRecord)
+	}
+	return kind, body[5:], nil
+}
+
+const prepareHeaderBytes = 4 + 8*5 + 16 + 8*3 + 1 + 4
+
+func encodePrepare(p consensus.Prepare) []byte {
+	h := p.Header
+	b := make([]byte, 0, prepareHeaderBytes+len(p.Body))
+	b = binary.LittleEndian.AppendUint32(b, h.View)
+	b = binary.LittleEndian.AppendUint64(b, h.Op)
+	b = binary.LittleEndian.AppendUint64(b, h.Commit)
+	b = binary.LittleEndian.AppendUint64(b, h.Timestamp)
+	b = binary.LittleEndian.AppendUint64(b, h.Parent)
+	b = binary.LittleEndian.AppendUint64(b, h.Checksum)
+	b = binary.LittleEndian.AppendUint64(b, h.Client.Lo)
+	b = binary.LittleEndian.AppendUint64(b, h.Client.Hi)
+	b = binary.LittleEndian.AppendUint64(b, h.Session)
+	b = binary.LittleEndian.AppendUint64(b, h.Request)
+	b = binary.LittleEndian.AppendUint64(b, h.ReqSum)
+	b = append(b, byte(h.Operation))
+	b = binary.LittleEndian.AppendUint32(b, h.UserID)
+	return append(b, p.Body...)
+}
+
+func decodePrepare(b []byte) (consensus.Prepare, error) {
+	if len(b) < prepareHeaderBytes {
+		return consensus.Prepare{}, fmt.Errorf("prepare record of %d bytes, header needs %d", len(b), prepareHeaderBytes)
+	}
+	le := binary.LittleEndian
+	var h consensus.PrepareHeader
+	h.View = le.Uint32(b[0:])
+	h.Op = le.Uint64(b[4:])
+	h.Commit = le.Uint64(b[12:])
+	h.Timestamp = le.Uint64(b[20:])
+	h.Parent = le.Uint64(b[28:])
+	h.Checksum = le.Uint64(b[36:])
+	h.Client.Lo = le.Uint64(b[44:])
+	h.Client.Hi = le.Uint64(b[52:])
+	h.Session = le.Uint64(b[60:])
+	h.Request = le.Uint64(b[68:])
+	h.ReqSum = le.Uint64(b[76:])
+	h.Operation = consensus.Operation(b[84])
+	h.UserID = le.Uint32(b[85:])
+	p := consensus.Prepare{Header: h}
+	if len(b) > prepareHeaderBytes {
+		p.Body = slices.Clone(b[prepareHeaderBytes:])
+	}
+	return p, nil
+}

@@ -1,0 +1,72 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// evKind tags trace events; the trace hash folds (kind, fields) in order.
+type evKind uint8
+
+const (
+	evSend evKind = iota + 1
+	evDeliver
+	evCommit
+	evReply
+	evPropose
+	evCrash
+	evRestart
+	evRestore
+	evSnapshot
+	evCheckpoint
+	evClientAck
+	evHeal
+)
+
+var evNames = map[evKind]string{
+	evSend: "send", evDeliver: "deliver", evCommit: "commit", evReply: "reply", evPropose: "propose",
+	evCrash: "crash", evRestart: "restart", evRestore: "restore", evSnapshot: "snapshot",
+	evCheckpoint: "checkpoint", evClientAck: "client-ack", evHeal: "heal",
+}
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// trace folds one event into the run's trace hash and, when verbose,
+// prints it. Same seed, same code => same sequence => same hash.
+func (w *world) trace(kind evKind, node, group int, a, b uint64) {
+	var buf [32]byte
+	binary.LittleEndian.PutUint64(buf[0:], w.now)
+	buf[8], buf[9], buf[10] = byte(kind), byte(node), byte(group)
+	binary.LittleEndian.PutUint64(buf[16:], a)
+	binary.LittleEndian.PutUint64(buf[24:], b)
+	h := w.traceHash
+	for _, c := range buf {
+		h ^= uint64(c)
+		h *= fnvPrime64
+	}
+	w.traceHash = h
+	w.events++
+	if w.verbose != nil {
+		fmt.Fprintf(w.verbose, "%7d %-10s node=%d group=%d a=%d b=%#x\n", w.now, evNames[kind], node, group, a, b)
+	}
+}
+
+func (w *world) traceMessage(kind evKind, m *consensus.Message) {
+	op := m.Op
+	if m.Prepare != nil {
+		op = m.Prepare.Header.Op
+	}
+	w.trace(kind, int(m.From), int(m.To), uint64(m.Kind)<<56|uint64(m.View)<<24|(op&0xffffff), m.Commit)
+}
+
+// logf prints a free-form line in verbose mode only.
+func (w *world) logf(format string, args ...any) {
+	if w.verbose != nil {
+		fmt.Fprintf(w.verbose, "%7d %s\n", w.now, fmt.Sprintf(format, args...))
+	}
+}
