@@ -1,0 +1,190 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/zeebo/xxh3"
+)
+
+// Superblock record (server-design §3.7), little-endian:
+//
+//	magic u32 "SBLK" | version u16 = 1 | reserved u16 = 0 | sequence u64 |
+//	parent_checksum u64 = 0 | payload_len u32 (<= 4096) | payload |
+//	XXH3-64 over all preceding bytes
+//
+// Payload (VsrState, 66 bytes): cluster u128 @0, replica_id u8 @16,
+// replica_count u8 @17, view u32 @18, log_view u32 @22, commit_max u64 @26,
+// checkpoint_op u64 @34, checkpoint_checksum u128 @42, offset_frontier u64
+// @58. A 58-byte legacy payload (no frontier) is accepted.
+const (
+	superblockMagic           uint32 = 0x53424C4B
+	superblockVersion         uint16 = 1
+	superblockHeaderBytes            = 28
+	superblockTrailerBytes           = 8
+	superblockPayloadBytes           = 66
+	superblockLegacyPayload          = 58
+	superblockPayloadBytesMax        = 4096
+)
+
+// Identity is what a superblock must match at boot.
+type Identity struct {
+	Cluster      consensus.Uint128
+	ReplicaID    uint8
+	ReplicaCount uint8
+}
+
+// SuperblockState is the durable VSR state of one group.
+type SuperblockState struct {
+	Identity
+	consensus.VsrState
+	CheckpointChecksum consensus.Uint128
+	OffsetFrontier     uint64
+}
+
+// Superblock manages the two slots superblock.a / superblock.b of a dir.
+// Writes alternate slots so a torn write never destroys the newest valid
+// record. Single writer: methods are serialized by a mutex.
+type Superblock struct {
+	mu       sync.Mutex
+	dir      string
+	identity Identity
+	sequence uint64 // of the newest valid record; 0 = none
+	newest   int    // slot index holding it (0 = a, 1 = b), -1 = none
+}
+
+var slotNames = [2]string{"superblock.a", "superblock.b"}
+
+// ErrSuperblockUnreadable marks a slot that exists but fails verification.
+var ErrSuperblockUnreadable = errors.New("superblock unreadable")
+
+// OpenSuperblock reads both slots of dir. It returns the newest valid
+// state (nil when neither slot exists: a fresh replica). A slot that
+// exists but fails verification, or an identity mismatch, refuses.
+func OpenSuperblock(dir string, id Identity) (*Superblock, *SuperblockState, error) {
+	if err := ensureDir(dir); err != nil {
+		return nil, nil, err
+	}
+	sb := &Superblock{dir: dir, identity: id, newest: -1}
+	var best *SuperblockState
+	for slot, name := range slotNames {
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		seq, st, err := decodeSuperblock(data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %v (remedy: wipe the directory and rejoin by state transfer)", ErrSuperblockUnreadable, path, err)
+		}
+		if sb.newest < 0 || seq > sb.sequence { // tie keeps slot a
+			sb.sequence, sb.newest, best = seq, slot, st
+		}
+	}
+	if best != nil && best.Identity != id {
+		return nil, nil, fmt.Errorf("superblock in %s belongs to cluster %016x%016x replica %d of %d, configured cluster %016x%016x replica %d of %d; refusing to boot",
+			dir, best.Cluster.Hi, best.Cluster.Lo, best.ReplicaID, best.ReplicaCount,
+			id.Cluster.Hi, id.Cluster.Lo, id.ReplicaID, id.ReplicaCount)
+	}
+	return sb, best, nil
+}
+
+// Write durably stores st (its identity must be the opened one) in the
+// slot not holding the newest record, with sequence+1.
+func (sb *Superblock) Write(st SuperblockState) error {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	if st.Identity != sb.identity {
+		return fmt.Errorf("superblock write: identity %+v differs from opened %+v", st.Identity, sb.identity)
+	}
+	if st.LogView > st.View {
+		return fmt.Errorf("superblock write: log_view %d above view %d", st.LogView, st.View)
+	}
+	target := 0
+	if sb.newest == 0 {
+		target = 1
+	}
+	seq := sb.sequence + 1
+	path := filepath.Join(sb.dir, slotNames[target])
+	if err := replaceFile(path, encodeSuperblock(seq, &st)); err != nil {
+		return fmt.Errorf("superblock write sequence %d: %w", seq, err)
+	}
+	sb.sequence, sb.newest = seq, target
+	return nil
+}
+
+// Sequence returns the sequence of the newest record (0 = none).
+func (sb *Superblock) Sequence() uint64 {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.sequence
+}
+
+func encodeSuperblock(seq uint64, st *SuperblockState) []byte {
+	le := binary.LittleEndian
+	b := make([]byte, superblockHeaderBytes+superblockPayloadBytes, superblockHeaderBytes+superblockPayloadBytes+superblockTrailerBytes)
+	le.PutUint32(b[0:], superblockMagic)
+	le.PutUint16(b[4:], superblockVersion)
+	le.PutUint64(b[8:], seq)
+	le.PutUint64(b[16:], 0) // parent_checksum
+	le.PutUint32(b[24:], superblockPayloadBytes)
+	p := b[superblockHeaderBytes:]
+	le.PutUint64(p[0:], st.Cluster.Lo)
+	le.PutUint64(p[8:], st.Cluster.Hi)
+	p[16] = st.ReplicaID
+	p[17] = st.ReplicaCount
+	le.PutUint32(p[18:], st.View)
+	le.PutUint32(p[22:], st.LogView)
+	le.PutUint64(p[26:], st.CommitMax)
+	le.PutUint64(p[34:], st.CheckpointOp)
+	le.PutUint64(p[42:], st.CheckpointChecksum.Lo)
+	le.PutUint64(p[50:], st.CheckpointChecksum.Hi)
+	le.PutUint64(p[58:], st.OffsetFrontier)
+	return le.AppendUint64(b, xxh3.Hash(b))
+}
+
+func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
+	le := binary.LittleEndian
+	if len(b) < superblockHeaderBytes+superblockTrailerBytes {
+		return 0, nil, fmt.Errorf("%d bytes is shorter than header and trailer", len(b))
+	}
+	if m := le.Uint32(b); m != superblockMagic {
+		return 0, nil, fmt.Errorf("bad magic %08x", m)
+	}
+	payloadLen := int(le.Uint32(b[24:]))
+	if payloadLen > superblockPayloadBytesMax || len(b) != superblockHeaderBytes+payloadLen+superblockTrailerBytes {
+		return 0, nil, fmt.Errorf("payload length %d does not fit the %d-byte record", payloadLen, len(b))
+	}
+	body := b[:len(b)-superblockTrailerBytes]
+	if got, want := xxh3.Hash(body), le.Uint64(b[len(b)-superblockTrailerBytes:]); got != want {
+		return 0, nil, fmt.Errorf("checksum mismatch (computed %016x, stored %016x)", got, want)
+	}
+	if v := le.Uint16(b[4:]); v != superblockVersion {
+		return 0, nil, fmt.Errorf("unknown version %d", v)
+	}
+	if payloadLen != superblockPayloadBytes && payloadLen != superblockLegacyPayload {
+		return 0, nil, fmt.Errorf("payload length %d is neither %d nor legacy %d", payloadLen, superblockPayloadBytes, superblockLegacyPayload)
+	}
+	p := b[superblockHeaderBytes : superblockHeaderBytes+payloadLen]
+	st := &SuperblockState{}
+	st.Cluster = consensus.Uint128{Lo: le.Uint64(p[0:]), Hi: le.Uint64(p[8:])}
+	st.ReplicaID, st.ReplicaCount = p[16], p[17]
+	st.View, st.LogView = le.Uint32(p[18:]), le.Uint32(p[22:])
+	st.CommitMax, st.CheckpointOp = le.Uint64(p[26:]), le.Uint64(p[34:])
+	st.CheckpointChecksum = consensus.Uint128{Lo: le.Uint64(p[42:]), Hi: le.Uint64(p[50:])}
+	if payloadLen == superblockPayloadBytes {
+		st.OffsetFrontier = le.Uint64(p[58:])
+	}
+	if st.LogView > st.View {
+		return 0, nil, fmt.Errorf("log_view %d above view %d", st.LogView, st.View)
+	}
+	return le.Uint64(b[8:]), st, nil
+}
