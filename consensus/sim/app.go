@@ -42,12 +42,12 @@ func (a *appState) snapshot() consensus.Snapshot {
 	binary.LittleEndian.PutUint64(data[0:], a.op)
 	binary.LittleEndian.PutUint64(data[8:], a.hash)
 	data = append(data, a.extra...)
-	return consensus.Snapshot{Op: a.op, Checksum: xxh3.Hash(data), Data: data}
+	return consensus.Snapshot{Op: a.op, Checksum: consensus.SnapshotChecksum(data), Data: data}
 }
 
 // decodeAppSnapshot verifies and decodes a snapshot made by snapshot().
 func decodeAppSnapshot(s *consensus.Snapshot) (appState, error) {
-	if xxh3.Hash(s.Data) != s.Checksum {
+	if consensus.SnapshotChecksum(s.Data) != s.Checksum {
 		return appState{}, fmt.Errorf("snapshot at op %d: checksum mismatch", s.Op)
 	}
 	if len(s.Data) < 16 {

@@ -82,6 +82,7 @@ func (d *replicaDriver) drain() bool {
 func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 	w := d.w
 	chk := w.checkers[d.group]
+	d.verifyChecksums(rd)
 	writes := planWrites(rd)
 	plan := w.planCrash(d.node, len(writes), len(rd.Messages))
 
@@ -245,4 +246,17 @@ func (d *replicaDriver) start(restart bool) error {
 		w.checkers[d.group].observe(d.node, g)
 	}
 	return nil
+}
+
+// verifyChecksums checks that every prepare the core hands out carries its
+// own identity checksum, as the real journal verifies before writing.
+func (d *replicaDriver) verifyChecksums(rd *consensus.Ready) {
+	for _, list := range [][]consensus.Prepare{rd.Entries, rd.Committed} {
+		for i := range list {
+			p := &list[i]
+			if got := consensus.PrepareChecksum(&p.Header, p.Body); got != p.Header.Checksum {
+				d.w.fail(d.group, d.node, checkContract, "op %d carries checksum %x, its header and body hash to %x", p.Header.Op, p.Header.Checksum, got)
+			}
+		}
+	}
 }
