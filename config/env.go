@@ -165,6 +165,7 @@ func applyEnv(cfg *Config, env Env) ([]Warning, error) {
 	if len(problems) > 0 {
 		return nil, errors.Join(problems...)
 	}
+	sort.Slice(warnings, func(i, j int) bool { return warnings[i].Variable < warnings[j].Variable })
 	return warnings, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -112,6 +113,14 @@ func mergeFile(cfg *Config, path string) error {
 // arrays present in text replace the whole array) and refuses unknown and
 // removed keys.
 func decodeTOML(text, source string, cfg *Config) error {
+	// First pass onto a scratch value learns which keys the text defines, so
+	// arrays it sets can be cleared: the decoder would otherwise merge array
+	// elements into the existing ones instead of replacing the array.
+	probe, err := toml.Decode(text, &Config{})
+	if err != nil {
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	clearDefinedArrays(reflect.ValueOf(cfg).Elem(), probe, nil)
 	meta, err := toml.Decode(text, cfg)
 	if err != nil {
 		return fmt.Errorf("%s: %w", source, err)
@@ -135,6 +144,28 @@ func decodeTOML(text, source string, cfg *Config) error {
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].Error() < problems[j].Error() })
 	return errors.Join(problems...)
+}
+
+// clearDefinedArrays zeroes every slice field whose key the TOML defines.
+func clearDefinedArrays(target reflect.Value, meta toml.MetaData, path []string) {
+	for i := range target.NumField() {
+		field := target.Type().Field(i)
+		key, _, _ := strings.Cut(field.Tag.Get("toml"), ",")
+		if key == "" || key == "-" {
+			continue
+		}
+		fieldPath := append(append([]string(nil), path...), key)
+		switch field.Type.Kind() {
+		case reflect.Slice:
+			if meta.IsDefined(fieldPath...) {
+				target.Field(i).SetZero()
+			}
+		case reflect.Struct:
+			if meta.IsDefined(fieldPath...) {
+				clearDefinedArrays(target.Field(i), meta, fieldPath)
+			}
+		}
+	}
 }
 
 // parentReported suppresses "unknown key a.b.c" once "a.b" was reported.
