@@ -72,8 +72,8 @@ func FuzzSendMessagesBody(f *testing.F) {
 	})
 }
 
-// FuzzPollMessagesBody: the request and reply decoders never panic, and an accepted request re-encodes
-// to the same bytes.
+// FuzzPollMessagesBody: the request and reply decoders never panic, and an accepted request survives an
+// encode/decode round trip (bytes may differ: an absent partition's ignored id is re-encoded as 0).
 func FuzzPollMessagesBody(f *testing.F) {
 	req := PollMessagesRequest{Consumer: Consumer{Kind: ConsumerKindSingle, ID: NumericID(1)},
 		Stream: NumericID(1), Topic: NamedID("t"), Strategy: PollingStrategy{Kind: PollNext}, Count: 5}
@@ -82,8 +82,9 @@ func FuzzPollMessagesBody(f *testing.F) {
 	f.Add(AppendPollMessagesReply(nil, 0, 1, 2, batch))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if r, err := DecodePollMessages(b); err == nil {
-			if again := r.Append(nil); !bytes.Equal(again, b) {
-				t.Fatalf("re-encode differs\n got %x\nwant %x", again, b)
+			again, err := DecodePollMessages(r.Append(nil))
+			if err != nil || again != r {
+				t.Fatalf("round trip: %+v, %v; want %+v", again, err, r)
 			}
 		}
 		if r, err := DecodePollMessagesReply(b); err == nil && uint64(len(r.Messages)) != uint64(r.MessagesCount) {

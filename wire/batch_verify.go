@@ -50,8 +50,8 @@ func verifyBatchBody(h BatchHeader, record []byte) error {
 	if h.MessageCount == 0 {
 		return batchErrorf(ErrInvalidMessagesCount, "message_count is 0, a batch carries at least one message")
 	}
-	var hasher xxh3.Hasher
-	startBatchChecksum(&hasher, h)
+	var sealer batchSealer
+	sealer.start(h)
 	it := NewBatchIter(record)
 	for it.Next() {
 		m := it.Message()
@@ -63,7 +63,7 @@ func verifyBatchBody(h BatchHeader, record []byte) error {
 		if err := checkBatchMessage(m, index); err != nil {
 			return err
 		}
-		hasher.Write(m.Frame[:batchFrameChecksumBytes])
+		sealer.add(m.Frame)
 	}
 	if err := it.Err(); err != nil {
 		return err
@@ -72,7 +72,7 @@ func verifyBatchBody(h BatchHeader, record []byte) error {
 		return batchErrorf(ErrInvalidMessagesCount,
 			"message_count is %d but the frames hold %d messages", h.MessageCount, it.Index())
 	}
-	if sum := hasher.Sum64(); sum != h.BatchChecksum {
+	if sum := sealer.sum(); sum != h.BatchChecksum {
 		return batchErrorf(ErrInvalidBatchChecksum,
 			"batch at base offset %d: stored checksum %#016x, computed %#016x", h.BaseOffset, h.BatchChecksum, sum)
 	}
@@ -99,28 +99,50 @@ func checkBatchMessage(m *BatchMessage, index uint32) error {
 	return nil
 }
 
-// startBatchChecksum feeds the 44 header-field bytes that open every batch checksum.
-func startBatchChecksum(hasher *xxh3.Hasher, h BatchHeader) {
-	var fields [batchChecksumHeaderBytes]byte
-	binary.LittleEndian.PutUint64(fields[0:], h.PartitionID)
-	binary.LittleEndian.PutUint64(fields[8:], h.BaseOffset)
-	binary.LittleEndian.PutUint64(fields[16:], h.BaseTimestamp)
-	binary.LittleEndian.PutUint64(fields[24:], h.OriginTimestamp)
-	binary.LittleEndian.PutUint64(fields[32:], h.BatchLength)
-	binary.LittleEndian.PutUint32(fields[40:], h.MessageCount)
-	hasher.Reset()
-	hasher.Write(fields[:])
+// batchSealer computes a batch checksum: XXH3-64 over the 44 header-field bytes followed by every
+// frame's stored checksum. Input is staged in a fixed buffer so the streaming hasher sees large writes
+// (one Write per 8-byte checksum costs more than the hashing itself).
+type batchSealer struct {
+	hasher xxh3.Hasher
+	buf    [1024]byte
+	n      int
+}
+
+func (s *batchSealer) start(h BatchHeader) {
+	binary.LittleEndian.PutUint64(s.buf[0:], h.PartitionID)
+	binary.LittleEndian.PutUint64(s.buf[8:], h.BaseOffset)
+	binary.LittleEndian.PutUint64(s.buf[16:], h.BaseTimestamp)
+	binary.LittleEndian.PutUint64(s.buf[24:], h.OriginTimestamp)
+	binary.LittleEndian.PutUint64(s.buf[32:], h.BatchLength)
+	binary.LittleEndian.PutUint32(s.buf[40:], h.MessageCount)
+	s.n = batchChecksumHeaderBytes
+	s.hasher.Reset()
+}
+
+// add stages the stored checksum of frame (its first 8 bytes).
+func (s *batchSealer) add(frame []byte) {
+	if s.n+batchFrameChecksumBytes > len(s.buf) {
+		s.hasher.Write(s.buf[:s.n])
+		s.n = 0
+	}
+	s.n += copy(s.buf[s.n:], frame[:batchFrameChecksumBytes])
+}
+
+func (s *batchSealer) sum() uint64 {
+	s.hasher.Write(s.buf[:s.n])
+	s.n = 0
+	return s.hasher.Sum64()
 }
 
 // ComputeBatchChecksum returns the batch checksum of header h over the frames of record (the record's
 // own header bytes are ignored: h supplies the fields, so a caller can hash a header it is about to
 // write). It checks framing but not the per-message checksums.
 func ComputeBatchChecksum(h BatchHeader, record []byte) (uint64, error) {
-	var hasher xxh3.Hasher
-	startBatchChecksum(&hasher, h)
+	var sealer batchSealer
+	sealer.start(h)
 	it := NewBatchIter(record)
 	for it.Next() {
-		hasher.Write(it.Message().Frame[:batchFrameChecksumBytes])
+		sealer.add(it.Message().Frame)
 	}
 	if err := it.Err(); err != nil {
 		return 0, err
@@ -129,7 +151,7 @@ func ComputeBatchChecksum(h BatchHeader, record []byte) (uint64, error) {
 		return 0, batchErrorf(ErrInvalidMessagesCount,
 			"message_count is %d but the frames hold %d messages", h.MessageCount, it.Index())
 	}
-	return hasher.Sum64(), nil
+	return sealer.sum(), nil
 }
 
 // CheckBatchSeal is the cheap integrity check for a batch this process already verified once (commit-
