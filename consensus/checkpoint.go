@@ -1,0 +1,29 @@
+package consensus
+
+import "fmt"
+
+// Checkpoint records an application snapshot taken after applying s.Op
+// (call it after Advance of the Ready that committed s.Op). Journal entries
+// at or below s.Op become reusable and s is what state transfer serves. An
+// invalid snapshot is ignored; CheckpointError says why.
+func (r *Replica) Checkpoint(s Snapshot) {
+	switch {
+	case s.Op > r.commitMin:
+		r.checkpointErr = fmt.Errorf("checkpoint at op %d: not applied yet (commit_min %d)", s.Op, r.commitMin)
+	case s.Op < r.checkpointOp:
+		r.checkpointErr = fmt.Errorf("checkpoint at op %d: older than checkpoint %d", s.Op, r.checkpointOp)
+	case SnapshotChecksum(s.Data) != s.Checksum:
+		r.checkpointErr = fmt.Errorf("checkpoint at op %d: checksum %x does not match its data", s.Op, s.Checksum)
+	default:
+		r.checkpointErr = nil
+		snap := Snapshot{Op: s.Op, Checksum: s.Checksum, Data: append([]byte(nil), s.Data...)}
+		r.snapshot = &snap
+		r.checkpointOp = s.Op
+		if r.IsPrimary() {
+			r.promoteQueued() // a full journal may have room now
+		}
+	}
+}
+
+// CheckpointError reports why the last Checkpoint was rejected (nil if accepted).
+func (r *Replica) CheckpointError() error { return r.checkpointErr }

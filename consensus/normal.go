@@ -1,0 +1,331 @@
+package consensus
+
+import "fmt"
+
+// Propose admits a client request on this replica. Every call ends in
+// exactly one Reply carrying req.Tag (spec §3.12 decides 57 vs 58).
+func (r *Replica) Propose(req Request) {
+	// §3.12: not primary / not Normal / transferring => 58, never entered a pipeline.
+	if !r.IsPrimary() || r.Transferring() {
+		r.reply(Reply{Tag: req.Tag, Kind: ReplyNotAccepted})
+		return
+	}
+	if r.clients != nil {
+		if kind, cached, ok := r.preflight(&req); !ok {
+			r.reply(Reply{Tag: req.Tag, Kind: kind, Op: cached.op, Timestamp: cached.timestamp, Cached: cached.body})
+			return
+		}
+	}
+	if len(r.pipeline) < int(r.cfg.PrepareQueueDepth) && len(r.requestQueue) == 0 && r.journal.canAppend(r.op+1, r.checkpointOp) {
+		r.prepare(req)
+		return
+	}
+	// §3.4 step 1: park behind the pipeline; request queue full => 58.
+	if len(r.requestQueue) >= 2*int(r.cfg.PrepareQueueDepth) {
+		r.reply(Reply{Tag: req.Tag, Kind: ReplyNotAccepted})
+		return
+	}
+	req.Body = append([]byte(nil), req.Body...)
+	r.requestQueue = append(r.requestQueue, req)
+}
+
+// prepare turns a request into the next op: journal it, pipeline it and
+// send it to every backup (direct fan-out, not upstream's ring).
+func (r *Replica) prepare(req Request) {
+	op := r.op + 1
+	now := r.nowMicros
+	if now == 0 {
+		now = r.ticks * 10_000
+	}
+	ts := max(now, r.lastTimestamp+1)
+	h := PrepareHeader{
+		View:      r.view,
+		Op:        op,
+		Commit:    r.commitMax,
+		Timestamp: ts,
+		Parent:    r.headChecksum,
+		Client:    req.Client,
+		Session:   req.Session,
+		Request:   req.Request,
+		ReqSum:    req.Checksum,
+		Operation: req.Operation,
+		UserID:    req.UserID,
+	}
+	body := append([]byte(nil), req.Body...)
+	h.Checksum = PrepareChecksum(&h, body)
+	p := Prepare{Header: h, Body: body}
+	r.op = op
+	r.headChecksum = h.Checksum
+	r.lastTimestamp = ts
+	r.appendEntry(p)
+	r.pipeline = append(r.pipeline, pipelineEntry{header: h, tag: req.Tag, hasTag: true})
+	r.broadcast(Message{Kind: MsgPrepare, View: r.view, Prepare: &p})
+	if !r.prepareTimer.armed {
+		r.prepareAttempts = 0
+		r.prepareTimer.start(r.ticks, uint64(r.cfg.PrepareRetransmitTicks))
+	}
+}
+
+// promoteQueued moves parked requests into freed pipeline slots.
+func (r *Replica) promoteQueued() {
+	for len(r.requestQueue) > 0 && len(r.pipeline) < int(r.cfg.PrepareQueueDepth) &&
+		r.journal.canAppend(r.op+1, r.checkpointOp) {
+		req := r.requestQueue[0]
+		r.requestQueue[0] = Request{}
+		r.requestQueue = r.requestQueue[1:]
+		r.prepare(req)
+	}
+}
+
+// onPrepare: a backup journals the primary's prepare and acknowledges it
+// (spec §3.4 step 3). The PrepareOk rides in the same Ready as the entry, so
+// the driver persists the entry before the ack leaves.
+func (r *Replica) onPrepare(m Message) {
+	if m.Prepare == nil || !verifyPrepare(m.Prepare) {
+		return
+	}
+	if m.View > r.view {
+		r.observedNewerView = max(r.observedNewerView, m.View)
+		return
+	}
+	if r.status != StatusNormal || r.Transferring() || m.View < r.view || r.isPrimaryIndex() ||
+		m.From != r.primaryOf(r.view) {
+		return
+	}
+	h := &m.Prepare.Header
+	r.raiseCommitMax(h.Commit)
+	r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
+	r.seenOp = max(r.seenOp, h.Op)
+	if h.Op <= r.commitMin {
+		r.commitJournal()
+		return
+	}
+	if s := r.journal.get(h.Op); s != nil {
+		if s.prepare.Header.Checksum == h.Checksum {
+			r.sendPrepareOk(h)
+			r.commitJournal()
+			return
+		}
+		// The primary of our view is authoritative: our entry is a stale
+		// relic of an older view.
+		r.truncateFrom(h.Op)
+		r.op = min(r.op, h.Op-1)
+	}
+	if h.Op != r.op+1 {
+		// Gap: wait for retransmit or repair (debounced).
+		r.noteGap()
+		r.commitJournal()
+		return
+	}
+	if prev, ok := r.journal.header(h.Op - 1); ok && prev.Checksum != h.Parent {
+		r.truncateFrom(h.Op - 1)
+		r.op = h.Op - 2
+		r.noteGap()
+		return
+	}
+	if !r.journal.canAppend(h.Op, r.checkpointOp) {
+		return // journal full of un-checkpointed history: no ack, the driver must checkpoint
+	}
+	p := Prepare{Header: *h, Body: append([]byte(nil), m.Prepare.Body...)}
+	r.appendEntry(p)
+	r.op = h.Op
+	r.headChecksum = h.Checksum
+	r.sendPrepareOk(h)
+	r.commitJournal()
+}
+
+func (r *Replica) sendPrepareOk(h *PrepareHeader) {
+	if r.status != StatusNormal || r.Transferring() || r.logView != r.view {
+		return
+	}
+	hdr := *h
+	r.send(Message{Kind: MsgPrepareOk, To: r.primaryOf(r.view), View: r.view, Commit: r.commitMax,
+		Prepare: &Prepare{Header: hdr}})
+}
+
+// onPrepareOk: the primary counts distinct acks of the exact prepare.
+func (r *Replica) onPrepareOk(m Message) {
+	if !r.IsPrimary() || m.View != r.view || m.Prepare == nil {
+		return
+	}
+	h := &m.Prepare.Header
+	if len(r.pipeline) == 0 || h.Op < r.pipeline[0].header.Op {
+		return
+	}
+	idx := h.Op - r.pipeline[0].header.Op
+	if idx >= uint64(len(r.pipeline)) {
+		return
+	}
+	e := &r.pipeline[idx]
+	if e.header.Checksum != h.Checksum {
+		return
+	}
+	e.acks |= 1 << m.From
+	r.commitPipeline()
+}
+
+// commitPipeline advances commit_max over the contiguous quorum prefix.
+func (r *Replica) commitPipeline() {
+	advanced := false
+	for i := range r.pipeline {
+		e := &r.pipeline[i]
+		if popcount(e.acks) < r.quorumReplication {
+			break
+		}
+		if e.header.Op > r.commitMax {
+			r.commitMax = e.header.Op
+			advanced = true
+		}
+	}
+	if advanced {
+		r.prepareAttempts = 0
+		r.prepareTimer.start(r.ticks, uint64(r.cfg.PrepareRetransmitTicks))
+	}
+	r.commitJournal()
+}
+
+func (r *Replica) raiseCommitMax(commit uint64) {
+	if commit > r.commitMax {
+		r.commitMax = commit
+	}
+}
+
+// commitJournal applies ops commit_min+1..commit_max held in the journal,
+// in order, stopping at the first missing op (repair fills it).
+func (r *Replica) commitJournal() {
+	if r.Transferring() {
+		return
+	}
+	for r.commitMin < r.commitMax {
+		op := r.commitMin + 1
+		s := r.journal.get(op)
+		if s == nil {
+			r.noteGap()
+			break
+		}
+		if s.prepare.Header.Op != op {
+			panic(fmt.Sprintf("consensus: journal returned op %d for %d", s.prepare.Header.Op, op))
+		}
+		r.commitMin = op
+		r.pending.Committed = append(r.pending.Committed, s.prepare)
+		r.applyClientTable(&s.prepare.Header)
+		r.replyCommitted(&s.prepare.Header)
+	}
+	if r.IsPrimary() {
+		if len(r.pipeline) == 0 {
+			r.prepareTimer.stop()
+		}
+		r.promoteQueued()
+	}
+}
+
+// replyCommitted pops the pipeline head the op closes and answers it.
+func (r *Replica) replyCommitted(h *PrepareHeader) {
+	if len(r.pipeline) == 0 || r.pipeline[0].header.Op != h.Op {
+		return
+	}
+	e := r.pipeline[0]
+	copy(r.pipeline, r.pipeline[1:])
+	r.pipeline = r.pipeline[:len(r.pipeline)-1]
+	if e.header.Checksum != h.Checksum {
+		panic(fmt.Sprintf("consensus: replica %d committed op %d with checksum %x, pipeline had %x",
+			r.id, h.Op, h.Checksum, e.header.Checksum))
+	}
+	if e.hasTag {
+		r.reply(Reply{Tag: e.tag, Kind: ReplyCommitted, Op: h.Op, Timestamp: h.Timestamp})
+	}
+}
+
+// abandonPipeline answers every pending proposal of this replica with 57
+// (it may have been prepared; outcome unknown) and clears pipeline + queue.
+func (r *Replica) abandonPipeline() {
+	for _, e := range r.pipeline {
+		if e.hasTag {
+			r.reply(Reply{Tag: e.tag, Kind: ReplyNotCommitted})
+		}
+	}
+	for _, q := range r.requestQueue {
+		r.reply(Reply{Tag: q.Tag, Kind: ReplyNotCommitted})
+	}
+	r.pipeline = r.pipeline[:0]
+	r.requestQueue = r.requestQueue[:0]
+	r.prepareTimer.stop()
+}
+
+func (r *Replica) tickPrimary() {
+	if r.logView != r.view {
+		return
+	}
+	if r.commitTimer.fired(r.ticks) {
+		r.commitTimer.start(r.ticks, uint64(r.cfg.CommitBroadcastTicks))
+		if r.observedNewerView > r.view {
+			r.probeView(r.observedNewerView)
+		} else {
+			r.heartbeatsSent++
+			r.broadcast(Message{Kind: MsgCommit, View: r.view, Commit: r.commitMin, Timestamp: r.heartbeatsSent})
+		}
+	}
+	if r.prepareTimer.fired(r.ticks) {
+		r.retransmitPrepares()
+		r.prepareAttempts++
+		r.prepareTimer.start(r.ticks, backoffTicks(&r.rng, r.cfg.PrepareRetransmitTicks, r.prepareAttempts))
+	}
+}
+
+// retransmitPrepares resends every uncommitted, below-quorum pipeline entry
+// to each replica missing an ack.
+func (r *Replica) retransmitPrepares() {
+	for i := range r.pipeline {
+		e := &r.pipeline[i]
+		if popcount(e.acks) >= r.quorumReplication && e.header.Op <= r.commitMax {
+			continue
+		}
+		s := r.journal.get(e.header.Op)
+		if s == nil {
+			continue
+		}
+		for to := uint8(0); to < r.n; to++ {
+			if to == r.id || e.acks&(1<<to) != 0 {
+				continue
+			}
+			p := s.prepare
+			r.send(Message{Kind: MsgPrepare, To: to, View: r.view, Prepare: &p})
+		}
+	}
+}
+
+func (r *Replica) tickBackup() {
+	if r.heartbeatTimer.fired(r.ticks) {
+		if r.observedNewerView > r.view {
+			r.probeView(r.observedNewerView)
+			r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
+			return
+		}
+		r.startViewChange(r.view + 1)
+	}
+}
+
+// onCommit: a backup accepts a heartbeat from its view's primary whose
+// (view, counter) is newer than the last accepted one (spec §3.4 step 6).
+func (r *Replica) onCommit(m Message) {
+	if m.View > r.view {
+		r.observedNewerView = max(r.observedNewerView, m.View)
+		return
+	}
+	if m.View < r.view {
+		if r.IsPrimary() {
+			r.sendStartView(m.From, Uint128{}) // a stale primary: tell it the view
+		}
+		return
+	}
+	if r.status != StatusNormal || r.isPrimaryIndex() || m.From != r.primaryOf(r.view) {
+		return
+	}
+	if m.View == r.heartbeatView && m.Timestamp <= r.heartbeatCounter {
+		return
+	}
+	r.heartbeatView, r.heartbeatCounter = m.View, m.Timestamp
+	r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
+	r.raiseCommitMax(m.Commit)
+	r.commitJournal()
+}

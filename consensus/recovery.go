@@ -1,0 +1,143 @@
+package consensus
+
+import "fmt"
+
+type recoveryState struct {
+	probeAttempts uint32
+	probeTimer    timer
+}
+
+// Restart rebuilds a replica from what its storage held (spec §3.6).
+// With n = 1 the recovered head is committed and the replica is Normal at
+// once. With n > 1 and any recovered state it joins as a probing backup
+// (Recovering): it does not vote, it asks for the current view with its
+// per-boot Incarnation, and after ViewProbeAttemptsMax unanswered probes it
+// falls back to an election on the recovered logs.
+func Restart(cfg Config, st Restored) (*Replica, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := newReplica(cfg)
+	if st.Superblock != nil {
+		if st.Superblock.LogView > st.Superblock.View {
+			return nil, fmt.Errorf("consensus restart: superblock log_view %d > view %d",
+				st.Superblock.LogView, st.Superblock.View)
+		}
+		r.view, r.logView = st.Superblock.View, st.Superblock.LogView
+		r.commitMax = st.Superblock.CommitMax
+		r.checkpointOp = st.Superblock.CheckpointOp
+		r.durable = *st.Superblock
+	}
+	if st.Snapshot != nil {
+		if SnapshotChecksum(st.Snapshot.Data) != st.Snapshot.Checksum {
+			return nil, fmt.Errorf("consensus restart: snapshot at op %d fails its checksum", st.Snapshot.Op)
+		}
+		s := *st.Snapshot
+		r.snapshot = &s
+		r.checkpointOp = max(r.checkpointOp, s.Op)
+		r.commitMin, r.appliedOp = s.Op, s.Op
+		r.commitMax = max(r.commitMax, s.Op)
+		r.op = s.Op
+		r.journal.releaseThrough(s.Op)
+	}
+	if r.commitMin < r.checkpointOp && st.Snapshot == nil {
+		return nil, fmt.Errorf("consensus restart: superblock checkpoint_op %d but no snapshot", r.checkpointOp)
+	}
+	if err := r.restoreEntries(st.Entries); err != nil {
+		return nil, err
+	}
+	if st.Superblock == nil && r.op > 0 {
+		if h, ok := r.journal.header(r.op); ok {
+			r.view = h.View // no superblock: the view from the last prepare, log_view 0
+		}
+	}
+	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0
+	switch {
+	case cfg.ReplicaCount == 1:
+		r.commitMax = r.op // solo: every durable prepare is committed
+		r.enterInitialNormal()
+		r.commitJournal()
+	case fresh:
+		r.enterInitialNormal()
+	default:
+		r.status = StatusRecovering
+		r.broadcastProbe()
+	}
+	return r, nil
+}
+
+// restoreEntries loads the journal after the snapshot, stopping at the
+// first hash-chain break. Ops missing in between are marked unprovable: a
+// lost entry may have been acknowledged, so it must never be nacked.
+func (r *Replica) restoreEntries(entries []Prepare) error {
+	if len(entries) > len(r.journal.slots) {
+		return fmt.Errorf("consensus restart: %d entries exceed journal_slots %d", len(entries), len(r.journal.slots))
+	}
+	prevOp := r.commitMin
+	for i := range entries {
+		p := entries[i]
+		if !verifyPrepare(&p) {
+			return fmt.Errorf("consensus restart: entry %d (op %d) fails its checksum", i, p.Header.Op)
+		}
+		op := p.Header.Op
+		if op <= r.commitMin {
+			continue
+		}
+		if op <= prevOp {
+			return fmt.Errorf("consensus restart: entries not in op order at op %d", op)
+		}
+		if prev, ok := r.journal.header(op - 1); ok && prev.Checksum != p.Header.Parent {
+			break // chain break: the tail after it is not trustworthy
+		}
+		for gap := prevOp + 1; gap < op; gap++ {
+			r.unprovable[gap] = struct{}{}
+		}
+		r.journal.put(p, r.checkpointOp)
+		r.journal.get(op).durable = true
+		r.op = op
+		r.headChecksum = p.Header.Checksum
+		r.commitMax = max(r.commitMax, p.Header.Commit)
+		r.lastTimestamp = max(r.lastTimestamp, p.Header.Timestamp)
+		prevOp = op
+	}
+	r.seenOp = r.op
+	return nil
+}
+
+func (r *Replica) broadcastProbe() {
+	r.recovery.probeTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
+	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Nonce: r.cfg.Incarnation})
+}
+
+func (r *Replica) tickRecovering() {
+	if !r.recovery.probeTimer.fired(r.ticks) {
+		return
+	}
+	r.recovery.probeAttempts++
+	if r.recovery.probeAttempts >= r.cfg.ViewProbeAttemptsMax {
+		// Nobody answers: the whole cluster restarted. Elect on recovered logs.
+		r.recovery.probeAttempts = 0
+		r.abortTransfer()
+		r.startViewChange(r.view + 1)
+		return
+	}
+	r.broadcastProbe()
+}
+
+// probeView asks the primary of a newer view we heard of for its StartView.
+func (r *Replica) probeView(v uint32) {
+	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Nonce: r.cfg.Incarnation})
+}
+
+// onRequestStartView: only the current Normal primary answers, with a
+// StartView targeted at the prober and echoing its nonce. A probe from the
+// primary-by-index of our own view means that primary restarted: elect.
+func (r *Replica) onRequestStartView(m Message) {
+	if r.IsPrimary() {
+		r.sendStartView(m.From, m.Nonce)
+		return
+	}
+	if r.status == StatusNormal && m.View == r.view && m.From == r.primaryOf(r.view) {
+		r.startViewChange(r.view + 1)
+	}
+}

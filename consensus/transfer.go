@@ -1,0 +1,173 @@
+package consensus
+
+// State transfer (spec §3.10, simplified): pull, lockstep, one chunk in
+// flight. A replica whose needed history is below the primary's retained
+// floor asks the primary for its latest checkpoint, fetches it in chunks,
+// verifies the assembled checksum, hands it out in Ready.Snapshot, then
+// repairs the journal tail above it.
+
+type transferStage uint8
+
+const (
+	transferIdle transferStage = iota
+	transferAwaitingTarget
+	transferFetching
+)
+
+// stateTransferBytesMax bounds a snapshot this replica will assemble.
+const stateTransferBytesMax = 1 << 30
+
+type transferState struct {
+	stage    transferStage
+	nonce    Uint128
+	peer     uint8
+	op       uint64
+	size     uint64
+	checksum uint64
+	buf      []byte
+	timer    timer
+	stalls   uint32
+}
+
+func (r *Replica) startTransfer() {
+	if r.transfer.stage != transferIdle || r.status != StatusNormal || r.isPrimaryIndex() {
+		return
+	}
+	r.transfer = transferState{stage: transferAwaitingTarget, nonce: r.rng.nonce(), peer: r.primaryOf(r.view)}
+	r.sendTransferRequest()
+}
+
+func (r *Replica) sendTransferRequest() {
+	t := &r.transfer
+	t.timer.start(r.ticks, uint64(r.cfg.RepairRetryTicks))
+	switch t.stage {
+	case transferAwaitingTarget:
+		r.send(Message{Kind: MsgRequestStateTransfer, To: t.peer, View: r.view, Nonce: t.nonce})
+	case transferFetching:
+		length := min(uint64(stateChunkBytesMax), t.size-uint64(len(t.buf)))
+		r.send(Message{Kind: MsgRequestStateChunk, To: t.peer, View: r.view, Nonce: t.nonce, Op: t.op,
+			Offset: uint64(len(t.buf)), Length: uint32(length)})
+	}
+}
+
+func (r *Replica) abortTransfer() {
+	if r.transfer.stage == transferIdle {
+		return
+	}
+	r.transfer = transferState{}
+}
+
+func (r *Replica) tickTransfer() {
+	t := &r.transfer
+	if t.stage == transferIdle || !t.timer.fired(r.ticks) {
+		return
+	}
+	t.stalls++
+	if t.stalls >= transferStallRetries {
+		r.abortTransfer() // journal repair re-picks and may come back here
+		r.noteGap()
+		return
+	}
+	r.sendTransferRequest()
+}
+
+// onRequestStateTransfer: only a caught-up primary with a checkpoint offers.
+func (r *Replica) onRequestStateTransfer(m Message) {
+	available := r.IsPrimary() && r.snapshot != nil && r.commitMin == r.commitMax
+	reply := Message{Kind: MsgStateTransferTarget, To: m.From, View: r.view, Nonce: m.Nonce, Available: available}
+	if available {
+		reply.Op = r.snapshot.Op
+		reply.Offset = uint64(len(r.snapshot.Data)) // total size
+		reply.Commit = r.snapshot.Checksum
+	}
+	r.send(reply)
+}
+
+func (r *Replica) onStateTransferTarget(m Message) {
+	t := &r.transfer
+	if t.stage != transferAwaitingTarget || m.Nonce != t.nonce || m.From != t.peer {
+		return
+	}
+	if !m.Available || m.Op <= r.commitMin || m.Offset > stateTransferBytesMax {
+		r.abortTransfer() // nothing useful offered: journal repair carries on
+		r.noteGap()
+		return
+	}
+	t.stage = transferFetching
+	t.op, t.size, t.checksum = m.Op, m.Offset, m.Commit
+	t.buf = make([]byte, 0, t.size)
+	t.stalls = 0
+	if t.size == 0 {
+		r.installTransferred()
+		return
+	}
+	r.sendTransferRequest()
+}
+
+func (r *Replica) onRequestStateChunk(m Message) {
+	reply := Message{Kind: MsgStateChunk, To: m.From, View: r.view, Nonce: m.Nonce, Op: m.Op, Offset: m.Offset}
+	s := r.snapshot
+	if s == nil || s.Op != m.Op || m.Offset > uint64(len(s.Data)) {
+		r.send(reply) // Available=false: the offer is gone
+		return
+	}
+	end := min(uint64(len(s.Data)), m.Offset+uint64(min(m.Length, stateChunkBytesMax)))
+	reply.Available = true
+	reply.Length = uint32(end - m.Offset)
+	reply.Data = s.Data[m.Offset:end]
+	r.send(reply)
+}
+
+func (r *Replica) onStateChunk(m Message) {
+	t := &r.transfer
+	if t.stage != transferFetching || m.Nonce != t.nonce || m.From != t.peer || m.Op != t.op {
+		return
+	}
+	if !m.Available {
+		t.stage = transferAwaitingTarget // the peer moved to a newer checkpoint
+		t.buf = nil
+		r.sendTransferRequest()
+		return
+	}
+	if m.Offset != uint64(len(t.buf)) || uint64(len(t.buf)+len(m.Data)) > t.size || len(m.Data) == 0 {
+		return // duplicate or out of order: the retry timer re-asks
+	}
+	t.buf = append(t.buf, m.Data...)
+	t.stalls = 0
+	if uint64(len(t.buf)) < t.size {
+		r.sendTransferRequest()
+		return
+	}
+	if SnapshotChecksum(t.buf) != t.checksum {
+		t.stage = transferAwaitingTarget // corrupt assembly: start over
+		t.buf = nil
+		r.sendTransferRequest()
+		return
+	}
+	r.installTransferred()
+}
+
+// installTransferred adopts the assembled snapshot: commit_min jumps to its
+// op, history at or below it is released, and the tail is repaired.
+func (r *Replica) installTransferred() {
+	t := &r.transfer
+	snap := Snapshot{Op: t.op, Checksum: t.checksum, Data: t.buf}
+	r.transfer = transferState{}
+	r.snapshot = &snap
+	r.pending.Snapshot = &snap
+	kept := r.pending.Committed[:0]
+	for _, c := range r.pending.Committed {
+		if c.Header.Op > snap.Op {
+			kept = append(kept, c)
+		}
+	}
+	r.pending.Committed = kept
+	r.checkpointOp = max(r.checkpointOp, snap.Op)
+	r.journal.releaseThrough(snap.Op)
+	r.commitMin = max(r.commitMin, snap.Op)
+	r.commitMax = max(r.commitMax, snap.Op)
+	r.op = max(r.op, snap.Op)
+	r.seenOp = max(r.seenOp, snap.Op)
+	r.commitJournal()
+	r.requestRepairNow()
+}

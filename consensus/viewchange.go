@@ -1,0 +1,381 @@
+package consensus
+
+// viewChangeState is reset on every view this replica enters.
+type viewChangeState struct {
+	svcFrom     uint32 // bit per replica whose SVC for this view we hold (self included)
+	dvcSent     bool
+	dvcFrom     uint32
+	dvcs        []dvcRecord
+	plan        *mergePlan // decided merge, parked until the bodies are local
+	svcTimer    timer
+	dvcTimer    timer
+	statusTimer timer
+	rsvTimer    timer
+}
+
+// startViewChange enters view v (spec §3.5 step 1): pending proposals get
+// 57, SVC is broadcast. The superblock carrying v is persisted before the
+// SVC leaves (it rides in the same Ready).
+func (r *Replica) startViewChange(v uint32) {
+	if v <= r.view && r.status == StatusViewChange {
+		return
+	}
+	r.abandonPipeline()
+	r.abortTransfer()
+	r.view = v
+	r.status = StatusViewChange
+	r.vc.svcFrom = 1 << r.id
+	r.vc.dvcSent = false
+	r.vc.dvcFrom = 0
+	r.vc.dvcs = r.vc.dvcs[:0]
+	r.vc.plan = nil
+	r.heartbeatTimer.stop()
+	r.commitTimer.stop()
+	r.repair.active = false
+	r.vc.svcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
+	r.vc.statusTimer.start(r.ticks, uint64(r.cfg.ViewChangeStatusTicks))
+	r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
+	r.vc.dvcTimer.stop()
+	r.broadcast(Message{Kind: MsgStartViewChange, View: v})
+	r.maybeSendDVC()
+}
+
+func (r *Replica) onStartViewChange(m Message) {
+	if r.status == StatusRecovering || m.View < r.view {
+		return
+	}
+	if m.View > r.view {
+		r.startViewChange(m.View)
+	}
+	if r.status == StatusNormal {
+		if r.IsPrimary() && m.View == r.view {
+			r.sendStartView(m.From, Uint128{}) // the view already started
+		}
+		return
+	}
+	r.vc.svcFrom |= 1 << m.From
+	r.maybeSendDVC()
+}
+
+// maybeSendDVC sends this replica's DVC once it holds SVCs from f others.
+func (r *Replica) maybeSendDVC() {
+	if r.status != StatusViewChange || r.vc.dvcSent {
+		return
+	}
+	f := (int(r.n) - 1) / 2
+	if popcount(r.vc.svcFrom&^(1<<r.id)) < f {
+		return
+	}
+	r.vc.dvcSent = true
+	d := r.buildDVC()
+	if r.isPrimaryIndex() {
+		r.recordDVC(d)
+		r.tryMerge()
+		return
+	}
+	r.sendDVC(d)
+	r.vc.dvcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
+}
+
+func (r *Replica) sendDVC(d dvcRecord) {
+	r.send(Message{Kind: MsgDoViewChange, To: r.primaryOf(r.view), View: r.view, LogView: d.logView,
+		Op: d.op, Commit: d.commit, Headers: d.headers, Nack: d.nack, Present: d.present})
+}
+
+// buildDVC snapshots this replica's log suffix: headers from op down to
+// max(commit, 1), at most 128, blanks for missing ops. A nack proves the
+// replica never prepared the op (missing above commit, not an unprovable
+// loss); present says it can serve the body.
+func (r *Replica) buildDVC() dvcRecord {
+	commit := min(r.commitMax, r.op)
+	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit}
+	low := max(commit, 1)
+	if r.op >= dvcSuffixHeadersMax && low < r.op-(dvcSuffixHeadersMax-1) {
+		low = r.op - (dvcSuffixHeadersMax - 1)
+	}
+	if r.op == 0 {
+		return d
+	}
+	d.headers = make([]PrepareHeader, 0, r.op-low+1)
+	for op := r.op; op >= low; op-- {
+		i := r.op - op
+		if h, ok := r.journal.header(op); ok {
+			d.headers = append(d.headers, h)
+			setBit(&d.present, i)
+		} else {
+			d.headers = append(d.headers, PrepareHeader{Op: op, Operation: OperationReserved})
+			if _, lost := r.unprovable[op]; op > commit && !lost {
+				setBit(&d.nack, i)
+			}
+		}
+		if op == 0 {
+			break
+		}
+	}
+	return d
+}
+
+func (r *Replica) recordDVC(d dvcRecord) {
+	if r.vc.dvcFrom&(1<<d.replica) != 0 {
+		return // keep the first DVC per sender
+	}
+	r.vc.dvcFrom |= 1 << d.replica
+	r.vc.svcFrom |= 1 << d.replica
+	r.vc.dvcs = append(r.vc.dvcs, d)
+}
+
+func (r *Replica) onDoViewChange(m Message) {
+	if r.status == StatusRecovering || m.View < r.view || len(m.Headers) > dvcSuffixHeadersMax {
+		return
+	}
+	if m.View > r.view {
+		r.startViewChange(m.View)
+	}
+	if r.status == StatusNormal {
+		if r.IsPrimary() && m.View == r.view {
+			r.sendStartView(m.From, Uint128{})
+		}
+		return
+	}
+	if !r.isPrimaryIndex() || m.LogView > m.View {
+		return
+	}
+	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.Op, commit: min(m.Commit, m.Op),
+		headers: append([]PrepareHeader(nil), m.Headers...), nack: m.Nack, present: m.Present}
+	r.recordDVC(d)
+	r.maybeSendDVC()
+	r.tryMerge()
+}
+
+// tryMerge runs the merge once Q_vc DVCs (own included) are in, again on
+// every further DVC until decided.
+func (r *Replica) tryMerge() {
+	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange {
+		return
+	}
+	plan := mergeDoViewChanges(r.vc.dvcs, int(r.n), r.quorumViewChange)
+	if plan.outcome != mergeDecided {
+		return
+	}
+	r.vc.plan = &plan
+	r.raiseCommitMax(plan.commitMax)
+	r.reconcileJournal(plan.head, plan.header)
+	r.op = plan.head
+	r.maybeStartView()
+}
+
+// maybeStartView starts the view once every op commit_min+1..head is local
+// (spec §3.5 steps 5-6); otherwise repair fetches them from canonical senders.
+func (r *Replica) maybeStartView() {
+	plan := r.vc.plan
+	if plan == nil || r.status != StatusViewChange {
+		return
+	}
+	if missing := r.firstMissing(plan.head); missing != 0 {
+		r.requestRepairNow()
+		return
+	}
+	r.status = StatusNormal
+	r.logView = r.view
+	r.vc.plan = nil
+	r.stopViewChangeTimers()
+	r.repair.active = false
+	if h, ok := r.journal.header(r.op); ok {
+		r.headChecksum = h.Checksum
+	} else if r.op == 0 {
+		r.headChecksum = 0
+	}
+	for op := r.commitMin + 1; op <= r.op; op++ {
+		if h, ok := r.journal.header(op); ok {
+			r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
+		}
+	}
+	// Rebuild the pipeline from the journal: uncommitted ops re-earn quorum.
+	r.pipeline = r.pipeline[:0]
+	for op := r.commitMax + 1; op <= r.op; op++ {
+		s := r.journal.get(op)
+		e := pipelineEntry{header: s.prepare.Header}
+		if s.durable {
+			e.acks = 1 << r.id
+		}
+		r.pipeline = append(r.pipeline, e)
+	}
+	r.observedNewerView = 0
+	r.commitTimer.start(r.ticks, uint64(r.cfg.CommitBroadcastTicks))
+	for to := uint8(0); to < r.n; to++ {
+		if to != r.id {
+			r.sendStartView(to, Uint128{})
+		}
+	}
+	if len(r.pipeline) > 0 {
+		r.prepareAttempts = 0
+		r.prepareTimer.start(r.ticks, uint64(r.cfg.PrepareRetransmitTicks))
+	}
+	r.commitPipeline()
+}
+
+func (r *Replica) stopViewChangeTimers() {
+	r.vc.svcTimer.stop()
+	r.vc.dvcTimer.stop()
+	r.vc.statusTimer.stop()
+	r.vc.rsvTimer.stop()
+}
+
+// sendStartView tells `to` the current view's log (head, commit, suffix).
+// nonce echoes a probe's incarnation (zero when broadcast).
+func (r *Replica) sendStartView(to uint8, nonce Uint128) {
+	commit := min(r.commitMax, r.op)
+	low := max(commit, 1)
+	if r.op >= dvcSuffixHeadersMax && low < r.op-(dvcSuffixHeadersMax-1) {
+		low = r.op - (dvcSuffixHeadersMax - 1)
+	}
+	var headers []PrepareHeader
+	if r.op > 0 {
+		headers = make([]PrepareHeader, 0, r.op-low+1)
+		for op := r.op; op >= low && op > 0; op-- {
+			h, _ := r.journal.header(op)
+			h.Op = op
+			headers = append(headers, h)
+		}
+	}
+	r.send(Message{Kind: MsgStartView, To: to, View: r.view, Op: r.op, Commit: commit, Headers: headers, Nonce: nonce})
+}
+
+// onStartView: a backup adopts the new primary's log (spec §3.5 step 7).
+func (r *Replica) onStartView(m Message) {
+	if m.From != r.primaryOf(m.View) || m.View < r.view || len(m.Headers) > dvcSuffixHeadersMax {
+		return
+	}
+	if r.status == StatusNormal && m.View == r.view && r.logView == r.view {
+		return // already in this view
+	}
+	if m.View == r.logView && m.Op < r.commitMin {
+		return
+	}
+	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && !m.Nonce.IsZero() && m.Nonce != r.cfg.Incarnation {
+		return // a reply meant for an earlier run of this replica
+	}
+	if r.status == StatusNormal && r.isPrimaryIndex() {
+		r.abandonPipeline()
+	}
+	r.view = m.View
+	r.logView = m.View
+	r.status = StatusNormal
+	r.stopViewChangeTimers()
+	r.vc.plan = nil
+	r.recovery.probeAttempts = 0
+	r.commitTimer.stop()
+	r.observedNewerView = 0
+	r.raiseCommitMax(m.Commit)
+	suffix := func(op uint64) (PrepareHeader, bool) {
+		if op > m.Op || m.Op-op >= uint64(len(m.Headers)) {
+			return PrepareHeader{}, false
+		}
+		h := m.Headers[m.Op-op]
+		return h, h.Checksum != 0 && h.Op == op
+	}
+	r.reconcileJournal(m.Op, suffix)
+	r.op = m.Op
+	r.seenOp = m.Op
+	r.heartbeatView, r.heartbeatCounter = m.View, 0
+	r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
+	for op := m.Commit + 1; op <= m.Op; op++ {
+		if h, ok := r.journal.header(op); ok {
+			r.sendPrepareOk(&h)
+		}
+	}
+	r.commitJournal()
+	if r.firstMissing(r.op) != 0 {
+		r.requestRepairNow()
+	}
+}
+
+// reconcileJournal makes the uncommitted journal a prefix-consistent copy
+// of the canonical log: entries above head go, entries whose checksum
+// differs from the canonical header (or, below the known headers, from the
+// verified successor's parent) go. Entries that cannot be verified either
+// way also go, but are marked unprovable so this replica never nacks them.
+// Verified entries above the lowest dropped op are re-appended so the
+// driver's journal stays a simple truncate-then-append log.
+func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (PrepareHeader, bool)) {
+	lowestBad := uint64(0)
+	if r.journal.headOp > head {
+		if low := r.journal.lowestHeld(head + 1); low != 0 {
+			lowestBad = low
+		}
+	}
+	top := min(head, r.journal.headOp)
+	var expect uint64
+	expectKnown := false
+	for op := top; op > r.commitMin; op-- {
+		if h, ok := canonical(op); ok {
+			expect, expectKnown = h.Checksum, true
+		}
+		s := r.journal.get(op)
+		if s == nil {
+			expectKnown = false
+			continue
+		}
+		if expectKnown && s.prepare.Header.Checksum == expect {
+			expect = s.prepare.Header.Parent
+			continue
+		}
+		if !expectKnown {
+			r.unprovable[op] = struct{}{}
+		}
+		lowestBad = op
+		expectKnown = false
+	}
+	if lowestBad == 0 {
+		return
+	}
+	var keep []Prepare
+	for op := lowestBad + 1; op <= top; op++ {
+		s := r.journal.get(op)
+		if s == nil {
+			continue
+		}
+		if h, ok := canonical(op); ok && h.Checksum != s.prepare.Header.Checksum {
+			continue
+		}
+		if _, lost := r.unprovable[op]; lost {
+			continue
+		}
+		keep = append(keep, s.prepare)
+	}
+	r.truncateFrom(lowestBad)
+	for _, p := range keep {
+		r.appendEntry(p)
+	}
+}
+
+// firstMissing returns the lowest op in (commit_min, upTo] not in the journal, or 0.
+func (r *Replica) firstMissing(upTo uint64) uint64 {
+	for op := r.commitMin + 1; op <= upTo; op++ {
+		if !r.journal.has(op) {
+			return op
+		}
+	}
+	return 0
+}
+
+func (r *Replica) tickViewChange() {
+	if r.vc.statusTimer.fired(r.ticks) {
+		r.startViewChange(r.view + 1) // escalate (spec §3.3 ViewChangeStatus)
+		return
+	}
+	if r.vc.svcTimer.fired(r.ticks) {
+		r.vc.svcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
+		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view})
+	}
+	if r.vc.dvcTimer.fired(r.ticks) && r.vc.dvcSent && !r.isPrimaryIndex() {
+		r.vc.dvcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
+		r.sendDVC(r.buildDVC())
+	}
+	if r.vc.rsvTimer.fired(r.ticks) {
+		r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
+		if r.vc.dvcSent && !r.isPrimaryIndex() {
+			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Nonce: r.cfg.Incarnation})
+		}
+	}
+}
