@@ -1,0 +1,192 @@
+package node
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// Checkpoint data layout (ours): [state_len u32][metadata.State snapshot]
+// [client table encoding]. The state snapshot carries its own checksum; the
+// snapshot file adds a trailer over the whole.
+func encodeCheckpoint(state, table []byte) []byte {
+	out := make([]byte, 0, 4+len(state)+len(table))
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(state)))
+	out = append(out, state...)
+	return append(out, table...)
+}
+
+func decodeCheckpoint(b []byte) (state, table []byte, err error) {
+	if len(b) < 4 {
+		return nil, nil, fmt.Errorf("checkpoint of %d bytes has no state length", len(b))
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if uint64(n) > uint64(len(b)-4) {
+		return nil, nil, fmt.Errorf("checkpoint state length %d exceeds the %d bytes present", n, len(b)-4)
+	}
+	return b[4 : 4+n], b[4+n:], nil
+}
+
+// checkpointData implements applier.
+func (n *Node) checkpointData(table []byte) []byte {
+	return encodeCheckpoint(n.state.Snapshot(), table)
+}
+
+// patReply is the node-local part of a CreatePersonalAccessToken reply: the
+// raw token, which is never replicated (only its hash is).
+type patReply struct{ token string }
+
+// applyCommitted implements applier: it applies one committed op to the
+// metadata state and builds the reply body (result-framed) from committed
+// data, so every replica that applies the op could answer identically.
+func (n *Node) applyCommitted(p consensus.Prepare, local *proposal) []byte {
+	h := p.Header
+	ctx := metadata.ApplyContext{Op: h.Op, Timestamp: h.Timestamp, UserID: h.UserID}
+	switch h.Operation {
+	case consensus.OperationRegister:
+		return n.registerReplyBody(h.UserID, h.Op)
+	case consensus.OperationLogout:
+		// A session's end releases its consumer-group memberships.
+		if res := n.state.Apply(ctx, metadata.RemoveConsumerGroupMember{Client: metadata.ClientID(h.Client)}); !res.OK() {
+			n.log.Warn("releasing group memberships on logout failed", "op", h.Op, "code", res.Code)
+		}
+		return nil
+	}
+	res, err := n.state.ApplyEncoded(ctx, p.Body)
+	if err != nil {
+		n.log.Error("committed metadata op does not decode; committed as InvalidCommand", "op", h.Op, "err", err)
+	}
+	var extra any
+	if local != nil {
+		extra = local.extra
+	}
+	return writeReplyBody(wire.Operation(h.Operation), res, extra)
+}
+
+// writeReplyBody builds the result-framed reply of a committed metadata
+// command: a rejection code, or OK and the command's payload.
+func writeReplyBody(op wire.Operation, res metadata.Result, extra any) []byte {
+	if res.Code != metadata.CodeOK {
+		return wire.AppendResultRejection(nil, wire.ErrorCode(res.Code))
+	}
+	out := wire.AppendResultOK(nil)
+	switch op {
+	case wire.OpCreateStream:
+		if res.Stream != nil {
+			out = appendStreamDetails(out, *res.Stream)
+		}
+	case wire.OpCreateTopic:
+		if res.Topic != nil {
+			out = appendTopicDetails(out, *res.Topic)
+		}
+	case wire.OpCreateUser:
+		if res.User != nil {
+			out = appendUserDetails(out, *res.User)
+		}
+	case wire.OpCreateConsumerGroup:
+		if res.Group != nil {
+			out = appendGroupDetails(out, *res.Group)
+		}
+	case wire.OpCreatePersonalAccessToken:
+		// Only the proposing node knows the raw token; elsewhere the reply
+		// carries an empty token (no replica but the primary answers).
+		token := ""
+		if pr, ok := extra.(patReply); ok {
+			token = pr.token
+		}
+		out = append(out, byte(len(token)))
+		out = append(out, token...)
+	}
+	return out
+}
+
+// recovered is what openMetaStorage read back from disk.
+type recovered struct {
+	superblock *consensus.VsrState
+	snapshot   *consensus.Snapshot
+	entries    []consensus.Prepare
+}
+
+var errJournalWithoutSnapshot = errors.New("metadata journal holds entries but there is no snapshot (the boot checkpoint is missing); wipe the metadata directory to start fresh")
+
+// recover rebuilds the metadata state and the group from disk: the
+// snapshot, then every journal entry after it (with one replica the whole
+// journal is committed).
+func (n *Node) recover(rec recovered, opts Options) (*soloGroup, *metadata.State, error) {
+	cfg := n.groupConfig(opts.ReplicaID)
+	var state *metadata.State
+	var table []byte
+	if rec.snapshot == nil {
+		if len(rec.entries) > 0 {
+			return nil, nil, errJournalWithoutSnapshot
+		}
+		if opts.RootUsername == "" || opts.RootPassword == "" {
+			return nil, nil, errors.New("first boot needs root credentials (IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD or --with-default-root-credentials)")
+		}
+		hash, err := metadata.RootPasswordHash(n.cfg.Cluster.Name, opts.RootUsername, opts.RootPassword)
+		if err != nil {
+			return nil, nil, fmt.Errorf("root password: %w", err)
+		}
+		state = metadata.NewState()
+		if err := state.SeedRoot(opts.RootUsername, hash); err != nil {
+			return nil, nil, fmt.Errorf("seed root user: %w", err)
+		}
+	} else {
+		stateBytes, tableBytes, err := decodeCheckpoint(rec.snapshot.Data)
+		if err != nil {
+			return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
+		}
+		state, err = metadata.Restore(stateBytes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
+		}
+		table = tableBytes
+	}
+	group, err := restartSoloGroup(cfg, nowMicros, consensus.Restored{
+		Superblock: rec.superblock, Snapshot: rec.snapshot, Entries: rec.entries,
+	}, table)
+	if err != nil {
+		return nil, nil, fmt.Errorf("restart metadata group: %w", err)
+	}
+	var snapOp uint64
+	if rec.snapshot != nil {
+		snapOp = rec.snapshot.Op
+	}
+	replayed := 0
+	for _, p := range rec.entries {
+		if p.Header.Op <= snapOp {
+			continue
+		}
+		body := n.applyCommittedWith(state, p)
+		group.RecordReply(p.Header.Client, p.Header.Request, body)
+		replayed++
+	}
+	n.log.Info("metadata recovered", "snapshot_op", snapOp, "replayed_ops", replayed, "op", group.Op())
+	return group, state, nil
+}
+
+// applyCommittedWith applies p to a state that is not yet the node's (boot replay).
+func (n *Node) applyCommittedWith(state *metadata.State, p consensus.Prepare) []byte {
+	prev := n.state
+	n.state = state
+	defer func() { n.state = prev }()
+	return n.applyCommitted(p, nil)
+}
+
+// writeBootCheckpoint makes the first boot's seeded state durable before
+// anything is served: snapshot at op 0, then the superblock naming it.
+func (n *Node) writeBootCheckpoint(store durableLog) error {
+	s := consensus.Snapshot{Op: 0, Data: n.checkpointData(newClientTable(1).encode())}
+	s.Checksum = snapshotChecksum(s.Data)
+	if err := store.WriteSnapshot(s); err != nil {
+		return fmt.Errorf("write boot metadata snapshot: %w", err)
+	}
+	if err := store.WriteSuperblock(consensus.VsrState{}); err != nil {
+		return fmt.Errorf("write boot metadata superblock: %w", err)
+	}
+	return nil
+}

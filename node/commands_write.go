@@ -1,0 +1,199 @@
+package node
+
+import (
+	"errors"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// handleMetadataWrite serves a metadata-plane replicated request: decode the
+// body, resolve everything nondeterministic here (hashes, tokens, options),
+// authorize (status 41), propose, and answer with the committed result.
+func (n *Node) handleMetadataWrite(c *transport.Conn, s *session, hdr wire.RequestHeader, body []byte) {
+	v := s.view()
+	if !v.bound || toConsensus(hdr.Client) != v.client {
+		n.evict(c, s, hdr.Client, wire.EvictNoSession)
+		return
+	}
+	code, _ := wire.CodeForOperation(hdr.Operation)
+	req, err := wire.DecodeRequestBody(code, body)
+	if err != nil {
+		n.sendStatus(c, hdr, bodyErrorCode(err))
+		return
+	}
+	cmd, extra, status := n.metadataCommand(v, req)
+	if status != wire.OK {
+		n.sendStatus(c, hdr, status)
+		return
+	}
+	if !n.preAuthorize(v.userID, cmd) {
+		n.sendStatus(c, hdr, wire.ErrUnauthorized)
+		return
+	}
+	out := n.driver.propose(n.lifetime, consensus.Request{
+		Client: v.client, Session: hdr.Session, Request: hdr.Request, Checksum: hdr.RequestChecksum.Lo,
+		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
+	}, extra)
+	if n.answerTransient(c, s, hdr, out) {
+		return
+	}
+	n.sendOK(c, hdr, out.body)
+}
+
+// bodyErrorCode is the status for an undecodable body: the decoder's
+// specific code (e.g. an options rule) or InvalidCommand.
+func bodyErrorCode(err error) wire.ErrorCode {
+	var be *wire.BodyError
+	if errors.As(err, &be) && be.Code != wire.OK {
+		return be.Code
+	}
+	return wire.ErrInvalidCommand
+}
+
+// metadataCommand maps a decoded request to the replicated command. It
+// returns a non-OK status for requests refused before consensus.
+func (n *Node) metadataCommand(v sessionView, req wire.Request) (metadata.Command, any, wire.ErrorCode) {
+	switch r := req.(type) {
+	case wire.CreateStreamRequest:
+		if err := wire.ApplyStreamOrUserOptions(r.Options); err != nil {
+			return nil, nil, optionCode(err)
+		}
+		return metadata.CreateStream{Name: r.Name}, nil, wire.OK
+	case wire.UpdateStreamRequest:
+		if err := wire.ApplyStreamOrUserOptions(r.Options); err != nil {
+			return nil, nil, optionCode(err)
+		}
+		return metadata.UpdateStream{Stream: wireIdent(r.Stream), Name: r.Name}, nil, wire.OK
+	case wire.IdentRequest:
+		switch r.Command {
+		case wire.CodeDeleteStream:
+			return metadata.DeleteStream{Stream: wireIdent(r.ID)}, nil, wire.OK
+		case wire.CodePurgeStream:
+			return metadata.PurgeStream{Stream: wireIdent(r.ID)}, nil, wire.OK
+		case wire.CodeDeleteUser:
+			return metadata.DeleteUser{User: wireIdent(r.ID)}, nil, wire.OK
+		}
+	case wire.CreateTopicRequest:
+		cmd, code := n.createTopicCommand(r)
+		return cmd, nil, code
+	case wire.UpdateTopicRequest:
+		cmd, code := n.updateTopicCommand(r)
+		return cmd, nil, code
+	case wire.TopicRequest:
+		switch r.Command {
+		case wire.CodeDeleteTopic:
+			return metadata.DeleteTopic{Stream: wireIdent(r.Stream), Topic: wireIdent(r.Topic)}, nil, wire.OK
+		case wire.CodePurgeTopic:
+			return metadata.PurgeTopic{Stream: wireIdent(r.Stream), Topic: wireIdent(r.Topic)}, nil, wire.OK
+		}
+	case wire.PartitionsRequest:
+		if r.Count > metadata.PartitionsPerOpMax {
+			return nil, nil, wire.ErrTooManyPartitions
+		}
+		if r.Command == wire.CodeCreatePartitions {
+			return metadata.CreatePartitions{Stream: wireIdent(r.Stream), Topic: wireIdent(r.Topic), Count: r.Count}, nil, wire.OK
+		}
+		return metadata.DeletePartitions{Stream: wireIdent(r.Stream), Topic: wireIdent(r.Topic), Count: r.Count}, nil, wire.OK
+	case wire.DeleteSegmentsRequest:
+		return n.truncateCommand(r), nil, wire.OK
+	case wire.CreateConsumerGroupRequest:
+		return metadata.CreateConsumerGroup{Stream: wireIdent(r.Stream), Topic: wireIdent(r.Topic), Name: r.Name}, nil, wire.OK
+	case wire.GroupRequest:
+		stream, topic, group := wireIdent(r.Stream), wireIdent(r.Topic), wireIdent(r.Group)
+		switch r.Command {
+		case wire.CodeDeleteConsumerGroup:
+			return metadata.DeleteConsumerGroup{Stream: stream, Topic: topic, Group: group}, nil, wire.OK
+		case wire.CodeJoinConsumerGroup:
+			return metadata.JoinConsumerGroup{Stream: stream, Topic: topic, Group: group, Client: metadata.ClientID(v.client)}, nil, wire.OK
+		case wire.CodeLeaveConsumerGroup:
+			return metadata.LeaveConsumerGroup{Stream: stream, Topic: topic, Group: group, Client: metadata.ClientID(v.client)}, nil, wire.OK
+		}
+	case wire.CreateUserRequest:
+		return n.createUserCommand(r)
+	case wire.UpdateUserRequest:
+		if err := wire.ApplyStreamOrUserOptions(r.Options); err != nil {
+			return nil, nil, optionCode(err)
+		}
+		cmd := metadata.UpdateUser{User: wireIdent(r.User), Username: r.Username}
+		if r.Status != nil {
+			st := metadata.UserStatus(*r.Status)
+			cmd.Status = &st
+		}
+		return cmd, nil, wire.OK
+	case wire.UpdatePermissionsRequest:
+		return metadata.UpdatePermissions{User: wireIdent(r.User), Permissions: metadataPermissions(r.Permissions)}, nil, wire.OK
+	case wire.ChangePasswordRequest:
+		return n.changePasswordCommand(r)
+	case wire.CreatePersonalAccessTokenRequest:
+		if len(n.state.PersonalAccessTokens(v.userID)) >= metadata.PATsPerUserMax {
+			return nil, nil, wire.ErrPersonalAccessTokensLimitReached
+		}
+		token, hash, err := metadata.NewPersonalAccessToken()
+		if err != nil {
+			n.log.Error("mint personal access token", "err", err)
+			return nil, nil, wire.ErrError
+		}
+		return metadata.CreatePersonalAccessToken{Name: r.Name, TokenHash: hash, Expiry: r.ExpiryMicros}, patReply{token: token}, wire.OK
+	case wire.DeletePersonalAccessTokenRequest:
+		return metadata.DeletePersonalAccessToken{Name: r.Name}, nil, wire.OK
+	}
+	return nil, nil, wire.ErrInvalidCommand
+}
+
+// truncateCommand resolves DeleteSegments to the offset below which
+// messages are deleted. Until the partition plane holds messages, a
+// partition's only segment is its open one, which is never deleted, so the
+// watermark stays where it is; apply still validates the target.
+func (n *Node) truncateCommand(r wire.DeleteSegmentsRequest) metadata.TruncatePartition {
+	stream, topic := wireIdent(r.Stream), wireIdent(r.Topic)
+	cmd := metadata.TruncatePartition{Stream: stream, Topic: topic, PartitionID: r.PartitionID}
+	if p, code := n.state.GetPartition(stream, topic, r.PartitionID); code == metadata.CodeOK {
+		cmd.UpToOffset = p.DeletedUpToOffset
+	}
+	return cmd
+}
+
+func (n *Node) createUserCommand(r wire.CreateUserRequest) (metadata.Command, any, wire.ErrorCode) {
+	if err := wire.ApplyStreamOrUserOptions(r.Options); err != nil {
+		return nil, nil, optionCode(err)
+	}
+	if !metadata.ValidUsername(r.Username) {
+		return nil, nil, wire.ErrInvalidUsername
+	}
+	hash, err := metadata.HashPassword(r.Password)
+	if err != nil {
+		if errors.Is(err, metadata.ErrInvalidPassword) {
+			return nil, nil, wire.ErrInvalidPassword
+		}
+		n.log.Error("hash password", "err", err)
+		return nil, nil, wire.ErrError
+	}
+	return metadata.CreateUser{
+		Username: r.Username, PasswordHash: hash, Status: metadata.UserStatus(r.Status),
+		Permissions: metadataPermissions(r.Permissions),
+	}, nil, wire.OK
+}
+
+// changePasswordCommand verifies the current password here (argon2 off the
+// event loop); a mismatch still commits, as InvalidCredentials, so a retried
+// request id deduplicates.
+func (n *Node) changePasswordCommand(r wire.ChangePasswordRequest) (metadata.Command, any, wire.ErrorCode) {
+	cmd := metadata.ChangePassword{User: wireIdent(r.User)}
+	user, found := n.state.GetUser(cmd.User)
+	if found && !metadata.VerifyPasswordHash(user.PasswordHash, r.CurrentPassword) {
+		cmd.CurrentPasswordMismatch = true
+		return cmd, nil, wire.OK
+	}
+	hash, err := metadata.HashPassword(r.NewPassword)
+	if err != nil {
+		if errors.Is(err, metadata.ErrInvalidPassword) {
+			return nil, nil, wire.ErrInvalidPassword
+		}
+		return nil, nil, wire.ErrError
+	}
+	cmd.NewPasswordHash = hash
+	return cmd, nil, wire.OK
+}

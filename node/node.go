@@ -1,0 +1,239 @@
+// Package node wires one server together: it recovers the metadata state,
+// drives the metadata consensus group's event loop, serves client
+// connections (sessions, command dispatch) and answers cluster metadata.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/transport"
+)
+
+// ServerVersion is reported in Register replies and stats.
+const ServerVersion = "0.9.0"
+
+// metadataGroupID is the metadata consensus group's id (server-design §1.1).
+const metadataGroupID = uint64(1) << 63
+
+// Options is what Run needs; cmd/iggy-server fills it from its Boot.
+type Options struct {
+	Config    *config.Config
+	ReplicaID uint8
+	// RootUsername / RootPassword seed the root user on first boot.
+	RootUsername string
+	RootPassword string
+	Logger       *slog.Logger
+}
+
+// Node is one running server.
+type Node struct {
+	cfg       *config.Config
+	log       *slog.Logger
+	lifetime  context.Context // cancelled when the node starts shutting down
+	state     *metadata.State
+	driver    *driver
+	sessions  *registry
+	tcp       *transport.TCPServer
+	startedAt time.Time
+	dataDir   string
+}
+
+// Run starts the node and blocks until ctx is cancelled (graceful shutdown:
+// stop accepting, close connections, drain and fsync the metadata group) or
+// the node fails.
+func Run(ctx context.Context, opts Options) error {
+	cfg := opts.Config
+	if cfg == nil {
+		return errors.New("node: no configuration")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := checkTransports(cfg); err != nil {
+		return err
+	}
+	if cfg.Cluster.Enabled {
+		return errors.New("node: cluster mode is not available in this build (no replica transport yet); set cluster.enabled = false")
+	}
+	n := &Node{
+		cfg:       cfg,
+		log:       log,
+		sessions:  newRegistry(),
+		startedAt: time.Now(),
+		dataDir:   cfg.System.Path,
+	}
+
+	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"),
+		journal.Identity{ReplicaID: opts.ReplicaID, ReplicaCount: 1})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := store.Close(); cerr != nil {
+			log.Error("close metadata storage", "err", cerr)
+		}
+	}()
+	group, state, err := n.recover(recovered, opts)
+	if err != nil {
+		return err
+	}
+	n.state = state
+	appliedOp, _ := state.LastApplied()
+	n.driver = newDriver(log.With("group", "metadata"), group, store, n, appliedOp)
+	if recovered.snapshot == nil {
+		// First boot: the seeded root user exists only in memory until this
+		// checkpoint makes it durable (it is never in the WAL).
+		n.driver.appliedOp, n.driver.lastCheckpoint = 0, 0
+		if err := n.writeBootCheckpoint(store); err != nil {
+			return err
+		}
+	}
+
+	tcp, err := transport.ListenTCP(transport.TCPConfig{
+		Address:    cfg.TCP.Address,
+		RuntimeDir: n.runtimeDir(),
+		Logger:     log.With("transport", "tcp"),
+	})
+	if err != nil {
+		return err
+	}
+	n.tcp = tcp
+	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "data", n.dataDir,
+		"metadata_op", group.Op(), "version", ServerVersion)
+
+	lifetime, stopLifetime := context.WithCancel(context.Background())
+	n.lifetime = lifetime
+	driverCtx, stopDriver := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	driverErr := make(chan error, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		driverErr <- n.driver.run(driverCtx)
+	}()
+	serveCtx, stopServe := context.WithCancel(ctx)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.heartbeatLoop(serveCtx)
+	}()
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- tcp.Serve(serveCtx, n) }()
+
+	var runErr error
+	driverDone := false
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-driverErr:
+		driverDone = true
+		runErr = fmt.Errorf("metadata group stopped: %w", err)
+	case err := <-serveErr:
+		serveErr <- err
+		runErr = fmt.Errorf("tcp listener stopped: %w", err)
+	}
+	// Connections close first (their sessions log out through the still
+	// running driver), then the driver drains what was admitted.
+	stopServe()
+	if err := <-serveErr; err != nil && runErr == nil {
+		runErr = err
+	}
+	stopLifetime()
+	stopDriver()
+	if !driverDone {
+		if err := <-driverErr; err != nil && runErr == nil {
+			runErr = fmt.Errorf("metadata group: %w", err)
+		}
+	}
+	wg.Wait()
+	if runErr == nil {
+		log.Info("shutdown complete")
+	}
+	return runErr
+}
+
+// checkTransports refuses transports this build does not serve.
+func checkTransports(cfg *config.Config) error {
+	var errs []error
+	if !cfg.TCP.Enabled {
+		errs = append(errs, errors.New("tcp.enabled = false: the TCP transport is the only client transport of this build"))
+	}
+	if cfg.TCP.TLS.Enabled {
+		errs = append(errs, errors.New("tcp.tls.enabled = true: TLS is not available in this build"))
+	}
+	if cfg.QUIC.Enabled {
+		errs = append(errs, errors.New("quic.enabled = true: QUIC is not available in this build"))
+	}
+	if cfg.HTTP.Enabled {
+		errs = append(errs, errors.New("http.enabled = true: the HTTP API is not available in this build"))
+	}
+	if cfg.WebSocket.Enabled {
+		errs = append(errs, errors.New("websocket.enabled = true: WebSocket is not available in this build"))
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) runtimeDir() string {
+	rt := n.cfg.System.Runtime.Path
+	if rt == "" {
+		rt = "runtime"
+	}
+	if filepath.IsAbs(rt) {
+		return rt
+	}
+	return filepath.Join(n.dataDir, rt)
+}
+
+// bindHost is the host clients should dial, from the TCP bind address:
+// 127.0.0.1 for loopback or unspecified binds.
+func (n *Node) bindHost() string {
+	if n.tcp == nil {
+		return "127.0.0.1"
+	}
+	ip := n.tcp.Addr().IP
+	if ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+		return "127.0.0.1"
+	}
+	return ip.String()
+}
+
+func (n *Node) tcpPort() uint16 {
+	if n.tcp == nil {
+		return 0
+	}
+	return uint16(n.tcp.Addr().Port)
+}
+
+func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
+
+// groupConfig is the metadata group's consensus configuration.
+func (n *Node) groupConfig(replicaID uint8) consensus.Config {
+	md := n.cfg.Metadata
+	depth := uint32(md.PrepareQueueDepth)
+	if depth == 0 {
+		depth = 32
+	}
+	slots := uint32(md.JournalSlots)
+	if slots == 0 {
+		slots = 1024
+	}
+	table := uint32(md.ClientsTableMax)
+	if table == 0 {
+		table = 8192
+	}
+	return consensus.Config{
+		ReplicaID: replicaID, ReplicaCount: 1, GroupID: metadataGroupID,
+		PrepareQueueDepth: depth, JournalSlots: slots, ClientTableMax: table,
+	}
+}

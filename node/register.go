@@ -1,0 +1,103 @@
+package node
+
+import (
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// handleRegister binds a session (LoginRegister / LoginRegisterWithPat):
+// version gate, credentials checked here (argon2 runs on this connection's
+// goroutine, never on the event loop), then a replicated Register whose
+// commit op is the session fence (wire-protocol §2.3–§2.5).
+func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHeader, body []byte) {
+	version, _, err := wire.DecodeClientVersionInfo(body)
+	if err != nil {
+		n.evict(c, s, hdr.Client, wire.EvictMalformedLogin)
+		return
+	}
+	if !wire.VersionAccepted(version.ProtocolVersion) {
+		n.evict(c, s, hdr.Client, wire.EvictIncompatibleProtocol)
+		return
+	}
+	login, err := wire.DecodeRegister(body)
+	if err != nil {
+		n.evict(c, s, hdr.Client, wire.EvictMalformedLogin)
+		return
+	}
+	if v := s.view(); v.bound {
+		// Already bound: replay the existing session, no new commit.
+		n.sendOK(c, hdr, n.registerReplyBody(v.userID, v.fence))
+		return
+	}
+	var userID uint32
+	switch login.Kind {
+	case wire.RegisterWithPassword:
+		uid, code := n.state.VerifyPassword(login.Username, login.Password)
+		if code != metadata.CodeOK {
+			n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
+			return
+		}
+		userID = uid
+	default:
+		uid, code := n.state.VerifyPAT(login.Token, nowMicros())
+		switch code {
+		case metadata.CodeOK:
+			userID = uid
+		case metadata.CodeUserInactive:
+			n.evict(c, s, hdr.Client, wire.EvictUserInactive)
+			return
+		default:
+			n.evict(c, s, hdr.Client, wire.EvictInvalidToken)
+			return
+		}
+	}
+	out := n.driver.propose(n.lifetime, consensus.Request{
+		Client: toConsensus(hdr.Client), Operation: consensus.OperationRegister, UserID: userID,
+	}, nil)
+	if out.kind != consensus.ReplyCommitted {
+		n.answerTransient(c, s, hdr, out)
+		return
+	}
+	s.bind(toConsensus(hdr.Client), out.op, userID)
+	n.log.Info("session bound", "conn", c.ID(), "remote", c.RemoteAddr(), "user_id", userID, "session", out.op,
+		"sdk", version.SDKName, "sdk_version", version.SDKVersion)
+	n.sendOK(c, hdr, out.body)
+}
+
+// registerReplyBody is the result-framed Register reply (§2.4). It is built
+// from committed data only, so a replayed copy is byte-identical.
+func (n *Node) registerReplyBody(userID uint32, session uint64) []byte {
+	return wire.RegisterReply{
+		UserID: userID, Session: session,
+		ProtocolVersion: wire.ProtocolVersion, ServerVersion: ServerVersion,
+	}.Append(wire.AppendResultOK(nil))
+}
+
+// handleLogout releases the session (§2.7). On an unbound connection it
+// still answers OK.
+func (n *Node) handleLogout(c *transport.Conn, s *session, hdr wire.RequestHeader) {
+	v := s.view()
+	if !v.bound {
+		n.sendOK(c, hdr, nil)
+		return
+	}
+	out := n.driver.propose(n.lifetime, consensus.Request{
+		Client: v.client, Session: hdr.Session, Request: hdr.Request,
+		Checksum: hdr.RequestChecksum.Lo, Operation: consensus.OperationLogout, UserID: v.userID,
+	}, nil)
+	switch out.kind {
+	case consensus.ReplyCommitted:
+		s.unbind()
+		n.sendOK(c, hdr, nil)
+	case consensus.ReplyEvictNoSession:
+		n.evict(c, s, hdr.Client, wire.EvictNoSession)
+	case consensus.ReplyEvictSessionTooLow:
+		n.evict(c, s, hdr.Client, wire.EvictSessionTooLow)
+	case consensus.ReplyNotCommitted:
+		n.sendStatus(c, hdr, wire.ErrTransientNotCommitted)
+	default:
+		n.sendStatus(c, hdr, wire.ErrTransientNotAccepted)
+	}
+}
