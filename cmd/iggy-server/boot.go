@@ -46,8 +46,9 @@ func bootInput(env config.Env, parsed flags, metadataExists bool) config.BootInp
 
 // wipeSystemPath implements --fresh: delete system.path and nothing else.
 // It refuses paths whose removal would take the filesystem root, the current
-// directory or one of its ancestors with it.
-func wipeSystemPath(systemPath string) error {
+// directory or one of its ancestors with it. remove is os.RemoveAll outside
+// tests.
+func wipeSystemPath(systemPath string, remove func(string) error) error {
 	if strings.TrimSpace(systemPath) == "" {
 		return fmt.Errorf("--fresh: system.path is empty; refusing to delete")
 	}
@@ -71,7 +72,7 @@ func wipeSystemPath(systemPath string) error {
 	if rel, err := filepath.Rel(target, cwd); err == nil && (rel == "." || !strings.HasPrefix(rel, "..")) {
 		return fmt.Errorf("--fresh: system.path %q resolves to %q, which is the current directory or contains it; refusing to delete", systemPath, target)
 	}
-	if err := os.RemoveAll(target); err != nil {
+	if err := remove(target); err != nil {
 		return fmt.Errorf("--fresh: deleting system.path %q: %w", target, err)
 	}
 	return nil

@@ -167,7 +167,7 @@ func start(ctx context.Context, inv invocation, parsed flags) error {
 		logger.Warn("configuration", "warning", warning.String())
 	}
 	if parsed.fresh {
-		if err := wipeSystemPath(cfg.System.Path); err != nil {
+		if err := wipeSystemPath(cfg.System.Path, os.RemoveAll); err != nil {
 			return refusal{err}
 		}
 		logger.Warn("--fresh: deleted the data directory", "path", cfg.System.Path)

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,5 +81,216 @@ func TestExecuteClusterWithoutReplicaIDRefuses(t *testing.T) {
 	}
 	if _, err := os.Stat(env["IGGY_SYSTEM_PATH"]); err == nil {
 		t.Fatal("a refused boot must not create the data directory")
+	}
+}
+
+func TestExecuteHelpAndFlagErrors(t *testing.T) {
+	var result runResult
+	var stdout, stderr bytes.Buffer
+	code := executeWith(context.Background(), invocation{args: []string{"--help"}, env: config.Env{}, stdout: &stdout, stderr: &stderr, run: fakeRun(&result, nil)})
+	if code != exitOK || result.called || !strings.Contains(stdout.String(), "--replica-id") || !strings.Contains(stdout.String(), "--fresh") {
+		t.Fatalf("help: exit %d, stdout:\n%s", code, stdout.String())
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "iggy-server: unknown flag: --bogus"},
+		{[]string{"--replica-id", "300"}, `iggy-server: invalid argument "300" for "--replica-id"`},
+		{[]string{"--replica-id", "-1"}, `invalid argument "-1"`},
+		{[]string{"serve"}, "iggy-server: unknown command"},
+	}
+	for _, c := range cases {
+		code, stderr := invoke(t, dataEnv(t), fakeRun(&result, nil), c.args...)
+		if code != exitConfigRefused || result.called || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr:\n%s", c.args, code, stderr)
+		}
+	}
+}
+
+func TestExecuteConfigurationRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		env  config.Env
+		args []string
+		want string
+	}{
+		{"validation rule", config.Env{"IGGY_CLUSTER_REPAIR_CHUNK_MAX": "2000"}, nil,
+			"cluster.repair_chunk_max = 2000: must be between 1 and 1024"},
+		{"bad env value", config.Env{"IGGY_TCP_ENABLED": "maybe"}, nil, `IGGY_TCP_ENABLED="maybe"`},
+		{"missing config file", config.Env{"IGGY_CONFIG_PATH": "/nonexistent/iggy.toml"}, nil, "/nonexistent/iggy.toml"},
+		{"unserved transport", config.Env{"IGGY_HTTP_ENABLED": "true"}, nil, "http.enabled = true: the http transport is not served by this build yet"},
+		{"replica id without cluster", nil, []string{"--replica-id", "1"}, "--replica-id 1 requires cluster.enabled = true"},
+		{"replica id not in roster", config.Env{"IGGY_CLUSTER_ENABLED": "true"}, []string{"--replica-id", "5"}, "--replica-id 5 matches no cluster.nodes entry"},
+		{"cluster first boot without root", config.Env{"IGGY_CLUSTER_ENABLED": "true"}, []string{"--replica-id", "0"}, "requires IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD"},
+		{"half credentials", config.Env{"IGGY_ROOT_PASSWORD": "secret"}, nil, "IGGY_ROOT_PASSWORD is set but IGGY_ROOT_USERNAME is not"},
+		{"short password", config.Env{"IGGY_ROOT_USERNAME": "admin", "IGGY_ROOT_PASSWORD": "pw"}, nil, "IGGY_ROOT_PASSWORD is 2 bytes"},
+		{"unsupported key", config.Env{"IGGY_SYSTEM_RECOVERY_RECREATE_MISSING_STATE": "true"}, nil, "recreate_missing_state = true is not supported"},
+		{"bad log level", config.Env{"IGGY_SYSTEM_LOGGING_LEVEL": "chatty"}, nil, `system.logging.level = "chatty"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := dataEnv(t)
+			for name, value := range c.env {
+				env[name] = value
+			}
+			var result runResult
+			code, stderr := invoke(t, env, fakeRun(&result, nil), c.args...)
+			if code != exitConfigRefused || result.called {
+				t.Fatalf("exit %d called %v, stderr:\n%s", code, result.called, stderr)
+			}
+			if !strings.HasPrefix(stderr, "iggy-server: ") || !strings.Contains(stderr, c.want) {
+				t.Fatalf("stderr lacks %q:\n%s", c.want, stderr)
+			}
+		})
+	}
+}
+
+func TestExecuteClusterFromEnvRoster(t *testing.T) {
+	env := dataEnv(t)
+	for name, value := range map[string]string{
+		"IGGY_CLUSTER_ENABLED":                   "true",
+		"IGGY_CLUSTER_AUTH_ENABLED":              "true",
+		"IGGY_CLUSTER_AUTH_SHARED_SECRET":        "this-is-a-shared-secret-of-32-bytes!",
+		"IGGY_CLUSTER_NODES_0_NAME":              "n0",
+		"IGGY_CLUSTER_NODES_0_IP":                "127.0.0.1",
+		"IGGY_CLUSTER_NODES_0_REPLICA_ID":        "0",
+		"IGGY_CLUSTER_NODES_0_PORTS_TCP":         "18090",
+		"IGGY_CLUSTER_NODES_0_PORTS_TCP_REPLICA": "19090",
+		"IGGY_CLUSTER_NODES_1_NAME":              "n1",
+		"IGGY_CLUSTER_NODES_1_IP":                "127.0.0.1",
+		"IGGY_CLUSTER_NODES_1_REPLICA_ID":        "1",
+		"IGGY_CLUSTER_NODES_1_PORTS_TCP":         "18091",
+		"IGGY_CLUSTER_NODES_1_PORTS_TCP_REPLICA": "19091",
+		"IGGY_ROOT_USERNAME":                     "admin",
+		"IGGY_ROOT_PASSWORD":                     "secret",
+		"IGGY_SYSTEM_LOGGING_LEVEL":              "debug",
+	} {
+		env[name] = value
+	}
+	var result runResult
+	code, stderr := invoke(t, env, fakeRun(&result, nil), "--replica-id", "1")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	boot := result.boot
+	if boot.ReplicaID != 1 || boot.Node == nil || boot.Node.Name != "n1" || len(boot.Config.Cluster.Nodes) != 2 ||
+		boot.RootUsername != "admin" || boot.RootPassword != "secret" || !boot.FirstBoot {
+		t.Fatalf("boot = %+v", boot)
+	}
+	if strings.Contains(stderr, "this-is-a-shared-secret") {
+		t.Fatalf("stderr leaks the cluster secret:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "effective configuration") {
+		t.Fatalf("debug level must log the effective configuration:\n%s", stderr)
+	}
+}
+
+func TestExecuteGeneratesRootPasswordOnce(t *testing.T) {
+	env := dataEnv(t)
+	var result runResult
+	code, stderr := invoke(t, env, fakeRun(&result, nil))
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	password := result.boot.RootPassword
+	if result.boot.RootUsername != "iggy" || len(password) < 20 || len(password) > 39 || !strings.Contains(stderr, password) {
+		t.Fatalf("boot = %+v, stderr:\n%s", result.boot, stderr)
+	}
+	// Once metadata exists the root user is recovered, nothing generated.
+	if err := os.MkdirAll(filepath.Join(env["IGGY_SYSTEM_PATH"], "metadata"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	result = runResult{}
+	code, stderr = invoke(t, env, fakeRun(&result, nil))
+	if code != exitOK || result.boot.FirstBoot || result.boot.RootPassword != "" || strings.Contains(stderr, "generated a root password") {
+		t.Fatalf("restart: exit %d boot %+v, stderr:\n%s", code, result.boot, stderr)
+	}
+}
+
+func TestExecuteFreshWipesSystemPath(t *testing.T) {
+	env := dataEnv(t)
+	metadata := filepath.Join(env["IGGY_SYSTEM_PATH"], "metadata")
+	if err := os.MkdirAll(metadata, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sibling := filepath.Join(filepath.Dir(env["IGGY_SYSTEM_PATH"]), "keep.txt")
+	if err := os.WriteFile(sibling, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var result runResult
+	code, stderr := invoke(t, env, fakeRun(&result, nil), "-f", "--with-default-root-credentials")
+	if code != exitOK || !result.boot.FirstBoot || result.boot.RootPassword != "iggy" {
+		t.Fatalf("exit %d boot %+v, stderr:\n%s", code, result.boot, stderr)
+	}
+	if _, err := os.Stat(metadata); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("metadata survived --fresh: %v", err)
+	}
+	if _, err := os.Stat(sibling); err != nil {
+		t.Fatalf("--fresh touched a sibling of system.path: %v", err)
+	}
+}
+
+func TestWipeSystemPathRefusesDangerousPaths(t *testing.T) {
+	root := t.TempDir()
+	inner := filepath.Join(root, "inner")
+	if err := os.Mkdir(inner, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(inner)
+	var removed []string
+	record := func(path string) error { removed = append(removed, path); return nil }
+	for _, path := range []string{"/", ".", inner, root, "..", "  "} {
+		if err := wipeSystemPath(path, record); err == nil {
+			t.Errorf("wipeSystemPath(%q) allowed", path)
+		} else if !strings.Contains(err.Error(), "refusing") {
+			t.Errorf("wipeSystemPath(%q) error %q lacks a refusal", path, err)
+		}
+	}
+	if len(removed) != 0 {
+		t.Fatalf("removed %v", removed)
+	}
+	if err := wipeSystemPath("data", record); err != nil || len(removed) != 1 || removed[0] != filepath.Join(inner, "data") {
+		t.Fatalf("relative data dir: err %v removed %v", err, removed)
+	}
+}
+
+type codedError struct{ code int }
+
+func (e codedError) Error() string { return "superblock wedged" }
+func (e codedError) ExitCode() int { return e.code }
+
+func TestExecuteRunErrorChoosesExitCode(t *testing.T) {
+	var result runResult
+	code, _ := invoke(t, dataEnv(t), fakeRun(&result, fmt.Errorf("node: %w", codedError{code: 75})), "--with-default-root-credentials")
+	if code != 75 {
+		t.Fatalf("exit %d, want 75", code)
+	}
+}
+
+func TestExecuteStopsOnSIGTERM(t *testing.T) {
+	t.Setenv("IGGY_SYSTEM_PATH", filepath.Join(t.TempDir(), "data"))
+	t.Setenv("IGGY_ROOT_USERNAME", "admin")
+	t.Setenv("IGGY_ROOT_PASSWORD", "secret")
+	stopped := make(chan struct{})
+	run := func(ctx context.Context, boot Boot) error {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			close(stopped)
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("context not cancelled by SIGTERM")
+		}
+	}
+	if code := execute(nil, run); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("run did not observe the cancellation")
 	}
 }
