@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/crypto/argon2"
 )
@@ -126,8 +127,11 @@ func HashToken(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// dummyHash equalizes the cost of a login for an unknown username.
-var dummyHash = hashWith("lodestream-dummy-password", []byte("lodestream-dummy"), defaultArgon)
+// dummyHash equalizes the cost of a login for an unknown username; it is
+// computed on first use so importing the package costs nothing.
+var dummyHash = sync.OnceValue(func() string {
+	return hashWith("lodestream-dummy-password", []byte("lodestream-dummy"), defaultArgon)
+})
 
 // VerifyPassword checks a login. It returns the user id and CodeOK, or
 // CodeInvalidCredentials for an unknown user, a wrong password, a
@@ -147,7 +151,7 @@ func (s *State) VerifyPassword(username, password string) (uint32, uint32) {
 	}
 	s.mu.RUnlock()
 	if !found {
-		VerifyPasswordHash(dummyHash, password)
+		VerifyPasswordHash(dummyHash(), password)
 		return 0, CodeInvalidCredentials
 	}
 	if !VerifyPasswordHash(hash, password) || !active {

@@ -1,0 +1,133 @@
+package metadata
+
+import "testing"
+
+func TestConsumerGroupAssignmentAndGenerations(t *testing.T) {
+	f := newFixture(t)
+	s0, t0, g0 := ByID(0), ByID(0), ByName("g1")
+	gen := func() uint64 {
+		g, code := f.s.GetConsumerGroup(s0, t0, g0)
+		if code != CodeOK {
+			t.Fatalf("get group: %d", code)
+		}
+		return g.Generation
+	}
+	assertBalanced := func(wantMembers int) ConsumerGroup {
+		t.Helper()
+		g, _ := f.s.GetConsumerGroup(s0, t0, g0)
+		if len(g.Members) != wantMembers {
+			t.Fatalf("members %d, want %d", len(g.Members), wantMembers)
+		}
+		seen := map[uint32]bool{}
+		minN, maxN := int(^uint(0)>>1), 0
+		for i, m := range g.Members {
+			if i > 0 && m.ID <= g.Members[i-1].ID {
+				t.Fatalf("members not sorted by id: %+v", g.Members)
+			}
+			minN, maxN = min(minN, len(m.Partitions)), max(maxN, len(m.Partitions))
+			for _, p := range m.Partitions {
+				if seen[p] {
+					t.Fatalf("partition %d assigned twice", p)
+				}
+				seen[p] = true
+			}
+		}
+		if wantMembers > 0 && (len(seen) != int(g.PartitionsCount) || maxN-minN > 1) {
+			t.Fatalf("unbalanced or incomplete assignment: %+v (partitions %d)", g.Members, g.PartitionsCount)
+		}
+		return g
+	}
+
+	g := gen()
+	f.mustOK(RootUserID, JoinConsumerGroup{Stream: s0, Topic: t0, Group: g0, Client: clientA})
+	if gen() != g+1 {
+		t.Fatal("join did not bump the generation")
+	}
+	assertBalanced(1)
+	// Re-join by the same client is idempotent: no new member, no bump.
+	f.mustOK(RootUserID, JoinConsumerGroup{Stream: s0, Topic: t0, Group: g0, Client: clientA})
+	if gen() != g+1 {
+		t.Fatal("idempotent re-join bumped the generation")
+	}
+	f.mustOK(RootUserID, JoinConsumerGroup{Stream: s0, Topic: t0, Group: g0, Client: clientB})
+	f.mustOK(RootUserID, JoinConsumerGroup{Stream: s0, Topic: t0, Group: ByID(0), Client: clientC})
+	grp := assertBalanced(3)
+	// Round-robin by member id: member i owns partition i.
+	for i, m := range grp.Members {
+		if len(m.Partitions) != 1 || m.Partitions[0] != uint32(i) {
+			t.Fatalf("member %d partitions %v", i, m.Partitions)
+		}
+	}
+	if gen, parts, code := f.s.Assignment(s0, t0, g0, clientB); code != CodeOK || len(parts) != 1 || parts[0] != 1 || gen != g+3 {
+		t.Fatalf("assignment of B: gen %d parts %v code %d", gen, parts, code)
+	}
+
+	f.mustOK(RootUserID, CreatePartitions{Stream: s0, Topic: t0, Count: 4})
+	if gen() != g+4 {
+		t.Fatal("create partitions did not bump the generation")
+	}
+	assertBalanced(3)
+	f.mustOK(RootUserID, DeletePartitions{Stream: s0, Topic: t0, Count: 2})
+	if gen() != g+5 {
+		t.Fatal("delete partitions did not bump the generation")
+	}
+	assertBalanced(3)
+
+	f.mustOK(RootUserID, LeaveConsumerGroup{Stream: s0, Topic: t0, Group: g0, Client: clientA})
+	if gen() != g+6 {
+		t.Fatal("leave did not bump the generation")
+	}
+	assertBalanced(2)
+	if _, _, code := f.s.Assignment(s0, t0, g0, clientA); code != CodeGroupMemberNotFound {
+		t.Fatalf("left member assignment code %d", code)
+	}
+	// The freed member id 0 is reused by the next joiner.
+	f.mustOK(RootUserID, JoinConsumerGroup{Stream: s0, Topic: t0, Group: g0, Client: clientA})
+	if grp := assertBalanced(3); grp.Members[0].ClientID != clientA {
+		t.Fatalf("member 0 is %+v, want client A", grp.Members[0])
+	}
+
+	// A second group on another topic; RemoveConsumerGroupMember drops the
+	// client everywhere and bumps each affected group.
+	f.mustOK(RootUserID, withTopicName(defaultTopic(), "t2"))
+	f.mustOK(RootUserID, CreateConsumerGroup{Stream: s0, Topic: ByName("t2"), Name: "g2"})
+	f.mustOK(RootUserID, JoinConsumerGroup{Stream: s0, Topic: ByName("t2"), Group: ByName("g2"), Client: clientB})
+	if ms := f.s.ClientMemberships(clientB); len(ms) != 2 {
+		t.Fatalf("memberships of B: %+v", ms)
+	}
+	before := gen()
+	f.mustOK(RootUserID, RemoveConsumerGroupMember{Client: clientB})
+	if ms := f.s.ClientMemberships(clientB); len(ms) != 0 {
+		t.Fatalf("memberships after remove: %+v", ms)
+	}
+	if gen() != before+1 {
+		t.Fatal("remove member did not bump the generation")
+	}
+	assertBalanced(2)
+	// Removing an unknown client is a no-op success.
+	f.mustOK(RootUserID, RemoveConsumerGroupMember{Client: ClientID{Lo: 99}})
+
+	// Group ids are never reused within a topic.
+	f.mustOK(RootUserID, DeleteConsumerGroup{Stream: s0, Topic: t0, Group: g0})
+	res := f.mustOK(RootUserID, CreateConsumerGroup{Stream: s0, Topic: t0, Name: "g1"})
+	if res.Group.ID != 1 || len(res.Group.Members) != 0 || res.Group.PartitionsCount != 5 {
+		t.Fatalf("recreated group %+v", res.Group)
+	}
+}
+
+func TestAssignmentMoreMembersThanPartitions(t *testing.T) {
+	f := newFixture(t)
+	for i := uint64(1); i <= 5; i++ {
+		f.mustOK(RootUserID, JoinConsumerGroup{Stream: ByID(0), Topic: ByID(0), Group: ByID(0), Client: ClientID{Lo: i}})
+	}
+	g, _ := f.s.GetConsumerGroup(ByID(0), ByID(0), ByID(0))
+	idle := 0
+	for _, m := range g.Members {
+		if len(m.Partitions) == 0 {
+			idle++
+		}
+	}
+	if idle != 2 {
+		t.Fatalf("idle members %d, want 2 (3 partitions, 5 members)", idle)
+	}
+}
