@@ -84,7 +84,7 @@ func TestPersonalAccessTokens(t *testing.T) {
 		t.Fatalf("listing %+v", pats)
 	}
 	// The cleaner removes only expired tokens, by the op's timestamp.
-	if f.s.HasExpiredTokens(expiresAt - 1) || !f.s.HasExpiredTokens(expiresAt) {
+	if f.s.HasExpiredTokens(expiresAt-1) || !f.s.HasExpiredTokens(expiresAt) {
 		t.Fatal("HasExpiredTokens boundary wrong")
 	}
 	f.nowUs = expiresAt
