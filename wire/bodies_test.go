@@ -9,8 +9,8 @@ import (
 )
 
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-func le32(v uint32) []byte      { return appendU32(nil, v) }
-func le64(v uint64) []byte      { return appendU64(nil, v) }
+func le32(v uint32) []byte       { return appendU32(nil, v) }
+func le64(v uint64) []byte       { return appendU64(nil, v) }
 
 func TestIdentifierGolden(t *testing.T) {
 	if got := NumericID(7).Append(nil); !bytes.Equal(got, []byte{1, 4, 7, 0, 0, 0}) {
@@ -136,12 +136,12 @@ func TestPermissionsGolden(t *testing.T) {
 		},
 	}
 	want := cat(
-		[]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, // global
-		[]byte{1},                            // has_streams
+		[]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 1},         // global
+		[]byte{1},                                    // has_streams
 		le32(1), []byte{1, 0, 0, 0, 0, 0}, []byte{1}, // stream 1, has_topics
 		le32(2), []byte{0, 0, 0, 1}, []byte{1}, // topic 2, has_next_topic
 		le32(9), []byte{0, 1, 0, 0}, []byte{0}, // topic 9, last
-		[]byte{1},                                  // has_next_stream
+		[]byte{1},                                    // has_next_stream
 		le32(3), []byte{0, 1, 0, 0, 0, 0}, []byte{0}, // stream 3, no topics
 		[]byte{0}, // last stream
 	)

@@ -13,13 +13,13 @@ import (
 
 func goldenRequestHeader() []byte {
 	b := make([]byte, HeaderSize)
-	binary.LittleEndian.PutUint32(b[48:], 256+3)              // size
-	b[60] = 5                                                   // command Request
+	binary.LittleEndian.PutUint32(b[48:], 256+3)               // size
+	b[60] = 5                                                  // command Request
 	binary.LittleEndian.PutUint64(b[128:], 0x1122334455667788) // client lo
 	binary.LittleEndian.PutUint64(b[136:], 0x99)               // client hi
 	binary.LittleEndian.PutUint64(b[160:], 777)                // timestamp
 	binary.LittleEndian.PutUint64(b[168:], 4)                  // request
-	b[176] = 2                                                  // NonReplicated
+	b[176] = 2                                                 // NonReplicated
 	binary.LittleEndian.PutUint64(b[184:], 9)                  // session
 	binary.LittleEndian.PutUint32(b[196:], 300)                // command code GetTopic
 	return b
