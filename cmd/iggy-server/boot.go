@@ -78,13 +78,14 @@ func wipeSystemPath(systemPath string, remove func(string) error) error {
 	return nil
 }
 
-// newLogger builds the stderr text logger at system.logging.level.
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+// newLogger builds the stderr text logger at system.logging.level (info
+// when the level does not parse; Validate refuses such a configuration).
+func newLogger(w io.Writer, level string) *slog.Logger {
 	parsed, err := config.ParseLogLevel(level)
 	if err != nil {
-		return nil, err
+		parsed = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: parsed})), nil
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: parsed}))
 }
 
 // rootPasswordAlphabet avoids characters that need quoting in shells.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -125,15 +126,17 @@ neither; mandatory for a cluster's first boot).`,
 		"delete system.path before boot (DELETES ALL DATA of this node; a cluster replica refills by state transfer)")
 
 	err := command.Execute()
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case !ran:
+	}
+	// Joined errors span lines; prefix each so every line is attributable.
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(inv.stderr, "iggy-server: %s\n", line)
+	}
+	if !ran {
 		// Flag or argument parsing failed before anything ran.
-		fmt.Fprintf(inv.stderr, "iggy-server: %v\n", err)
 		return exitConfigRefused
 	}
-	fmt.Fprintf(inv.stderr, "iggy-server: %v\n", err)
 	var refused refusal
 	if errors.As(err, &refused) {
 		return exitConfigRefused
@@ -156,15 +159,13 @@ func start(ctx context.Context, inv invocation, parsed flags) error {
 	if err != nil {
 		return refusal{fmt.Errorf("configuration: %w", err)}
 	}
+	// An invalid level falls back to info here; Validate reports it.
+	logger := newLogger(inv.stderr, cfg.System.Logging.Level)
+	for _, warning := range append(warnings, cfg.Warnings()...) {
+		logger.Warn("configuration", "warning", warning.String())
+	}
 	if err := cfg.Validate(); err != nil {
 		return refusal{fmt.Errorf("invalid configuration:\n%w", err)}
-	}
-	logger, err := newLogger(inv.stderr, cfg.System.Logging.Level)
-	if err != nil {
-		return refusal{err}
-	}
-	for _, warning := range warnings {
-		logger.Warn("configuration", "warning", warning.String())
 	}
 	if parsed.fresh {
 		if err := wipeSystemPath(cfg.System.Path, os.RemoveAll); err != nil {

@@ -139,10 +139,40 @@ func TestExecuteConfigurationRefusals(t *testing.T) {
 			if code != exitConfigRefused || result.called {
 				t.Fatalf("exit %d called %v, stderr:\n%s", code, result.called, stderr)
 			}
-			if !strings.HasPrefix(stderr, "iggy-server: ") || !strings.Contains(stderr, c.want) {
-				t.Fatalf("stderr lacks %q:\n%s", c.want, stderr)
+			if !hasRefusalLine(stderr, c.want) {
+				t.Fatalf("stderr lacks an \"iggy-server: \" line containing %q:\n%s", c.want, stderr)
 			}
 		})
+	}
+}
+
+// hasRefusalLine reports whether some stderr line is "iggy-server: ...want...".
+func hasRefusalLine(stderr, want string) bool {
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "iggy-server: ") && strings.Contains(line, want) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestExecuteEveryViolationLineIsPrefixed(t *testing.T) {
+	env := dataEnv(t)
+	env["IGGY_CLUSTER_REPAIR_CHUNK_MAX"] = "0"
+	env["IGGY_METADATA_JOURNAL_SLOTS"] = "3"
+	env["IGGY_TPC_ADDRESS"] = "typo"
+	var result runResult
+	code, stderr := invoke(t, env, fakeRun(&result, nil))
+	if code != exitConfigRefused {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{"cluster.repair_chunk_max = 0: must be between 1 and 1024", "metadata.journal_slots = 3"} {
+		if !hasRefusalLine(stderr, want) {
+			t.Errorf("no prefixed line with %q:\n%s", want, stderr)
+		}
+	}
+	if !strings.Contains(stderr, "IGGY_TPC_ADDRESS: unknown configuration variable") {
+		t.Errorf("unknown variable warning missing:\n%s", stderr)
 	}
 }
 
