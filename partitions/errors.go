@@ -1,0 +1,37 @@
+package partitions
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrQuarantined matches (errors.Is) every *QuarantineError.
+	ErrQuarantined = errors.New("partition quarantined")
+	// ErrClosed is returned by operations on a closed or deleted log.
+	ErrClosed = errors.New("partition log is closed")
+	// ErrOffsetMismatch is returned when a batch's base_offset is not the log's next offset.
+	ErrOffsetMismatch = errors.New("batch base offset is not the log's next offset")
+	// ErrFailed is returned after a write failure that could not be rolled back: the log refuses
+	// further writes until it is reopened (recovery then truncates whatever was half written).
+	ErrFailed = errors.New("partition log failed")
+)
+
+// QuarantineError reports interior corruption found by Open: damage that is not a torn tail (a valid
+// batch follows it, or a sealed segment is damaged, or segments are not contiguous). The partition is
+// not served; the rest of the server keeps running.
+type QuarantineError struct {
+	Dir      string
+	File     string // segment file name, e.g. 00000000000000001000.log
+	Position uint64 // byte position of the damage in File
+	Offset   uint64 // the offset expected at Position
+	Reason   string
+}
+
+func (e *QuarantineError) Error() string {
+	return fmt.Sprintf("partition %s quarantined: %s at byte %d (expected offset %d): %s",
+		e.Dir, e.File, e.Position, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrQuarantined) true.
+func (e *QuarantineError) Is(target error) bool { return target == ErrQuarantined }

@@ -1,0 +1,280 @@
+// Package partitions is one partition's on-disk log: segment files with sparse indexes, commit-time
+// appends of stamped batches, polling with every strategy, retention, purge and consumer offsets, and
+// crash recovery that verifies every batch on open. See docs/partitions.md.
+package partitions
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// Log is one partition's log. All methods are safe for concurrent use: writes (Append, retention,
+// purge, offsets) are serialised; polls run concurrently with each other.
+type Log struct {
+	dir    string
+	opts   Options
+	logger *slog.Logger
+
+	mu         sync.RWMutex
+	segments   []*segment // ascending start offsets; the last one is active
+	nextOffset uint64     // offset the next appended batch must carry
+	dirDirty   bool       // a segment file was created or removed since the last directory sync
+	failure    error      // set by a write that could not be rolled back
+	closed     bool
+	offsets    *offsetStore
+}
+
+// BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
+// its .log file and the record length. A prepare journal can reference it instead of copying bytes.
+type BatchLocation struct {
+	SegmentStartOffset uint64
+	Position           uint64
+	Length             uint64
+}
+
+// Stats are the partition numbers the wire protocol reports (Partition, Topic and Stream bodies).
+type Stats struct {
+	MessagesCount uint64 // messages currently stored (after retention)
+	SizeBytes     uint64 // bytes of all .log files
+	SegmentsCount uint32
+	CurrentOffset uint64 // offset of the last message ever appended; 0 when none
+	FirstOffset   uint64 // first offset still stored (== NextOffset when nothing is stored)
+	NextOffset    uint64
+}
+
+// Open opens (creating if needed) the partition log in dir and recovers it: every segment is walked
+// batch by batch with checksums verified; a torn or corrupt tail of the last segment is truncated with
+// a warning; interior corruption returns an error matching ErrQuarantined (the caller keeps serving
+// other partitions). Indexes are rebuilt from the log when missing or inconsistent, and consumer
+// offsets are loaded.
+func Open(dir string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
+	}
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger}
+	if err := l.recoverSegments(); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	if len(l.segments) == 0 {
+		s, err := l.createSegment(0)
+		if err != nil {
+			return nil, err
+		}
+		l.segments = append(l.segments, s)
+	}
+	l.nextOffset = l.active().nextOffset
+	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// createSegment creates empty .log and .index files for a new active segment starting at start.
+func (l *Log) createSegment(start uint64) (*segment, error) {
+	logFile, err := os.OpenFile(segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %d: %w", start, err)
+	}
+	indexFile, err := os.OpenFile(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		logFile.Close()
+		os.Remove(logFile.Name())
+		return nil, fmt.Errorf("create index of segment %d: %w", start, err)
+	}
+	l.dirDirty = true
+	return &segment{startOffset: start, nextOffset: start, logFile: logFile, indexFile: indexFile}, nil
+}
+
+// Append writes an already-stamped batch (commit time) at the end of the log. Its base_offset must be
+// NextOffset(); its framing and batch checksum are checked (message bodies were verified at
+// admission). The active segment is sealed (synced) and a new one started once it reaches the segment
+// size. Append does not sync: call Sync for persisted durability.
+func (l *Log) Append(batch []byte) (BatchLocation, error) {
+	h, err := wire.CheckBatchSeal(batch)
+	if err != nil {
+		return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return BatchLocation{}, err
+	}
+	if h.BaseOffset != l.nextOffset {
+		return BatchLocation{}, fmt.Errorf("append to %s: base offset %d, next offset %d: %w", l.dir,
+			h.BaseOffset, l.nextOffset, ErrOffsetMismatch)
+	}
+	s := l.active()
+	pos := s.sizeBytes
+	if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {
+		return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write batch at %d: %w", pos, err))
+	}
+	s.dirty = true
+	indexLen := len(s.index)
+	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
+		l.opts.IndexIntervalBytes); ok {
+		var entry [indexEntrySize]byte
+		e.encode(entry[:])
+		if _, err := s.indexFile.WriteAt(entry[:], int64(indexLen*indexEntrySize)); err != nil {
+			return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write index entry: %w", err))
+		}
+	}
+	l.nextOffset = s.nextOffset
+	loc := BatchLocation{SegmentStartOffset: s.startOffset, Position: pos, Length: h.BatchLength}
+	if s.sizeBytes >= l.opts.SegmentSizeBytes {
+		if err := l.roll(); err != nil {
+			// The batch is stored; only the roll failed. The next append retries it.
+			l.logger.Error("segment roll failed", "dir", l.dir, "err", err)
+		}
+	}
+	return loc, nil
+}
+
+// rollbackWrite undoes a failed append by truncating the segment back to pos. If that fails too the
+// log refuses further writes (ErrFailed) until reopened; recovery truncates the torn tail.
+func (l *Log) rollbackWrite(s *segment, pos uint64, cause error) error {
+	err := fmt.Errorf("append to %s: %w", l.dir, cause)
+	if terr := s.logFile.Truncate(int64(pos)); terr != nil {
+		l.failure = fmt.Errorf("%w: %v (rollback failed: %v)", ErrFailed, cause, terr)
+		l.logger.Error("partition log write failed and could not be rolled back", "dir", l.dir, "err", l.failure)
+		return l.failure
+	}
+	// Reload the accounting of the segment from the index so memory matches the truncated file.
+	if len(s.index) > 0 && s.index[len(s.index)-1].position >= pos {
+		s.index = s.index[:len(s.index)-1]
+		if err := s.indexFile.Truncate(int64(len(s.index) * indexEntrySize)); err != nil {
+			l.failure = fmt.Errorf("%w: %v (index rollback failed: %v)", ErrFailed, cause, err)
+			return l.failure
+		}
+	}
+	if s.sizeBytes > pos {
+		// noteBatch already ran: the log must be reopened to rebuild exact counters.
+		l.failure = fmt.Errorf("%w: %v", ErrFailed, cause)
+		return l.failure
+	}
+	return err
+}
+
+// roll seals the active segment (syncing it, so a sealed segment never has a torn tail) and starts a
+// new one at the next offset.
+func (l *Log) roll() error {
+	s := l.active()
+	s.dirty = true
+	if err := s.sync(); err != nil {
+		return err
+	}
+	if err := s.indexFile.Close(); err != nil {
+		return fmt.Errorf("close index of sealed segment %d: %w", s.startOffset, err)
+	}
+	s.indexFile = nil
+	next, err := l.createSegment(l.nextOffset)
+	if err != nil {
+		return err
+	}
+	l.segments = append(l.segments, next)
+	return nil
+}
+
+// Sync makes everything appended so far durable: fdatasync of the active segment's log and index, and
+// of the directory when segments were created or removed. This is the persisted-durability barrier.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.syncLocked()
+}
+
+func (l *Log) syncLocked() error {
+	for _, s := range l.segments {
+		if err := s.sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", l.dir, err)
+		}
+	}
+	if l.dirDirty {
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+func (l *Log) writable() error {
+	if l.closed {
+		return ErrClosed
+	}
+	return l.failure
+}
+
+// NextOffset is the base offset the next appended batch must carry.
+func (l *Log) NextOffset() uint64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.nextOffset
+}
+
+// Stats returns the partition's current numbers.
+func (l *Log) Stats() Stats {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.statsLocked()
+}
+
+func (l *Log) statsLocked() Stats {
+	st := Stats{SegmentsCount: uint32(len(l.segments)), NextOffset: l.nextOffset, FirstOffset: l.nextOffset}
+	if l.nextOffset > 0 {
+		st.CurrentOffset = l.nextOffset - 1
+	}
+	for _, s := range l.segments {
+		st.MessagesCount += s.messages
+		st.SizeBytes += s.sizeBytes
+	}
+	if st.MessagesCount > 0 {
+		// Segments are contiguous and only the active (last) one can be empty.
+		st.FirstOffset = l.segments[0].startOffset
+	}
+	return st
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Close syncs and closes the log (graceful shutdown flushes everything).
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	var syncErr error
+	if l.failure == nil {
+		syncErr = l.syncLocked()
+	}
+	l.closed = true
+	closeErr := l.closeSegments()
+	return errors.Join(syncErr, closeErr)
+}
+
+func (l *Log) closeSegments() error {
+	var errs []error
+	for _, s := range l.segments {
+		if err := s.close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

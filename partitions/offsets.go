@@ -1,0 +1,229 @@
+package partitions
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/lodestream/lodestream/wire"
+	"github.com/zeebo/xxh3"
+)
+
+const (
+	offsetsDirName         = "offsets"
+	consumersDirName       = "consumers"
+	groupsDirName          = "groups"
+	offsetFileSize         = 16 // [offset u64][XXH3-64(offset LE) u64]
+	corruptOffsetSuffix    = ".corrupt"
+	offsetsPerPartitionMax = 1 << 20 // bound on consumers tracked per partition
+)
+
+// ErrConsumerOffsetNotFound is returned by DeleteConsumerOffset for a consumer without a stored
+// offset; it matches wire.ErrConsumerOffsetNotFound (3021).
+var ErrConsumerOffsetNotFound = wire.ErrConsumerOffsetNotFound
+
+type offsetKey struct {
+	kind wire.ConsumerKind
+	id   uint32
+}
+
+// offsetStore keeps consumer and consumer-group offsets in memory and one file per consumer under
+// offsets/consumers/<id> and offsets/groups/<id>.
+type offsetStore struct {
+	dir     string
+	durable bool
+	logger  *slog.Logger
+
+	mu      sync.Mutex
+	offsets map[offsetKey]uint64
+}
+
+func (o *offsetStore) kindDir(kind wire.ConsumerKind) (string, error) {
+	switch kind {
+	case wire.ConsumerKindSingle:
+		return filepath.Join(o.dir, offsetsDirName, consumersDirName), nil
+	case wire.ConsumerKindGroup:
+		return filepath.Join(o.dir, offsetsDirName, groupsDirName), nil
+	}
+	return "", fmt.Errorf("consumer kind %d is not 1 (consumer) or 2 (group)", kind)
+}
+
+// openOffsetStore loads every offset file. A file that is short, long or fails its checksum is renamed
+// to <id>.corrupt with a warning and ignored, so one bad file never stops the partition.
+func openOffsetStore(dir string, durable bool, logger *slog.Logger) (*offsetStore, error) {
+	o := &offsetStore{dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}}
+	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
+		kdir, _ := o.kindDir(kind)
+		if err := os.MkdirAll(kdir, 0o755); err != nil {
+			return nil, fmt.Errorf("create offsets directory %s: %w", kdir, err)
+		}
+		entries, err := os.ReadDir(kdir)
+		if err != nil {
+			return nil, fmt.Errorf("list offsets directory %s: %w", kdir, err)
+		}
+		for _, e := range entries {
+			if err := o.loadOffsetFile(kind, kdir, e.Name()); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return o, nil
+}
+
+func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) error {
+	path := filepath.Join(kdir, name)
+	if strings.HasSuffix(name, ".tmp") {
+		return os.Remove(path) // an interrupted store: the previous value is intact
+	}
+	if strings.HasSuffix(name, corruptOffsetSuffix) {
+		return nil
+	}
+	id, err := strconv.ParseUint(name, 10, 32)
+	if err != nil {
+		o.logger.Warn("ignoring unexpected file in offsets directory", "path", path)
+		return nil
+	}
+	if len(o.offsets) >= offsetsPerPartitionMax {
+		return fmt.Errorf("offsets directory %s holds more than %d consumers", kdir, offsetsPerPartitionMax)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read consumer offset %s: %w", path, err)
+	}
+	offset, ok := decodeOffsetFile(data)
+	if !ok {
+		o.logger.Warn("quarantining corrupt consumer offset file", "path", path, "bytes", len(data),
+			"moved_to", path+corruptOffsetSuffix)
+		if err := os.Rename(path, path+corruptOffsetSuffix); err != nil {
+			return fmt.Errorf("quarantine corrupt offset file %s: %w", path, err)
+		}
+		return nil
+	}
+	o.offsets[offsetKey{kind, uint32(id)}] = offset
+	return nil
+}
+
+func encodeOffsetFile(offset uint64) []byte {
+	b := make([]byte, offsetFileSize)
+	binary.LittleEndian.PutUint64(b, offset)
+	binary.LittleEndian.PutUint64(b[8:], xxh3.Hash(b[:8]))
+	return b
+}
+
+func decodeOffsetFile(b []byte) (uint64, bool) {
+	if len(b) != offsetFileSize || binary.LittleEndian.Uint64(b[8:]) != xxh3.Hash(b[:8]) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b), true
+}
+
+func (o *offsetStore) store(kind wire.ConsumerKind, id uint32, offset uint64) error {
+	kdir, err := o.kindDir(kind)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := offsetKey{kind, id}
+	if _, exists := o.offsets[key]; !exists && len(o.offsets) >= offsetsPerPartitionMax {
+		return fmt.Errorf("store consumer offset: partition already tracks %d consumers", offsetsPerPartitionMax)
+	}
+	path := filepath.Join(kdir, strconv.FormatUint(uint64(id), 10))
+	if err := writeFileAtomic(kdir, path, encodeOffsetFile(offset), o.durable); err != nil {
+		return fmt.Errorf("store consumer offset: %w", err)
+	}
+	o.offsets[key] = offset
+	return nil
+}
+
+func (o *offsetStore) get(kind wire.ConsumerKind, id uint32) (uint64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	v, ok := o.offsets[offsetKey{kind, id}]
+	return v, ok
+}
+
+func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
+	kdir, err := o.kindDir(kind)
+	if err != nil {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	key := offsetKey{kind, id}
+	if _, ok := o.offsets[key]; !ok {
+		return fmt.Errorf("delete consumer offset of %d/%d: %w", kind, id, ErrConsumerOffsetNotFound)
+	}
+	path := filepath.Join(kdir, strconv.FormatUint(uint64(id), 10))
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete consumer offset %s: %w", path, err)
+	}
+	if o.durable {
+		if err := syncDir(kdir); err != nil {
+			return err
+		}
+	}
+	delete(o.offsets, key)
+	return nil
+}
+
+// clear removes every stored offset (purge).
+func (o *offsetStore) clear() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for key := range o.offsets {
+		kdir, _ := o.kindDir(key.kind)
+		path := filepath.Join(kdir, strconv.FormatUint(uint64(key.id), 10))
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("purge consumer offset %s: %w", path, err)
+		}
+		delete(o.offsets, key)
+	}
+	if o.durable {
+		for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
+			kdir, _ := o.kindDir(kind)
+			if err := syncDir(kdir); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// StoreConsumerOffset persists the offset of a consumer (kind 1) or consumer group (kind 2), keyed by
+// the numeric id the caller resolved. With Options.SyncOffsets the file and directory are synced before
+// returning.
+func (l *Log) StoreConsumerOffset(kind wire.ConsumerKind, id uint32, offset uint64) error {
+	if err := l.checkOpen(); err != nil {
+		return err
+	}
+	return l.offsets.store(kind, id, offset)
+}
+
+// ConsumerOffset returns the stored offset, if any.
+func (l *Log) ConsumerOffset(kind wire.ConsumerKind, id uint32) (uint64, bool) {
+	return l.offsets.get(kind, id)
+}
+
+// DeleteConsumerOffset removes a stored offset; ErrConsumerOffsetNotFound (3021) when there is none.
+func (l *Log) DeleteConsumerOffset(kind wire.ConsumerKind, id uint32) error {
+	if err := l.checkOpen(); err != nil {
+		return err
+	}
+	return l.offsets.remove(kind, id)
+}
+
+func (l *Log) checkOpen() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package partitions
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultSegmentSizeBytes   = 1 << 30 // upstream topic default segment_size (1 GiB)
+	DefaultIndexIntervalBytes = 4 << 10 // one sparse index entry per 4 KiB of log
+	// DefaultPollBytesMax keeps a poll reply inside one 64 MiB frame: frame header (256) and the 16-byte
+	// reply prefix are subtracted.
+	DefaultPollBytesMax = wire.BatchFrameBytesMax - 256 - wire.PollMessagesReplyPrefixSize
+
+	segmentSizeBytesMin   = 4 << 10 // tests use small segments; the topic validator enforces ≥ 1 MiB
+	indexIntervalBytesMin = 1
+)
+
+// Options configures one partition log.
+type Options struct {
+	// SegmentSizeBytes is the roll threshold: the active segment is sealed and a new one started once
+	// it holds at least this many bytes (it may overshoot by one batch). Default 1 GiB.
+	SegmentSizeBytes uint64
+	// IndexIntervalBytes is the spacing of sparse index entries: a batch gets an entry when it is the
+	// first of its segment or starts at least this many bytes after the last indexed batch.
+	IndexIntervalBytes uint64
+	// PollBytesMax bounds the record bytes of one poll answer. Default fits a 64 MiB reply frame.
+	PollBytesMax uint64
+	// SyncOffsets makes consumer-offset writes durable (fsync of the file and the directory) before
+	// Store/Delete return: consumer_offset_durability = persisted.
+	SyncOffsets bool
+	// Logger receives recovery warnings and quarantine errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.SegmentSizeBytes == 0 {
+		o.SegmentSizeBytes = DefaultSegmentSizeBytes
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = DefaultIndexIntervalBytes
+	}
+	if o.PollBytesMax == 0 {
+		o.PollBytesMax = DefaultPollBytesMax
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SegmentSizeBytes < segmentSizeBytesMin {
+		return o, fmt.Errorf("partition options: segment size %d bytes is below the %d-byte minimum",
+			o.SegmentSizeBytes, segmentSizeBytesMin)
+	}
+	if o.IndexIntervalBytes < indexIntervalBytesMin {
+		return o, errors.New("partition options: index interval must be at least 1 byte")
+	}
+	if o.PollBytesMax < wire.BatchHeaderSize+wire.BatchMessageHeaderSize+1 {
+		return o, fmt.Errorf("partition options: poll bytes max %d cannot hold one message", o.PollBytesMax)
+	}
+	return o, nil
+}

@@ -1,0 +1,258 @@
+package partitions
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// recoveryReadBufferBytes is the sequential read buffer of the open-time walk.
+const recoveryReadBufferBytes = 1 << 20
+
+// segmentDamage is the first point of a segment that is not a verified, contiguous batch.
+type segmentDamage struct {
+	position uint64
+	reason   string
+}
+
+// recoverSegments loads every segment of dir in start-offset order, verifying each batch. A damaged
+// tail of the last segment is truncated; any other damage returns a *QuarantineError.
+func (l *Log) recoverSegments() error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list partition directory %s: %w", l.dir, err)
+	}
+	var starts []uint64
+	indexes := map[uint64]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			// A replacement interrupted by a crash: the original is intact.
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				return fmt.Errorf("remove stale %s: %w", name, err)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			if start, ok := parseSegmentName(name, logSuffix); ok {
+				starts = append(starts, start)
+			}
+		case strings.HasSuffix(name, indexSuffix):
+			if start, ok := parseSegmentName(name, indexSuffix); ok {
+				indexes[start] = true
+			}
+		}
+	}
+	slices.Sort(starts)
+	for start := range indexes {
+		if _, found := slices.BinarySearch(starts, start); !found {
+			l.logger.Warn("removing orphan index without a log file", "dir", l.dir, "start_offset", start)
+			if err := os.Remove(segmentIndexPath(l.dir, start)); err != nil {
+				return fmt.Errorf("remove orphan index %d: %w", start, err)
+			}
+		}
+	}
+	for i, start := range starts {
+		if i > 0 {
+			prev := l.segments[i-1]
+			if start != prev.nextOffset {
+				return l.quarantine(segmentBaseName(start)+logSuffix, 0, prev.nextOffset,
+					fmt.Sprintf("segment starts at offset %d but the previous segment ends before offset %d",
+						start, prev.nextOffset))
+			}
+		}
+		s, err := l.recoverSegment(start, i == len(starts)-1)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+	}
+	return nil
+}
+
+// recoverSegment opens, walks and (if needed) repairs one segment.
+func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
+	name := segmentBaseName(start) + logSuffix
+	f, err := os.OpenFile(segmentLogPath(l.dir, start), os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open segment %s: %w", name, err)
+	}
+	s := &segment{startOffset: start, nextOffset: start, logFile: f}
+	fail := func(err error) (*segment, error) {
+		s.close()
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		return fail(fmt.Errorf("stat segment %s: %w", name, err))
+	}
+	size := uint64(info.Size())
+	damage, err := l.walkSegment(s, size)
+	if err != nil {
+		return fail(err)
+	}
+	if damage != nil {
+		if !last {
+			return fail(l.quarantine(name, damage.position, s.nextOffset, "sealed segment damaged: "+damage.reason))
+		}
+		at, found, err := findVerifiedBatchAfter(f, damage.position, size, s.nextOffset)
+		if err != nil {
+			return fail(err)
+		}
+		if found {
+			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
+				"%s, and a valid batch follows at byte %d (interior corruption, not a torn tail)", damage.reason, at)))
+		}
+		l.logger.Warn("truncating torn tail of partition log", "dir", l.dir, "file", name,
+			"position", damage.position, "dropped_bytes", size-damage.position, "next_offset", s.nextOffset,
+			"reason", damage.reason)
+		if err := f.Truncate(int64(damage.position)); err != nil {
+			return fail(fmt.Errorf("truncate torn tail of %s at %d: %w", name, damage.position, err))
+		}
+		if err := datasync(f); err != nil {
+			return fail(fmt.Errorf("sync truncated %s: %w", name, err))
+		}
+	}
+	if err := l.reconcileIndex(s); err != nil {
+		return fail(err)
+	}
+	if last {
+		idx, err := os.OpenFile(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			return fail(fmt.Errorf("open index of active segment %d: %w", start, err))
+		}
+		s.indexFile = idx
+	}
+	return s, nil
+}
+
+// walkSegment reads the segment front to back, verifying every batch (framing, per-message and batch
+// checksums, contiguous offsets) and rebuilding the in-memory accounting and sparse index. It returns
+// the first damage, or nil when the whole file is sound.
+func (l *Log) walkSegment(s *segment, size uint64) (*segmentDamage, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, 0, int64(size)), recoveryReadBufferBytes)
+	var record []byte
+	pos := uint64(0)
+	for pos < size {
+		if size-pos < wire.BatchHeaderSize {
+			return &segmentDamage{pos, fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
+		}
+		record = slices.Grow(record[:0], wire.BatchHeaderSize)[:wire.BatchHeaderSize]
+		if _, err := io.ReadFull(r, record); err != nil {
+			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
+		}
+		h, err := wire.DecodeBatchHeader(record)
+		if err != nil {
+			return &segmentDamage{pos, err.Error()}, nil
+		}
+		switch {
+		case h.BatchLength > size-pos:
+			return &segmentDamage{pos, fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
+				h.BatchLength, size-pos)}, nil
+		case h.BatchLength > wire.BatchFrameBytesMax:
+			return &segmentDamage{pos, fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
+		case h.BaseOffset != s.nextOffset:
+			return &segmentDamage{pos, fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
+		}
+		record = slices.Grow(record, int(h.BatchLength)-len(record))[:h.BatchLength]
+		if _, err := io.ReadFull(r, record[wire.BatchHeaderSize:]); err != nil {
+			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
+		}
+		if _, err := wire.VerifyBatchRecord(record); err != nil {
+			return &segmentDamage{pos, err.Error()}, nil
+		}
+		s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount, l.opts.IndexIntervalBytes)
+		pos += h.BatchLength
+	}
+	return nil, nil
+}
+
+// findVerifiedBatchAfter looks for any fully verified batch starting after position from whose base
+// offset is at least minOffset. Finding one means the damage at from is interior corruption, not a
+// torn append. Candidate positions are filtered on cheap header checks before a full verification.
+func findVerifiedBatchAfter(f *os.File, from, size, minOffset uint64) (uint64, bool, error) {
+	const chunkBytes = 1 << 20
+	minRecord := uint64(wire.BatchHeaderSize + wire.BatchMessageHeaderSize + 1)
+	buf := make([]byte, chunkBytes+wire.BatchHeaderSize)
+	for chunkStart := from + 1; chunkStart+minRecord <= size; chunkStart += chunkBytes {
+		n := min(uint64(len(buf)), size-chunkStart)
+		chunk := buf[:n]
+		if _, err := f.ReadAt(chunk, int64(chunkStart)); err != nil && !errors.Is(err, io.EOF) {
+			return 0, false, fmt.Errorf("scan for batches after damage at %d: %w", from, err)
+		}
+		for i := uint64(0); i < chunkBytes && i+wire.BatchHeaderSize <= n; i++ {
+			q := chunkStart + i
+			h := chunk[i : i+wire.BatchHeaderSize]
+			length := binary.LittleEndian.Uint64(h[32:])
+			if length < minRecord || length > size-q || length > wire.BatchFrameBytesMax ||
+				binary.LittleEndian.Uint64(h[8:]) < minOffset || binary.LittleEndian.Uint32(h[48:]) == 0 ||
+				!allZero(h[wire.BatchReservedOffset:]) {
+				continue
+			}
+			record := make([]byte, length)
+			if _, err := f.ReadAt(record, int64(q)); err != nil {
+				return 0, false, fmt.Errorf("read candidate batch at %d: %w", q, err)
+			}
+			if _, err := wire.VerifyBatchRecord(record); err == nil {
+				return q, true, nil
+			}
+		}
+	}
+	return 0, false, nil
+}
+
+func allZero(b []byte) bool {
+	for _, v := range b {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reconcileIndex compares the .index file with the index rebuilt by the walk and rewrites the file
+// when it is missing, short, longer, or disagrees.
+func (l *Log) reconcileIndex(s *segment) error {
+	path := segmentIndexPath(l.dir, s.startOffset)
+	want := encodeIndex(s.index)
+	have, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read index %s: %w", path, err)
+	}
+	if err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	level := slog.LevelWarn
+	if len(have) == 0 && len(want) == 0 {
+		level = slog.LevelDebug // a fresh empty segment whose index file was never created
+	}
+	l.logger.Log(context.Background(), level, "rebuilding sparse index from the log", "dir", l.dir, "start_offset", s.startOffset,
+		"index_bytes", len(have), "rebuilt_bytes", len(want))
+	return writeFileAtomic(l.dir, path, want, true)
+}
+
+func encodeIndex(entries []indexEntry) []byte {
+	b := make([]byte, len(entries)*indexEntrySize)
+	for i, e := range entries {
+		e.encode(b[i*indexEntrySize:])
+	}
+	return b
+}
+
+// quarantine logs the interior corruption once, loudly, and returns the typed error.
+func (l *Log) quarantine(file string, position, offset uint64, reason string) error {
+	err := &QuarantineError{Dir: l.dir, File: file, Position: position, Offset: offset, Reason: reason}
+	l.logger.Error("partition quarantined: interior corruption in the log; it will not be served",
+		"dir", l.dir, "file", file, "position", position, "expected_offset", offset, "reason", reason)
+	return err
+}

@@ -1,0 +1,167 @@
+package partitions
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+const (
+	logSuffix   = ".log"
+	indexSuffix = ".index"
+	// indexEntrySize is one sparse index entry: [offset u64][timestamp u64][position u64], little-endian.
+	// offset is the ABSOLUTE base offset of the indexed batch, timestamp its base_timestamp (µs) and
+	// position its byte position in the segment's .log file.
+	indexEntrySize = 24
+	// segmentNameDigits is the zero-padded width of a segment's start offset in its file names.
+	segmentNameDigits = 20
+)
+
+// indexEntry is one sparse index entry. timestampMax (memory only) is the largest base_timestamp of any
+// batch up to and including this entry's batch in the segment, so timestamp lookups stay correct when
+// append times are not monotone.
+type indexEntry struct {
+	offset       uint64
+	timestamp    uint64
+	position     uint64
+	timestampMax uint64
+}
+
+func (e indexEntry) encode(b []byte) {
+	binary.LittleEndian.PutUint64(b[0:], e.offset)
+	binary.LittleEndian.PutUint64(b[8:], e.timestamp)
+	binary.LittleEndian.PutUint64(b[16:], e.position)
+}
+
+// segment is one <start_offset:020>.log file with its .index. The last segment of a log is the active
+// one (appended to); the others are sealed (read-only, synced when they were sealed).
+type segment struct {
+	startOffset  uint64
+	nextOffset   uint64 // offset after the last message (== startOffset when empty)
+	sizeBytes    uint64
+	messages     uint64
+	timestampMax uint64 // largest base_timestamp in the segment (0 when empty)
+	index        []indexEntry
+	lastIndexed  uint64 // position of the last indexed batch
+	logFile      *os.File
+	indexFile    *os.File // open only while the segment is active
+	dirty        bool     // written since the last sync
+}
+
+func segmentBaseName(startOffset uint64) string {
+	return fmt.Sprintf("%0*d", segmentNameDigits, startOffset)
+}
+
+func segmentLogPath(dir string, startOffset uint64) string {
+	return filepath.Join(dir, segmentBaseName(startOffset)+logSuffix)
+}
+
+func segmentIndexPath(dir string, startOffset uint64) string {
+	return filepath.Join(dir, segmentBaseName(startOffset)+indexSuffix)
+}
+
+// parseSegmentName returns the start offset encoded in a "<20 digits><suffix>" file name.
+func parseSegmentName(name, suffix string) (uint64, bool) {
+	base, ok := strings.CutSuffix(name, suffix)
+	if !ok || len(base) != segmentNameDigits {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(base, 10, 64)
+	return v, err == nil
+}
+
+// wantsIndexEntry is the one sparse-index rule, shared by Append and recovery so a rebuilt index
+// equals the written one.
+func (s *segment) wantsIndexEntry(position, intervalBytes uint64) bool {
+	return len(s.index) == 0 || position-s.lastIndexed >= intervalBytes
+}
+
+// noteBatch updates the in-memory accounting for a batch stored at position and returns the index
+// entry to persist, if the sparse rule asks for one.
+func (s *segment) noteBatch(position, length, baseOffset, baseTimestamp uint64, count uint32,
+	intervalBytes uint64) (indexEntry, bool) {
+	s.timestampMax = max(s.timestampMax, baseTimestamp)
+	s.sizeBytes = position + length
+	s.nextOffset = baseOffset + uint64(count)
+	s.messages += uint64(count)
+	if !s.wantsIndexEntry(position, intervalBytes) {
+		return indexEntry{}, false
+	}
+	e := indexEntry{offset: baseOffset, timestamp: baseTimestamp, position: position, timestampMax: s.timestampMax}
+	s.index = append(s.index, e)
+	s.lastIndexed = position
+	return e, true
+}
+
+// positionForOffset is the byte position to start scanning from to find offset: the last indexed
+// batch whose base offset is ≤ offset.
+func (s *segment) positionForOffset(offset uint64) uint64 {
+	lo, hi := 0, len(s.index) // first entry with offset > target
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s.index[mid].offset <= offset {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0
+	}
+	return s.index[lo-1].position
+}
+
+// positionForTimestamp is the byte position to start scanning from to find the first batch whose
+// base_timestamp ≥ ts: every batch before the returned position has a smaller timestamp.
+func (s *segment) positionForTimestamp(ts uint64) uint64 {
+	lo, hi := 0, len(s.index) // first entry whose running max reaches ts
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s.index[mid].timestampMax < ts {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == 0 {
+		return 0
+	}
+	return s.index[lo-1].position
+}
+
+func (s *segment) close() error {
+	var first error
+	if s.indexFile != nil {
+		if err := s.indexFile.Close(); err != nil {
+			first = err
+		}
+		s.indexFile = nil
+	}
+	if s.logFile != nil {
+		if err := s.logFile.Close(); err != nil && first == nil {
+			first = err
+		}
+		s.logFile = nil
+	}
+	return first
+}
+
+// sync makes the segment's log and index durable (fdatasync).
+func (s *segment) sync() error {
+	if !s.dirty {
+		return nil
+	}
+	if err := datasync(s.logFile); err != nil {
+		return fmt.Errorf("sync segment %d log: %w", s.startOffset, err)
+	}
+	if s.indexFile != nil {
+		if err := datasync(s.indexFile); err != nil {
+			return fmt.Errorf("sync segment %d index: %w", s.startOffset, err)
+		}
+	}
+	s.dirty = false
+	return nil
+}
