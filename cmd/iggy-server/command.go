@@ -151,7 +151,14 @@ neither; mandatory for a cluster's first boot).`,
 // start loads and checks the configuration, prepares the data directory and
 // hands over to the node.
 func start(ctx context.Context, inv invocation, parsed flags) error {
-	env := inv.env
+	cwd, err := os.Getwd()
+	if err != nil {
+		return refusal{fmt.Errorf("reading the current directory: %w", err)}
+	}
+	env, err := config.WithDotEnv(inv.env, cwd)
+	if err != nil {
+		return refusal{err}
+	}
 	if parsed.withDefaultRootCredentials {
 		env = withDefaultRootCredentials(env)
 	}

@@ -324,3 +324,23 @@ func TestExecuteStopsOnSIGTERM(t *testing.T) {
 		t.Fatal("run did not observe the cancellation")
 	}
 }
+
+func TestExecuteReadsDotEnvFromIggyEnvPath(t *testing.T) {
+	dir := t.TempDir()
+	dotEnv := filepath.Join(dir, "server.env")
+	text := "IGGY_ROOT_USERNAME=fromfile\nIGGY_ROOT_PASSWORD=filepass\nIGGY_TCP_ADDRESS=127.0.0.1:7070\n"
+	if err := os.WriteFile(dotEnv, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := dataEnv(t)
+	env["IGGY_ENV_PATH"] = dotEnv
+	env["IGGY_TCP_ADDRESS"] = "127.0.0.1:6060"
+	var result runResult
+	code, stderr := invoke(t, env, fakeRun(&result, nil))
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if result.boot.RootUsername != "fromfile" || result.boot.RootPassword != "filepass" || result.boot.Config.TCP.Address != "127.0.0.1:6060" {
+		t.Fatalf("boot = %+v (process env must win over the .env file)", result.boot)
+	}
+}
