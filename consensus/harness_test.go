@@ -20,6 +20,11 @@ type harness struct {
 	up       []bool
 	paused   []bool
 	dropped  map[[2]uint8]bool
+	// droppedKinds drops only one message kind on a link.
+	droppedKinds map[dropKey]bool
+	// held replicas get their messages diverted into stash (see "hold").
+	held  map[int]bool
+	stash map[int][]Message
 	queue    []Message
 	replies  map[uint64]Reply
 	nextTag  uint64
@@ -37,7 +42,7 @@ type store struct {
 }
 
 func newHarness(n int, tweak func(*Config), failf func(string, ...any)) *harness {
-	h := &harness{dropped: map[[2]uint8]bool{}, replies: map[uint64]Reply{}, failf: failf, sent: map[MessageKind]int{}}
+	h := &harness{dropped: map[[2]uint8]bool{}, droppedKinds: map[dropKey]bool{}, held: map[int]bool{}, stash: map[int][]Message{}, replies: map[uint64]Reply{}, failf: failf, sent: map[MessageKind]int{}}
 	for i := 0; i < n; i++ {
 		cfg := DefaultConfig(uint8(i), uint8(n))
 		cfg.Seed = 42
@@ -85,7 +90,7 @@ func (h *harness) drain(i int) {
 		for _, m := range rd.Messages {
 			h.checkRevealsOnlyDurable(i, m)
 			h.sent[m.Kind]++
-			if !h.dropped[[2]uint8{m.From, m.To}] {
+			if !h.isDropped(m) {
 				h.queue = append(h.queue, cloneMessage(m))
 			}
 		}
@@ -182,7 +187,11 @@ func (h *harness) deliverAll() int {
 	for guard := 0; len(h.queue) > 0 && guard < 100000; guard++ {
 		m := h.queue[0]
 		h.queue = h.queue[1:]
-		if !h.up[m.To] || h.dropped[[2]uint8{m.From, m.To}] {
+		if !h.up[m.To] || h.isDropped(m) {
+			continue
+		}
+		if h.held[int(m.To)] {
+			h.stash[int(m.To)] = append(h.stash[int(m.To)], m)
 			continue
 		}
 		h.replicas[m.To].Step(m)
@@ -290,4 +299,13 @@ func decodeApplied(b []byte) []uint64 {
 		b = b[8:]
 	}
 	return out
+}
+
+type dropKey struct {
+	from, to uint8
+	kind     MessageKind
+}
+
+func (h *harness) isDropped(m Message) bool {
+	return h.dropped[[2]uint8{m.From, m.To}] || h.droppedKinds[dropKey{m.From, m.To, m.Kind}]
 }

@@ -1,0 +1,516 @@
+package consensus
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestTranscripts runs every testdata/*.txt transcript. Each file states
+// the protocol rule it checks; each `expect` line is an assertion. The
+// harness additionally checks, on every Ready, persist-before-send and that
+// applied logs never diverge.
+func TestTranscripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no transcripts: %v", err)
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runTranscript(t, f) })
+	}
+}
+
+type transcript struct {
+	t     *testing.T
+	h     *harness
+	line  int
+	file  string
+	tags map[string]uint64
+}
+
+func runTranscript(t *testing.T, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ts := &transcript{t: t, file: filepath.Base(path), tags: map[string]uint64{}}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		ts.line++
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if line == "" {
+			continue
+		}
+		ts.exec(strings.Fields(line))
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+func (ts *transcript) failf(format string, args ...any) {
+	ts.t.Helper()
+	ts.t.Fatalf("%s:%d: %s", ts.file, ts.line, fmt.Sprintf(format, args...))
+}
+
+func (ts *transcript) kv(args []string) map[string]string {
+	out := map[string]string{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			ts.failf("argument %q is not key=value", a)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func (ts *transcript) num(s string) uint64 {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		ts.failf("bad number %q", s)
+	}
+	return v
+}
+
+func (ts *transcript) replica(s string) int {
+	i := int(ts.num(s))
+	if ts.h == nil || i >= len(ts.h.replicas) {
+		ts.failf("no replica %q", s)
+	}
+	return i
+}
+
+// repeat parses an optional trailing "xN".
+func (ts *transcript) repeat(args []string) ([]string, int) {
+	if n := len(args); n > 0 && strings.HasPrefix(args[n-1], "x") {
+		return args[:n-1], int(ts.num(args[n-1][1:]))
+	}
+	return args, 1
+}
+
+func (ts *transcript) exec(f []string) {
+	cmd, args := f[0], f[1:]
+	switch cmd {
+	case "replicas":
+		ts.cmdReplicas(args)
+	case "propose":
+		ts.cmdPropose(args)
+	case "tick":
+		args, n := ts.repeat(args)
+		for k := 0; k < n; k++ {
+			if args[0] == "all" {
+				for i := range ts.h.replicas {
+					ts.h.tick(i)
+				}
+			} else {
+				ts.h.tick(ts.replica(args[0]))
+			}
+		}
+	case "run": // rounds of: tick every replica, deliver everything
+		_, n := ts.repeat(args)
+		for k := 0; k < n; k++ {
+			for i := range ts.h.replicas {
+				ts.h.tick(i)
+			}
+			ts.h.deliverAll()
+		}
+	case "deliver":
+		ts.h.deliverAll()
+	case "drop", "heal":
+		ts.cmdLinks(cmd == "drop", args)
+	case "isolate":
+		i := ts.replica(args[0])
+		for j := range ts.h.replicas {
+			if j != i {
+				ts.h.dropped[[2]uint8{uint8(i), uint8(j)}] = true
+				ts.h.dropped[[2]uint8{uint8(j), uint8(i)}] = true
+			}
+		}
+	case "crash":
+		ts.h.crash(ts.replica(args[0]))
+	case "restart":
+		if err := ts.h.restart(ts.replica(args[0])); err != nil {
+			ts.failf("restart: %v", err)
+		}
+	case "checkpoint":
+		if err := ts.h.checkpoint(ts.replica(args[0])); err != nil {
+			ts.failf("checkpoint: %v", err)
+		}
+	case "pause":
+		ts.h.paused[ts.replica(args[0])] = true
+	case "resume":
+		i := ts.replica(args[0])
+		ts.h.paused[i] = false
+		ts.h.drain(i)
+	case "hold": // messages delivered to R are held back (in order) until unhold
+		ts.h.held[ts.replica(args[0])] = true
+	case "unhold": // stop holding; the held messages stay held
+		delete(ts.h.held, ts.replica(args[0]))
+	case "release": // deliver R's held messages to it now [only=KIND]
+		i := ts.replica(args[0])
+		only := MessageKind(0)
+		if len(args) > 1 {
+			only = kindNames[strings.TrimPrefix(args[1], "only=")]
+		}
+		var keep []Message
+		for _, m := range ts.h.stash[i] {
+			if only != 0 && m.Kind != only {
+				keep = append(keep, m)
+				continue
+			}
+			if ts.h.up[i] {
+				ts.h.replicas[i].Step(m)
+				ts.h.drain(i)
+			}
+		}
+		ts.h.stash[i] = keep
+	case "discard": // forget R's held messages
+		delete(ts.h.stash, ts.replica(args[0]))
+	case "reset-sent":
+		clear(ts.h.sent)
+	case "expect":
+		ts.cmdExpect(args)
+	default:
+		ts.failf("unknown command %q", cmd)
+	}
+}
+
+func (ts *transcript) cmdReplicas(args []string) {
+	n := int(ts.num(args[0]))
+	opts := ts.kv(args[1:])
+	ts.h = newHarness(n, func(c *Config) {
+		for k, v := range opts {
+			x := uint32(ts.num(v))
+			switch k {
+			case "depth":
+				c.PrepareQueueDepth = x
+			case "slots":
+				c.JournalSlots = x
+			case "clients":
+				c.ClientTableMax = x
+			case "quorum":
+				c.TestingReplicationQuorum = uint8(x)
+			case "chunk":
+				c.RepairChunkMax = x
+			case "debounce":
+				c.RepairGapDebounceTicks = x
+			case "probes":
+				c.ViewProbeAttemptsMax = x
+			default:
+				ts.failf("unknown replicas option %q", k)
+			}
+		}
+	}, ts.failf)
+}
+
+func (ts *transcript) cmdPropose(args []string) {
+	i := ts.replica(args[0])
+	opts := ts.kv(args[1:])
+	req := Request{Body: []byte("body")}
+	name := opts["as"]
+	for k, v := range opts {
+		switch k {
+		case "as":
+		case "client":
+			req.Client = Uint128{Lo: ts.num(v)}
+		case "session":
+			if strings.HasPrefix(v, "@") {
+				rep, ok := ts.h.replies[ts.tags[v[1:]]]
+				if !ok {
+					ts.failf("no reply %q for session", v[1:])
+				}
+				req.Session = rep.Op
+			} else {
+				req.Session = ts.num(v)
+			}
+		case "req":
+			req.Request = ts.num(v)
+		case "sum":
+			req.Checksum = ts.num(v)
+		case "body":
+			req.Body = []byte(v)
+		case "op":
+			switch v {
+			case "register":
+				req.Operation = OperationRegister
+			case "logout":
+				req.Operation = OperationLogout
+			case "data":
+				req.Operation = 128
+			default:
+				ts.failf("unknown op %q", v)
+			}
+		default:
+			ts.failf("unknown propose option %q", k)
+		}
+	}
+	if req.Operation == 0 {
+		req.Operation = 128
+	}
+	tag := ts.h.propose(i, req)
+	if name != "" {
+		ts.tags[name] = tag
+	}
+}
+
+func (ts *transcript) cmdLinks(drop bool, args []string) {
+	if len(args) == 0 || args[0] == "all" {
+		if drop {
+			ts.failf("drop needs a link")
+		}
+		clear(ts.h.dropped)
+		clear(ts.h.droppedKinds)
+		return
+	}
+	var kind MessageKind
+	if last := args[len(args)-1]; strings.HasPrefix(last, "kind=") {
+		k, ok := kindNames[strings.TrimPrefix(last, "kind=")]
+		if !ok {
+			ts.failf("unknown message kind in %q", last)
+		}
+		kind, args = k, args[:len(args)-1]
+	}
+	for _, a := range args {
+		both := strings.Contains(a, "<->")
+		sep := "->"
+		if both {
+			sep = "<->"
+		}
+		l, r, ok := strings.Cut(a, sep)
+		if !ok {
+			ts.failf("bad link %q", a)
+		}
+		x, y := uint8(ts.replica(l)), uint8(ts.replica(r))
+		set := func(k [2]uint8) {
+			switch {
+			case kind != 0 && drop:
+				ts.h.droppedKinds[dropKey{k[0], k[1], kind}] = true
+			case kind != 0:
+				delete(ts.h.droppedKinds, dropKey{k[0], k[1], kind})
+			case drop:
+				ts.h.dropped[k] = true
+			default:
+				delete(ts.h.dropped, k)
+			}
+		}
+		set([2]uint8{x, y})
+		if both {
+			set([2]uint8{y, x})
+		}
+	}
+}
+
+var kindNames = map[string]MessageKind{
+	"Prepare": MsgPrepare, "PrepareOk": MsgPrepareOk, "Commit": MsgCommit, "SVC": MsgStartViewChange,
+	"DVC": MsgDoViewChange, "StartView": MsgStartView, "RSV": MsgRequestStartView,
+	"RequestPrepares": MsgRequestPrepares, "RepairPrepare": MsgRepairPrepare, "RepairDone": MsgRepairDone,
+	"RangeEvicted": MsgRangeEvicted, "RequestStateTransfer": MsgRequestStateTransfer,
+	"StateTransferTarget": MsgStateTransferTarget, "RequestStateChunk": MsgRequestStateChunk, "StateChunk": MsgStateChunk,
+}
+
+var replyKindNames = map[string]ReplyKind{
+	"committed": ReplyCommitted, "notaccepted": ReplyNotAccepted, "notcommitted": ReplyNotCommitted,
+	"alreadyapplied": ReplyAlreadyApplied, "nosession": ReplyEvictNoSession,
+	"sessiontoolow": ReplyEvictSessionTooLow, "dropped": ReplyDropped,
+}
+
+var statusNames = map[string]Status{"normal": StatusNormal, "viewchange": StatusViewChange, "recovering": StatusRecovering}
+
+func (ts *transcript) cmdExpect(args []string) {
+	switch args[0] {
+	case "reply":
+		ts.expectReply(args[1], ts.kv(args[2:]))
+	case "noreply":
+		if rep, ok := ts.h.replies[ts.tags[args[1]]]; ok {
+			ts.failf("expected no reply for %s yet, got %+v", args[1], rep)
+		}
+	case "sent": // expect sent KIND=N | KIND>=N | KIND<=N (since reset-sent)
+		for _, a := range args[1:] {
+			ts.expectCount(a, func(k MessageKind) int { return ts.h.sent[k] })
+		}
+	case "queued":
+		for _, a := range args[1:] {
+			ts.expectCount(a, func(k MessageKind) int {
+				c := 0
+				for _, m := range ts.h.queue {
+					if m.Kind == k {
+						c++
+					}
+				}
+				return c
+			})
+		}
+	case "quorums":
+		o := ts.kv(args[1:])
+		n := int(ts.num(o["n"]))
+		if got := ReplicationQuorum(n); got != int(ts.num(o["repl"])) {
+			ts.failf("n=%d replication quorum %d, want %s", n, got, o["repl"])
+		}
+		if got := ViewChangeQuorum(n); got != int(ts.num(o["vc"])) {
+			ts.failf("n=%d view-change quorum %d, want %s", n, got, o["vc"])
+		}
+		if got := (n - 1) / 2; got != int(ts.num(o["f"])) {
+			ts.failf("n=%d svc threshold %d, want %s", n, got, o["f"])
+		}
+	case "ready":
+		ts.expectReady(ts.replica(args[1]), args[2:])
+	default:
+		ts.expectReplica(ts.replica(args[0]), ts.kv(args[1:]))
+	}
+}
+
+func (ts *transcript) expectCount(a string, count func(MessageKind) int) {
+	for _, op := range []string{">=", "<=", "="} {
+		name, v, ok := strings.Cut(a, op)
+		if !ok {
+			continue
+		}
+		k, known := kindNames[name]
+		if !known {
+			ts.failf("unknown message kind %q", name)
+		}
+		got, want := count(k), int(ts.num(v))
+		if (op == "=" && got != want) || (op == ">=" && got < want) || (op == "<=" && got > want) {
+			ts.failf("%s count %d, want %s%d", name, got, op, want)
+		}
+		return
+	}
+	ts.failf("bad count %q", a)
+}
+
+func (ts *transcript) expectReply(name string, o map[string]string) {
+	rep, ok := ts.h.replies[ts.tags[name]]
+	if !ok {
+		ts.failf("no reply for %s", name)
+	}
+	for k, v := range o {
+		switch k {
+		case "kind":
+			want, known := replyKindNames[v]
+			if !known {
+				ts.failf("unknown reply kind %q", v)
+			}
+			if rep.Kind != want {
+				ts.failf("reply %s kind %d, want %s (%+v)", name, rep.Kind, v, rep)
+			}
+		case "op":
+			if rep.Op != ts.num(v) {
+				ts.failf("reply %s op %d, want %s", name, rep.Op, v)
+			}
+		case "cached":
+			if string(rep.Cached) != v {
+				ts.failf("reply %s cached %q, want %q", name, rep.Cached, v)
+			}
+		default:
+			ts.failf("unknown reply field %q", k)
+		}
+	}
+}
+
+func (ts *transcript) expectReplica(i int, o map[string]string) {
+	r := ts.h.replicas[i]
+	for k, v := range o {
+		var got, want string
+		switch k {
+		case "status":
+			if _, ok := statusNames[v]; !ok {
+				ts.failf("unknown status %q", v)
+			}
+			for name, s := range statusNames {
+				if s == r.Status() {
+					got = name
+				}
+			}
+			want = v
+		case "view":
+			got, want = fmt.Sprint(r.View()), v
+		case "logview":
+			got, want = fmt.Sprint(r.LogView()), v
+		case "op":
+			got, want = fmt.Sprint(r.Op()), v
+		case "commit":
+			got, want = fmt.Sprint(r.CommitMin()), v
+		case "commitmax":
+			got, want = fmt.Sprint(r.CommitMax()), v
+		case "primary":
+			got, want = fmt.Sprint(r.IsPrimary()), v
+		case "transferring":
+			got, want = fmt.Sprint(r.Transferring()), v
+		case "applied":
+			got, want = fmt.Sprint(len(ts.h.stores[i].applied)), v
+		case "journal": // ops held, as lo..hi or "empty"
+			got, want = journalSpan(r), v
+		case "durableview":
+			sb := ts.h.stores[i].superblock
+			got = "none"
+			if sb != nil {
+				got = fmt.Sprint(sb.View)
+			}
+			want = v
+		default:
+			ts.failf("unknown replica field %q", k)
+		}
+		if got != want {
+			ts.failf("replica %d %s = %s, want %s", i, k, got, want)
+		}
+	}
+}
+
+func journalSpan(r *Replica) string {
+	lo := r.journal.lowestHeld(1)
+	if lo == 0 {
+		return "empty"
+	}
+	return fmt.Sprintf("%d..%d", lo, r.journal.headOp)
+}
+
+// expectReady inspects a paused replica's pending Ready without carrying it out.
+func (ts *transcript) expectReady(i int, args []string) {
+	if !ts.h.paused[i] {
+		ts.failf("expect ready needs replica %d paused", i)
+	}
+	rd := ts.h.replicas[i].Ready()
+	for k, v := range ts.kv(args) {
+		switch k {
+		case "superblock.view":
+			if rd.Superblock == nil || fmt.Sprint(rd.Superblock.View) != v {
+				ts.failf("ready superblock %+v, want view %s", rd.Superblock, v)
+			}
+		case "superblock":
+			if v == "none" && rd.Superblock != nil {
+				ts.failf("ready carries superblock %+v, want none", rd.Superblock)
+			}
+		case "entries":
+			if fmt.Sprint(len(rd.Entries)) != v {
+				ts.failf("ready has %d entries, want %s", len(rd.Entries), v)
+			}
+		case "has":
+			for _, name := range strings.Split(v, ",") {
+				found := false
+				for _, m := range rd.Messages {
+					if m.Kind == kindNames[name] {
+						found = true
+					}
+				}
+				if !found {
+					ts.failf("ready lacks a %s message", name)
+				}
+			}
+		case "messages":
+			if fmt.Sprint(len(rd.Messages)) != v {
+				ts.failf("ready has %d messages, want %s", len(rd.Messages), v)
+			}
+		default:
+			ts.failf("unknown ready field %q", k)
+		}
+	}
+}
