@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/client"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// testCtx bounds one test's client calls.
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func dialClient(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(testCtx(t), addr, client.WithResponseTimeout(15*time.Second))
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// loginAs dials and logs in.
+func loginAs(t *testing.T, addr, username, password string) *client.Client {
+	t.Helper()
+	c := dialClient(t, addr)
+	if _, err := c.LoginUser(testCtx(t), username, password); err != nil {
+		t.Fatalf("login %s: %v", username, err)
+	}
+	return c
+}
+
+func rootClient(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	return loginAs(t, addr, "iggy", "iggy")
+}
+
+// must fails the test on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectCode checks that err carries the Iggy error code want.
+func expectCode(t *testing.T, err error, want wire.ErrorCode) {
+	t.Helper()
+	if got := client.CodeOf(err); got != want {
+		t.Fatalf("error %v: code %s, want %s", err, got, want)
+	}
+}
+
+func id(n uint32) wire.Identifier    { return wire.NumericID(n) }
+func named(s string) wire.Identifier { return wire.NamedID(s) }
+func ptr[T any](v T) *T              { return &v }
