@@ -23,14 +23,14 @@ type harness struct {
 	// droppedKinds drops only one message kind on a link.
 	droppedKinds map[dropKey]bool
 	// held replicas get their messages diverted into stash (see "hold").
-	held  map[int]bool
-	stash map[int][]Message
-	queue    []Message
-	replies  map[uint64]Reply
-	nextTag  uint64
-	failf    func(format string, args ...any)
-	sent     map[MessageKind]int
-	boots    []uint64
+	held    map[int]bool
+	stash   map[int][]Message
+	queue   []Message
+	replies map[uint64]Reply
+	nextTag uint64
+	failf   func(format string, args ...any)
+	sent    map[MessageKind]int
+	boots   []uint64
 }
 
 type store struct {
@@ -270,10 +270,10 @@ func (h *harness) restart(i int) error {
 }
 
 // checkpoint snapshots replica i's applied state at its commit_min.
-func (h *harness) checkpoint(i int) error {
+func (h *harness) checkpoint(i int, padBytes int) error {
 	st := h.stores[i]
 	r := h.replicas[i]
-	data := encodeApplied(st.applied)
+	data := append(encodeApplied(st.applied), make([]byte, padBytes)...)
 	s := Snapshot{Op: uint64(len(st.applied)), Checksum: SnapshotChecksum(data), Data: data}
 	r.Checkpoint(s)
 	if err := r.CheckpointError(); err != nil {
@@ -284,8 +284,11 @@ func (h *harness) checkpoint(i int) error {
 	return nil
 }
 
+// encodeApplied is the test state machine's snapshot: a count, the applied
+// checksums, then any padding (to exercise chunked transfer).
 func encodeApplied(applied []uint64) []byte {
-	b := make([]byte, 0, 8*len(applied))
+	b := make([]byte, 0, 8+8*len(applied))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(applied)))
 	for _, c := range applied {
 		b = binary.LittleEndian.AppendUint64(b, c)
 	}
@@ -293,8 +296,13 @@ func encodeApplied(applied []uint64) []byte {
 }
 
 func decodeApplied(b []byte) []uint64 {
-	out := make([]uint64, 0, len(b)/8)
-	for len(b) >= 8 {
+	if len(b) < 8 {
+		return nil
+	}
+	n := binary.LittleEndian.Uint64(b)
+	b = b[8:]
+	out := make([]uint64, 0, n)
+	for k := uint64(0); k < n && len(b) >= 8; k++ {
 		out = append(out, binary.LittleEndian.Uint64(b))
 		b = b[8:]
 	}

@@ -25,10 +25,10 @@ func TestTranscripts(t *testing.T) {
 }
 
 type transcript struct {
-	t     *testing.T
-	h     *harness
-	line  int
-	file  string
+	t    *testing.T
+	h    *harness
+	line int
+	file string
 	tags map[string]uint64
 }
 
@@ -142,7 +142,11 @@ func (ts *transcript) exec(f []string) {
 			ts.failf("restart: %v", err)
 		}
 	case "checkpoint":
-		if err := ts.h.checkpoint(ts.replica(args[0])); err != nil {
+		pad := 0
+		if len(args) > 1 {
+			pad = int(ts.num(ts.kv(args[1:])["pad"]))
+		}
+		if err := ts.h.checkpoint(ts.replica(args[0]), pad); err != nil {
 			ts.failf("checkpoint: %v", err)
 		}
 	case "pause":

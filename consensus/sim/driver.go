@@ -176,7 +176,11 @@ func (d *replicaDriver) deliverReply(rep consensus.Reply) {
 // applied ops: make it durable, then hand it to consensus.
 func (d *replicaDriver) maybeCheckpoint() {
 	every := d.w.scn.CheckpointEveryOps
-	if every == 0 || d.app.op < d.lastCheckpointOp+every {
+	periodic := every > 0 && d.app.op >= d.lastCheckpointOp+every
+	// Journal pressure: the core cannot reuse a slot above its checkpoint,
+	// so the node checkpoints once half the journal holds unreleased ops.
+	pressure := d.g.Op() >= d.lastCheckpointOp+uint64(d.cfg.JournalSlots)/2 && d.app.op > d.lastCheckpointOp
+	if !periodic && !pressure {
 		return
 	}
 	if ct, ok := d.g.(clientTableCarrier); ok {

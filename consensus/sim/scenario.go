@@ -107,8 +107,8 @@ func NewScenario(seed uint64) Scenario {
 	if g.chance(0.1) {
 		s.ClientTableMax = uint32(max(2, s.ClientsPerGroup-1)) // capacity eviction
 	}
-	s.JournalSlots = []uint32{16, 64, 256, 1024}[g.intn(4)]
 	s.PrepareQueueDepth = []uint32{1, 4, 32}[g.intn(3)]
+	s.JournalSlots = max([]uint32{16, 64, 256, 1024}[g.intn(4)], 2*s.PrepareQueueDepth) // core rule: slots >= 2 x depth
 	s.CheckpointEveryOps = []uint64{0, 8, 32, 100}[g.intn(4)]
 	if s.CheckpointEveryOps == 0 && s.JournalSlots < 256 {
 		s.CheckpointEveryOps = uint64(s.JournalSlots / 2) // a small journal needs checkpoints to release slots

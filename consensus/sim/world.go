@@ -191,6 +191,9 @@ func Run(seed uint64, opts RunOptions) (res Result) {
 	}()
 	w.logf("scenario seed=%d %s", seed, scn)
 	w.boot()
+	if len(w.violations) > 0 {
+		return
+	}
 	end := uint64(scn.FaultTicks + scn.LivenessTicks + scn.ConvergenceTicks)
 	for w.now = 1; w.now <= end; w.now++ {
 		if w.now == uint64(scn.FaultTicks)+1 {
