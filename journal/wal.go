@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -40,28 +41,32 @@ type walEntryLoc struct {
 	size   int64 // header + payload
 }
 
-// WAL is the append-only metadata journal (metadata/journal.wal). One
-// writer; methods are serialized by a mutex.
+// WAL is the append-only metadata journal (metadata/journal.wal). Entries
+// may be appended in any op order (journal repair fills gaps later); a
+// later record for an op supersedes an earlier one. One writer; methods
+// are serialized by a mutex.
 type WAL struct {
 	mu       sync.Mutex
 	dir      string
 	path     string
 	f        *os.File
 	size     int64
-	index    []walEntryLoc // ascending op
+	records  []walEntryLoc          // every record, in file order
+	live     map[uint64]walEntryLoc // op → its latest record
 	poisoned bool
 }
 
 // OpenWAL opens (creating if needed) dir/journal.wal, scans it and returns
-// the recovered entries in op order. A damaged tail (no complete valid
-// entry after the damage) is truncated and fsynced; damage followed by a
-// valid entry is interior corruption and refuses to open.
+// the recovered entries (latest record per op) in op order. A damaged tail
+// (no complete valid entry after the damage) is truncated and fsynced;
+// damage followed by a valid entry is interior corruption and refuses to
+// open.
 func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, nil, err
 	}
 	path := filepath.Join(dir, walFileName)
-	// A leftover temp file is an unfinished Compact: the original is intact.
+	// A leftover temp file is an unfinished rewrite: the original is intact.
 	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("remove stale %s.tmp: %w", path, err)
 	}
@@ -69,7 +74,7 @@ func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open WAL %s: %w", path, err)
 	}
-	w := &WAL{dir: dir, path: path, f: f}
+	w := &WAL{dir: dir, path: path, f: f, live: make(map[uint64]walEntryLoc)}
 	recovered, err := w.scan()
 	if err != nil {
 		f.Close()
@@ -90,13 +95,10 @@ func (w *WAL) scan() ([]consensus.Prepare, error) {
 	if _, err := io.ReadFull(io.NewSectionReader(w.f, 0, st.Size()), data); err != nil {
 		return nil, fmt.Errorf("read WAL %s: %w", w.path, err)
 	}
-	var recovered []consensus.Prepare
+	byOp := make(map[uint64]consensus.Prepare)
 	off := 0
 	for off < len(data) {
 		p, n, perr := parseEntry(data[off:])
-		if perr == nil && len(w.index) > 0 && p.Header.Op <= w.index[len(w.index)-1].op {
-			perr = fmt.Errorf("op %d does not follow op %d", p.Header.Op, w.index[len(w.index)-1].op)
-		}
 		if perr != nil {
 			if at, op, found := findValidEntry(data, off+1); found {
 				return nil, fmt.Errorf("WAL %s interior corruption at byte %d (%v): a valid entry (op %d) follows at byte %d; refusing to open (remedy: wipe the metadata directory and rejoin by state transfer)",
@@ -110,12 +112,27 @@ func (w *WAL) scan() ([]consensus.Prepare, error) {
 			}
 			break
 		}
-		w.index = append(w.index, walEntryLoc{op: p.Header.Op, offset: int64(off), size: int64(n)})
-		recovered = append(recovered, p)
+		loc := walEntryLoc{op: p.Header.Op, offset: int64(off), size: int64(n)}
+		w.records = append(w.records, loc)
+		w.live[loc.op] = loc
+		byOp[loc.op] = p
 		off += n
 	}
 	w.size = int64(off)
+	recovered := make([]consensus.Prepare, 0, len(byOp))
+	for _, op := range sortedOps(w.live) {
+		recovered = append(recovered, byOp[op])
+	}
 	return recovered, nil
+}
+
+func sortedOps(m map[uint64]walEntryLoc) []uint64 {
+	ops := make([]uint64, 0, len(m))
+	for op := range m {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	return ops
 }
 
 // parseEntry validates and decodes the entry at the start of b.
@@ -181,9 +198,9 @@ func appendEntry(buf []byte, p *consensus.Prepare) []byte {
 	return buf
 }
 
-// Append writes entries (ops strictly ascending and above the last op)
-// and fdatasyncs once. On a failed write the tail is cut back; if that
-// fails too the WAL is poisoned.
+// Append writes entries (any op order; a record for an op already held
+// supersedes it) and fdatasyncs once. On a failed write the tail is cut
+// back; if that fails, or fdatasync fails, the WAL is poisoned.
 func (w *WAL) Append(entries ...consensus.Prepare) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -193,57 +210,51 @@ func (w *WAL) Append(entries ...consensus.Prepare) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	last, hasLast := w.lastOpLocked()
 	var buf []byte
 	locs := make([]walEntryLoc, 0, len(entries))
 	for i := range entries {
 		op := entries[i].Header.Op
-		if hasLast && op <= last {
-			return fmt.Errorf("WAL append: op %d does not follow op %d (truncate first)", op, last)
-		}
 		if prepareFixedBytes+len(entries[i].Body)+walHeaderBytes > WALEntryBytesMax {
 			return fmt.Errorf("WAL append: op %d is %d bytes, above the %d-byte entry bound", op, len(entries[i].Body), WALEntryBytesMax)
 		}
 		start := len(buf)
 		buf = appendEntry(buf, &entries[i])
 		locs = append(locs, walEntryLoc{op: op, offset: w.size + int64(start), size: int64(len(buf) - start)})
-		last, hasLast = op, true
 	}
+	first, last := locs[0].op, locs[len(locs)-1].op
 	if _, err := w.f.WriteAt(buf, w.size); err != nil {
-		w.cutBackLocked()
-		return fmt.Errorf("WAL append ops %d..%d: %w", locs[0].op, last, err)
+		if terr := w.f.Truncate(w.size); terr != nil {
+			w.poisoned = true
+		}
+		return fmt.Errorf("WAL append ops %d..%d: %w", first, last, err)
 	}
 	if err := datasync(w.f); err != nil {
 		// After a failed fdatasync the page cache state is unknown: poison.
 		w.poisoned = true
-		return fmt.Errorf("WAL fdatasync ops %d..%d: %w", locs[0].op, last, err)
+		return fmt.Errorf("WAL fdatasync ops %d..%d: %w", first, last, err)
 	}
 	w.size += int64(len(buf))
-	w.index = append(w.index, locs...)
+	for _, loc := range locs {
+		w.records = append(w.records, loc)
+		w.live[loc.op] = loc
+	}
 	return nil
 }
 
-func (w *WAL) cutBackLocked() {
-	if err := w.f.Truncate(w.size); err != nil {
-		w.poisoned = true
-	}
-}
-
-func (w *WAL) lastOpLocked() (uint64, bool) {
-	if len(w.index) == 0 {
-		return 0, false
-	}
-	return w.index[len(w.index)-1].op, true
-}
-
-// Ops returns the first and last op held (ok false when empty).
+// Ops returns the lowest and highest op held (ok false when empty).
 func (w *WAL) Ops() (first, last uint64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.index) == 0 {
-		return 0, 0, false
+	for op := range w.live {
+		if !ok || op < first {
+			first = op
+		}
+		if !ok || op > last {
+			last = op
+		}
+		ok = true
 	}
-	return w.index[0].op, w.index[len(w.index)-1].op, true
+	return first, last, ok
 }
 
 // Size returns the file size in bytes.
@@ -253,15 +264,14 @@ func (w *WAL) Size() int64 {
 	return w.size
 }
 
-// Read returns the entry for op (ok false if not held).
+// Read returns the latest entry for op (ok false if not held).
 func (w *WAL) Read(op uint64) (consensus.Prepare, bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	i := w.findLocked(op)
-	if i == len(w.index) || w.index[i].op != op {
+	loc, held := w.live[op]
+	if !held {
 		return consensus.Prepare{}, false, nil
 	}
-	loc := w.index[i]
 	b := make([]byte, loc.size)
 	if _, err := w.f.ReadAt(b, loc.offset); err != nil {
 		return consensus.Prepare{}, false, fmt.Errorf("WAL read op %d: %w", op, err)
@@ -273,87 +283,99 @@ func (w *WAL) Read(op uint64) (consensus.Prepare, bool, error) {
 	return p, true, nil
 }
 
-// findLocked returns the index of the first entry with op >= op.
-func (w *WAL) findLocked(op uint64) int {
-	lo, hi := 0, len(w.index)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if w.index[mid].op < op {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
-
-// TruncateFrom removes every entry with op >= op (a divergent suffix) and
-// fsyncs.
-func (w *WAL) TruncateFrom(op uint64) error {
+// TruncateFrom removes every entry with op >= from (a divergent suffix).
+// When those records form the file's tail the file is cut and fsynced;
+// otherwise the kept entries are rewritten (see rewriteLocked).
+func (w *WAL) TruncateFrom(from uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.poisoned {
 		return ErrWALPoisoned
 	}
-	i := w.findLocked(op)
-	if i == len(w.index) {
+	cut := -1
+	for i, r := range w.records {
+		if r.op >= from {
+			if cut < 0 {
+				cut = i
+			}
+		} else if cut >= 0 {
+			// A kept op was written after a dropped one: not a clean tail.
+			return w.rewriteLocked(func(op uint64) bool { return op < from }, "truncate")
+		}
+	}
+	if cut < 0 {
 		return nil
 	}
-	cut := w.index[i].offset
-	if err := w.f.Truncate(cut); err != nil {
+	at := w.records[cut].offset
+	if err := w.f.Truncate(at); err != nil {
 		w.poisoned = true
-		return fmt.Errorf("WAL truncate from op %d: %w", op, err)
+		return fmt.Errorf("WAL truncate from op %d: %w", from, err)
 	}
 	if err := w.f.Sync(); err != nil {
 		w.poisoned = true
-		return fmt.Errorf("WAL fsync after truncate from op %d: %w", op, err)
+		return fmt.Errorf("WAL fsync after truncate from op %d: %w", from, err)
 	}
-	w.size = cut
-	w.index = w.index[:i]
+	w.size = at
+	w.records = w.records[:cut]
+	w.live = make(map[uint64]walEntryLoc, len(w.records))
+	for _, r := range w.records {
+		w.live[r.op] = r
+	}
 	return nil
 }
 
-// Compact drops every entry with op <= upToOp (covered by a checkpoint):
-// the kept suffix is written to journal.wal.tmp, fsynced, renamed over the
-// WAL and the directory fsynced.
+// Compact drops every entry with op <= upToOp (covered by a checkpoint)
+// and superseded records, rewriting the rest.
 func (w *WAL) Compact(upToOp uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.poisoned {
 		return ErrWALPoisoned
 	}
-	i := w.findLocked(upToOp + 1)
-	if upToOp == ^uint64(0) {
-		i = len(w.index)
+	drop := len(w.records) != len(w.live) // superseded records
+	for op := range w.live {
+		drop = drop || op <= upToOp
 	}
-	if i == 0 {
+	if !drop {
 		return nil
 	}
-	var from int64 = w.size
-	if i < len(w.index) {
-		from = w.index[i].offset
+	return w.rewriteLocked(func(op uint64) bool { return op > upToOp }, "compact")
+}
+
+// rewriteLocked keeps the latest record of every op passing keep, in op
+// order: written to journal.wal.tmp, fsynced, renamed over the WAL, dir
+// fsynced. The old file stays intact until the rename.
+func (w *WAL) rewriteLocked(keep func(op uint64) bool, what string) error {
+	var buf []byte
+	var records []walEntryLoc
+	for _, op := range sortedOps(w.live) {
+		if !keep(op) {
+			continue
+		}
+		loc := w.live[op]
+		rec := make([]byte, loc.size)
+		if _, err := w.f.ReadAt(rec, loc.offset); err != nil {
+			return fmt.Errorf("WAL %s: read op %d: %w", what, op, err)
+		}
+		records = append(records, walEntryLoc{op: op, offset: int64(len(buf)), size: loc.size})
+		buf = append(buf, rec...)
 	}
-	kept := make([]byte, w.size-from)
-	if _, err := w.f.ReadAt(kept, from); err != nil {
-		return fmt.Errorf("WAL compact up to op %d: read kept entries: %w", upToOp, err)
-	}
-	if err := replaceFile(w.path, kept); err != nil {
-		return fmt.Errorf("WAL compact up to op %d: %w", upToOp, err)
+	if err := replaceFile(w.path, buf); err != nil {
+		return fmt.Errorf("WAL %s: %w", what, err)
 	}
 	f, err := os.OpenFile(w.path, os.O_RDWR, 0o644)
 	if err != nil {
 		w.poisoned = true
-		return fmt.Errorf("WAL compact: reopen %s: %w", w.path, err)
+		return fmt.Errorf("WAL %s: reopen %s: %w", what, w.path, err)
 	}
 	w.f.Close()
 	w.f = f
-	index := make([]walEntryLoc, 0, len(w.index)-i)
-	for _, loc := range w.index[i:] {
-		loc.offset -= from
-		index = append(index, loc)
+	w.size = int64(len(buf))
+	w.records = records
+	w.live = make(map[uint64]walEntryLoc, len(records))
+	for _, r := range records {
+		w.live[r.op] = r
 	}
-	w.index = index
-	w.size -= from
 	return nil
 }
 
