@@ -12,7 +12,7 @@ func (s *State) applyCreateStream(ctx ApplyContext, c CreateStream) Result {
 	if _, dup := s.streamByName[c.Name]; dup {
 		return fail(CodeStreamNameExists)
 	}
-	id, ok := lowestFree(s.streams, StreamsMax)
+	id, ok := lowestFree(s.streams, StreamsMax, &s.streamIDHint)
 	if !ok {
 		return fail(CodeTooManyStreams)
 	}
@@ -56,6 +56,7 @@ func (s *State) applyDeleteStream(ctx ApplyContext, c DeleteStream) Result {
 	}
 	delete(s.streams, st.id)
 	delete(s.streamByName, st.name)
+	lowerHint(&s.streamIDHint, st.id)
 	return Result{}
 }
 
@@ -129,7 +130,7 @@ func (s *State) applyCreateTopic(ctx ApplyContext, c CreateTopic) Result {
 	if !validateTopicOptions(c) {
 		return fail(CodeInvalidOptionValue)
 	}
-	id, ok := lowestFree(st.topics, TopicsPerStreamMax)
+	id, ok := lowestFree(st.topics, TopicsPerStreamMax, &st.topicIDHint)
 	if !ok {
 		return fail(CodeTooManyTopics)
 	}
@@ -185,6 +186,7 @@ func (s *State) applyDeleteTopic(ctx ApplyContext, c DeleteTopic) Result {
 	}
 	delete(st.topics, t.id)
 	delete(st.topicByName, t.name)
+	lowerHint(&st.topicIDHint, t.id)
 	return Result{}
 }
 

@@ -41,7 +41,7 @@ func (s *State) applyCreateUser(ctx ApplyContext, c CreateUser) Result {
 	if !validPermissions(c.Permissions) {
 		return fail(CodeInvalidOptionValue)
 	}
-	id, ok := lowestFree(s.users, UsersMax)
+	id, ok := lowestFree(s.users, UsersMax, &s.userIDHint)
 	if !ok {
 		return fail(CodeUsersLimitReached)
 	}
@@ -102,6 +102,7 @@ func (s *State) applyDeleteUser(ctx ApplyContext, c DeleteUser) Result {
 	}
 	delete(s.users, u.id)
 	delete(s.userByName, u.username)
+	lowerHint(&s.userIDHint, u.id)
 	return Result{}
 }
 

@@ -28,6 +28,8 @@ type State struct {
 	// revision increments on every committed state change; partitions
 	// record it as created_revision.
 	revision uint64
+	// Search hints for lowestFree (derived; reset to 0 on restore).
+	streamIDHint, userIDHint int
 	// lastOp / lastTimestamp are those of the latest applied command.
 	lastOp        uint64
 	lastTimestamp uint64
@@ -39,6 +41,7 @@ type streamState struct {
 	createdAt   uint64
 	topics      map[uint32]*topicState
 	topicByName map[string]uint32
+	topicIDHint int
 }
 
 type topicState struct {
@@ -104,14 +107,24 @@ func (s *State) LastApplied() (op, timestampMicros uint64) {
 	return s.lastOp, s.lastTimestamp
 }
 
-// lowestFree returns the lowest key in [0, limit) absent from used.
-func lowestFree[V any](used map[uint32]V, limit int) (uint32, bool) {
-	for id := 0; id < limit; id++ {
+// lowestFree returns the lowest key in [*hint, limit) absent from used.
+// hint is derived, not state: every key below it is in use, so the result
+// is the lowest free key whatever the hint. Deletes lower it (lowerHint).
+func lowestFree[V any](used map[uint32]V, limit int, hint *int) (uint32, bool) {
+	for id := *hint; id < limit; id++ {
 		if _, ok := used[uint32(id)]; !ok {
+			*hint = id + 1
 			return uint32(id), true
 		}
 	}
+	*hint = limit
 	return 0, false
+}
+
+func lowerHint(hint *int, freed uint32) {
+	if int(freed) < *hint {
+		*hint = int(freed)
+	}
 }
 
 func sortedKeys[V any](m map[uint32]V) []uint32 {
