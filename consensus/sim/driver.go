@@ -244,6 +244,7 @@ func (d *replicaDriver) start(restart bool) error {
 		return fmt.Errorf("start replica %d of %s (restart=%v): %w", d.node, w.groups[d.group].name, restart, err)
 	}
 	d.g = g
+	w.setClock(d)
 	if restart {
 		w.checkers[d.group].onRestart(d.node, g)
 	} else {

@@ -38,6 +38,11 @@ const (
 
 var partitionModeNames = [...]string{"uniform-size", "uniform", "isolate-single"}
 
+// healedLinkCapacityMax bounds a link's queue after the heal, large
+// enough that no burst the core sends (a repair chunk, a pipeline of
+// prepares) is cut.
+const healedLinkCapacityMax = 8192
+
 type packet struct {
 	deliverTick uint64
 	seq         uint64 // global send order; breaks ties deterministically
@@ -95,6 +100,9 @@ func (nw *network) heal() {
 	nw.opts.DropProbability = 0
 	nw.opts.DuplicateProbability = 0
 	nw.opts.ReorderProbability = 0
+	// A full link evicting packets is loss too; after the heal links only
+	// bound memory.
+	nw.opts.LinkCapacityMax = max(nw.opts.LinkCapacityMax, healedLinkCapacityMax)
 	// Packets already delayed by a clog keep their delivery tick; pull them
 	// in so the heal bound is not eaten by a past fault.
 	for i := range nw.links {

@@ -12,12 +12,13 @@ import (
 )
 
 var (
-	flagSeeds   = flag.Int("sim.seeds", 10, "TestSimSweep: number of seeds to run")
-	flagSeed    = flag.Uint64("sim.seed", 0, "TestSimSweep: run exactly this seed (0: sweep)")
-	flagFirst   = flag.Uint64("sim.first", 1, "TestSimSweep: first seed of the sweep")
-	flagTicks   = flag.Int("sim.ticks", 0, "override the faulty-phase length in ticks (0: per seed)")
-	flagVerbose = flag.Bool("sim.v", false, "print the event trace of each run")
-	flagWorkers = flag.Int("sim.workers", 0, "seeds run in parallel (0: GOMAXPROCS); each run stays single-threaded")
+	flagSeeds     = flag.Int("sim.seeds", 10, "TestSimSweep: number of seeds to run")
+	flagSeed      = flag.Uint64("sim.seed", 0, "TestSimSweep: run exactly this seed (0: sweep)")
+	flagFirst     = flag.Uint64("sim.first", 1, "TestSimSweep: first seed of the sweep")
+	flagTicks     = flag.Int("sim.ticks", 0, "override the faulty-phase length in ticks (0: per seed)")
+	flagVerbose   = flag.Bool("sim.v", false, "print the event trace of each run")
+	flagTickClock = flag.Bool("sim.tickclock", false, "withhold the wall clock (SetNow) from the core")
+	flagWorkers   = flag.Int("sim.workers", 0, "seeds run in parallel (0: GOMAXPROCS); each run stays single-threaded")
 )
 
 // reproLine is the one command that replays a failing seed.
@@ -25,6 +26,9 @@ func reproLine(seed uint64) string {
 	line := fmt.Sprintf("go test ./consensus/sim/ -run TestSimSweep -sim.seed=%d -sim.v", seed)
 	if *flagTicks > 0 {
 		line += fmt.Sprintf(" -sim.ticks=%d", *flagTicks)
+	}
+	if *flagTickClock {
+		line += " -sim.tickclock"
 	}
 	return line
 }
@@ -103,7 +107,7 @@ func TestSimSweep(t *testing.T) {
 		}
 	}
 	opts := func(uint64) RunOptions {
-		o := RunOptions{Factory: CoreFactory(), FaultTicks: *flagTicks}
+		o := RunOptions{Factory: CoreFactory(), FaultTicks: *flagTicks, TickClock: *flagTickClock}
 		if *flagVerbose && len(seeds) == 1 {
 			o.Verbose = os.Stdout
 		}

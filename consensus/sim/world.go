@@ -22,6 +22,9 @@ type RunOptions struct {
 	FaultTicks int             // > 0 overrides the scenario's faulty-phase length
 	Verbose    io.Writer       // non-nil: print the event trace
 	Mutate     func(*Scenario) // adjust the scenario after it is drawn
+	// TickClock withholds the wall clock (SetNow) so the core stamps
+	// prepares from its tick counter alone.
+	TickClock bool
 }
 
 // Result summarises one run.
@@ -80,6 +83,11 @@ type world struct {
 	clientSeq   uint64
 	tagSeq      uint64
 
+	// Each node has a wall clock (µs) with a fixed skew; the core stamps
+	// prepare timestamps from it (SetNow), as the node does.
+	clockSkewMicros []int64
+	tickClock       bool // no wall clock: the core falls back to ticks
+
 	healed   bool
 	healTick uint64
 
@@ -98,6 +106,10 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		traceHash: fnvOffset64,
 	}
 	w.net = newNetwork(scn.Replicas, scn.Network, w.rng)
+	w.tickClock = opts.TickClock
+	for i := 0; i < scn.Replicas; i++ {
+		w.clockSkewMicros = append(w.clockSkewMicros, int64(w.rng.between(-clockSkewMaxMicros, clockSkewMaxMicros)))
+	}
 	w.net.onEvent = w.logf
 	w.groups = []groupSpec{
 		{name: "metadata", id: 1 << 63, clientTableMax: scn.ClientTableMax},
@@ -292,6 +304,7 @@ func (w *world) step() {
 		nd := w.nodes[i]
 		for _, d := range nd.replicas {
 			if nd.up && d.g != nil {
+				w.setClock(d)
 				d.g.Tick()
 				d.drain()
 			}
@@ -470,5 +483,25 @@ func (w *world) deliverClientPackets() {
 		w.trace(evPropose, p.node, c.group, p.req.Tag, p.req.Request)
 		d.g.Propose(p.req)
 		d.drain()
+	}
+}
+
+const (
+	clockEpochMicros   = 1_767_225_600_000_000 // 2026-01-01T00:00:00Z
+	clockSkewMaxMicros = 2_000_000
+	microsPerTick      = 10_000
+)
+
+// wallClock is implemented by a core that takes the node's wall clock for
+// prepare timestamps.
+type wallClock interface{ SetNow(micros uint64) }
+
+// setClock hands the replica its node's wall clock for this tick.
+func (w *world) setClock(d *replicaDriver) {
+	if w.tickClock {
+		return
+	}
+	if c, ok := d.g.(wallClock); ok {
+		c.SetNow(uint64(clockEpochMicros + int64(w.now)*microsPerTick + w.clockSkewMicros[d.node]))
 	}
 }

@@ -1,0 +1,166 @@
+package consensus
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestQuorumTable(t *testing.T) {
+	// Seeds (durability.mdx) and spec §3.2.
+	want := []struct{ n, repl, vc int }{{1, 1, 1}, {2, 2, 2}, {3, 2, 2}, {4, 2, 3}, {5, 3, 3}, {6, 3, 4}, {7, 3, 5}}
+	for _, w := range want {
+		if ReplicationQuorum(w.n) != w.repl || ViewChangeQuorum(w.n) != w.vc {
+			t.Errorf("n=%d: repl %d vc %d, want %d %d", w.n, ReplicationQuorum(w.n), ViewChangeQuorum(w.n), w.repl, w.vc)
+		}
+		if w.n > 1 && ReplicationQuorum(w.n)+ViewChangeQuorum(w.n) <= w.n {
+			t.Errorf("n=%d: quorums do not intersect", w.n)
+		}
+	}
+}
+
+func TestConfigValidation(t *testing.T) {
+	cases := []struct {
+		name  string
+		tweak func(*Config)
+		want  string
+	}{
+		{"zero replicas", func(c *Config) { c.ReplicaCount = 0 }, "replica_count"},
+		{"33 replicas", func(c *Config) { c.ReplicaCount = 33 }, "replica_count"},
+		{"id out of range", func(c *Config) { c.ReplicaID = 3 }, "replica_id"},
+		{"zero timeout", func(c *Config) { c.PrepareRetransmitTicks = 0 }, "prepare_retransmit_ticks"},
+		{"heartbeat too short", func(c *Config) { c.HeartbeatTimeoutTicks = 50 }, "heartbeat_timeout_ticks"},
+		{"depth 0", func(c *Config) { c.PrepareQueueDepth = 0 }, "prepare_queue_depth"},
+		{"depth 128", func(c *Config) { c.PrepareQueueDepth = 128 }, "prepare_queue_depth"},
+		{"journal too small", func(c *Config) { c.JournalSlots = 10 }, "journal_slots"},
+		{"probe attempts", func(c *Config) { c.ViewProbeAttemptsMax = 0 }, "view_probe_attempts_max"},
+		{"repair chunk", func(c *Config) { c.RepairChunkMax = 2000 }, "repair_chunk_max"},
+		{"client table 1", func(c *Config) { c.ClientTableMax = 1 }, "client_table_max"},
+		{"testing quorum", func(c *Config) { c.TestingReplicationQuorum = 4 }, "quorum"},
+	}
+	for _, tc := range cases {
+		cfg := DefaultConfig(0, 3)
+		tc.tweak(&cfg)
+		_, err := New(cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := New(DefaultConfig(2, 3)); err != nil {
+		t.Fatalf("default config rejected: %v", err)
+	}
+}
+
+// TestHeartbeatReplayIgnored: within a view, a Commit whose counter is not
+// above the last accepted one is ignored (spec §3.4 step 6).
+func TestHeartbeatReplayIgnored(t *testing.T) {
+	r, err := New(DefaultConfig(1, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, Commit: 0, Timestamp: 5})
+	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, Commit: 9, Timestamp: 5})
+	if r.CommitMax() != 0 {
+		t.Fatalf("replayed heartbeat accepted: commit_max %d", r.CommitMax())
+	}
+	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, Commit: 9, Timestamp: 6})
+	if r.CommitMax() != 9 {
+		t.Fatalf("fresh heartbeat rejected: commit_max %d", r.CommitMax())
+	}
+	r.Step(Message{Kind: MsgCommit, From: 2, To: 1, View: 0, Commit: 20, Timestamp: 7})
+	if r.CommitMax() != 9 {
+		t.Fatalf("heartbeat from a non-primary accepted")
+	}
+}
+
+// TestPreflightNotCaughtUp: a primary whose commit_min lags commit_max
+// answers metadata requests 57 (spec §3.11 preflight step 2).
+func TestPreflightNotCaughtUp(t *testing.T) {
+	cfg := DefaultConfig(0, 1)
+	cfg.ClientTableMax = 4
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.commitMax = r.commitMin + 1 // as after a view change, before the commit walk
+	r.Propose(Request{Client: Uint128{Lo: 1}, Operation: OperationRegister, Tag: 77})
+	rd := r.Ready()
+	if len(rd.Replies) != 1 || rd.Replies[0].Kind != ReplyNotCommitted || rd.Replies[0].Tag != 77 {
+		t.Fatalf("replies %+v, want one NotCommitted", rd.Replies)
+	}
+}
+
+func TestClientTableEvictionAndSnapshot(t *testing.T) {
+	tab := newClientTable(2)
+	tab.register(Uint128{Lo: 1}, 10, 1)
+	tab.register(Uint128{Lo: 2}, 20, 2)
+	tab.record(&PrepareHeader{Client: Uint128{Lo: 1}, Session: 1, Request: 1, Op: 3})
+	tab.register(Uint128{Lo: 3}, 30, 4) // evicts client 2 (latest reply op 2 < 3)
+	if tab.lookup(Uint128{Lo: 2}) != nil || tab.lookup(Uint128{Lo: 1}) == nil || tab.lookup(Uint128{Lo: 3}) == nil {
+		t.Fatal("eviction did not pick the entry with the oldest latest reply")
+	}
+	// Ties: lowest slot.
+	tab2 := newClientTable(2)
+	tab2.register(Uint128{Lo: 5}, 0, 7)
+	tab2.register(Uint128{Lo: 6}, 0, 7)
+	tab2.register(Uint128{Lo: 8}, 0, 9)
+	if tab2.lookup(Uint128{Lo: 5}) != nil || tab2.lookup(Uint128{Lo: 6}) == nil {
+		t.Fatal("tie did not evict the lowest slot")
+	}
+
+	cfg := DefaultConfig(0, 1)
+	cfg.ClientTableMax = 4
+	r, _ := New(cfg)
+	r.clients = tab
+	for req := uint64(2); req <= 8; req++ {
+		tab.record(&PrepareHeader{Client: Uint128{Lo: 1}, Session: 1, Request: req, ReqSum: req, Op: 10 + req})
+	}
+	r.RecordReply(Uint128{Lo: 1}, 8, []byte("eight"))
+	snap := r.ClientTableSnapshot()
+	r2, _ := New(cfg)
+	if err := r2.RestoreClientTable(snap); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(r2.ClientTableSnapshot(), snap) {
+		t.Fatal("snapshot does not round-trip")
+	}
+	e := r2.clients.lookup(Uint128{Lo: 1})
+	if e == nil || e.watermark != 8 || e.findReply(8) == nil || string(e.findReply(8).body) != "eight" || e.findReply(3) != nil {
+		t.Fatalf("restored entry wrong: %+v", e)
+	}
+	if err := r2.RestoreClientTable(snap[:len(snap)-3]); err == nil {
+		t.Fatal("truncated snapshot accepted")
+	}
+	if err := r2.RestoreClientTable(append(append([]byte(nil), snap...), 0)); err == nil {
+		t.Fatal("snapshot with trailing bytes accepted")
+	}
+}
+
+func TestRestartRejectsBadInput(t *testing.T) {
+	cfg := DefaultConfig(0, 3)
+	cfg.Incarnation = Uint128{Lo: 1}
+	if _, err := Restart(cfg, Restored{Superblock: &VsrState{View: 1, LogView: 2}}); err == nil ||
+		!strings.Contains(err.Error(), "log_view") {
+		t.Fatalf("log_view > view accepted: %v", err)
+	}
+	bad := Prepare{Header: PrepareHeader{Op: 1, Checksum: 5}}
+	if _, err := Restart(cfg, Restored{Entries: []Prepare{bad}}); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("corrupt entry accepted: %v", err)
+	}
+	if _, err := Restart(cfg, Restored{Snapshot: &Snapshot{Op: 3, Checksum: 1, Data: []byte("x")}}); err == nil {
+		t.Fatal("corrupt snapshot accepted")
+	}
+}
+
+func TestBackoffBounded(t *testing.T) {
+	rng := newPRNG(1)
+	for attempts := uint32(0); attempts < 10; attempts++ {
+		for k := 0; k < 100; k++ {
+			b := uint64(25) << min(attempts, 4)
+			got := backoffTicks(&rng, 25, attempts)
+			if got < b || got > 2*b {
+				t.Fatalf("attempt %d: wait %d outside [%d, %d]", attempts, got, b, 2*b)
+			}
+		}
+	}
+}
