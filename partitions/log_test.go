@@ -130,9 +130,9 @@ func TestPollEveryStrategyWithCountsAndSlicing(t *testing.T) {
 	expectOffsets(t, "timestamp exact 1040", poll(t, l, wire.PollTimestamp, 1040, 1), 20, 1)
 	expectOffsets(t, "timestamp 0", poll(t, l, wire.PollTimestamp, 0, 3), 0, 3)
 	for name, res := range map[string]PollResult{
-		"offset past the end":   poll(t, l, wire.PollOffset, 50, 10),
+		"offset past the end":    poll(t, l, wire.PollOffset, 50, 10),
 		"timestamp past the end": poll(t, l, wire.PollTimestamp, 5000, 10),
-		"count zero":            poll(t, l, wire.PollOffset, 0, 0),
+		"count zero":             poll(t, l, wire.PollOffset, 0, 0),
 	} {
 		if res.MessagesCount != 0 || len(res.Records) != 0 || res.CurrentOffset != 49 {
 			t.Fatalf("%s: %+v", name, res)

@@ -274,8 +274,14 @@ func TestIndexRebuiltWhenMissingShortOrWrong(t *testing.T) {
 	damage := map[string]func(){
 		"missing": func() { os.Remove(segmentIndexPath(dir, 0)) },
 		"short":   func() { os.WriteFile(segmentIndexPath(dir, 0), good[:30], 0o644) },
-		"wrong":   func() { b := append([]byte(nil), good...); b[30] ^= 1; os.WriteFile(segmentIndexPath(dir, 0), b, 0o644) },
-		"long":    func() { os.WriteFile(segmentIndexPath(dir, 0), append(append([]byte(nil), good...), good[:24]...), 0o644) },
+		"wrong": func() {
+			b := append([]byte(nil), good...)
+			b[30] ^= 1
+			os.WriteFile(segmentIndexPath(dir, 0), b, 0o644)
+		},
+		"long": func() {
+			os.WriteFile(segmentIndexPath(dir, 0), append(append([]byte(nil), good...), good[:24]...), 0o644)
+		},
 	}
 	for name, apply := range damage {
 		apply()
