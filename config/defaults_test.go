@@ -3,8 +3,12 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/BurntSushi/toml"
 )
 
 func TestRepositoryConfigTOMLMatchesEmbeddedDefaults(t *testing.T) {
@@ -83,4 +87,55 @@ func TestDefaultsDecodeAndValidate(t *testing.T) {
 	if port, ok := node.Ports.Get(TransportTCPReplica); !ok || port != 9091 {
 		t.Errorf("cluster.nodes[1].ports.tcp_replica = %d (set %v), want 9091", port, ok)
 	}
+}
+
+// TestDefaultsDocumentEveryKey walks the struct tree: every key must be set
+// in defaults.toml, or (optional keys) appear there in a comment.
+func TestDefaultsDocumentEveryKey(t *testing.T) {
+	meta, err := toml.Decode(DefaultsTOML, &Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := func(path string) bool {
+		parts := strings.Split(path, ".")
+		if meta.IsDefined(parts...) {
+			return true
+		}
+		// Optional keys are shown commented out: "# key = ...".
+		last := parts[len(parts)-1]
+		for _, line := range strings.Split(DefaultsTOML, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "# "+last+" =") {
+				return true
+			}
+		}
+		return false
+	}
+	var walk func(typ reflect.Type, prefix string)
+	walk = func(typ reflect.Type, prefix string) {
+		schema := schemaFor(typ)
+		for _, leaf := range schema.leaves {
+			path := prefix + leaf.path
+			if !documented(path) && !(strings.HasPrefix(path, "cluster.nodes.") && documentedNodeKey(leaf.path)) {
+				t.Errorf("key %s is not documented in defaults.toml", path)
+			}
+		}
+		for _, array := range schema.arrays {
+			if !documented(prefix+array.path) && !strings.Contains(DefaultsTOML, "[["+prefix+array.path+"]]") {
+				t.Errorf("array %s is not documented", prefix+array.path)
+			}
+			walk(typ.FieldByIndex(array.index).Type.Elem(), prefix+array.path+".")
+		}
+	}
+	walk(reflect.TypeFor[Config](), "")
+}
+
+// documentedNodeKey: roster entry keys are explained in the roster comment.
+func documentedNodeKey(key string) bool {
+	for _, line := range strings.Split(DefaultsTOML, "\n") {
+		if strings.HasPrefix(line, "#") && strings.Contains(line, key) || strings.HasPrefix(line, key+" =") ||
+			strings.Contains(line, "ports = {") && strings.Contains(line, strings.TrimPrefix(key, "ports.")+" =") {
+			return true
+		}
+	}
+	return false
 }
