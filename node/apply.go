@@ -113,13 +113,12 @@ type recovered struct {
 
 var errJournalWithoutSnapshot = errors.New("metadata journal holds entries but there is no snapshot (the boot checkpoint is missing); wipe the metadata directory to start fresh")
 
-// recover rebuilds the metadata state and the group from disk: the
-// snapshot, then every journal entry after it (with one replica the whole
-// journal is committed).
-func (n *Node) recover(rec recovered, opts Options) (*soloGroup, *metadata.State, error) {
+// recover rebuilds the metadata state and the group from disk. The
+// snapshot gives the state as of its op; with one replica every journal
+// entry after it is committed, and consensus.Restart hands those ops to the
+// driver's first Ready, which applies them before anything is served.
+func (n *Node) recover(rec recovered, opts Options) (*consensus.Replica, *metadata.State, error) {
 	cfg := n.groupConfig(opts.ReplicaID)
-	var state *metadata.State
-	var table []byte
 	if rec.snapshot == nil {
 		if len(rec.entries) > 0 {
 			return nil, nil, errJournalWithoutSnapshot
@@ -131,56 +130,47 @@ func (n *Node) recover(rec recovered, opts Options) (*soloGroup, *metadata.State
 		if err != nil {
 			return nil, nil, fmt.Errorf("root password: %w", err)
 		}
-		state = metadata.NewState()
+		state := metadata.NewState()
 		if err := state.SeedRoot(opts.RootUsername, hash); err != nil {
 			return nil, nil, fmt.Errorf("seed root user: %w", err)
 		}
-	} else {
-		stateBytes, tableBytes, err := decodeCheckpoint(rec.snapshot.Data)
+		group, err := consensus.New(cfg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
+			return nil, nil, fmt.Errorf("metadata group: %w", err)
 		}
-		state, err = metadata.Restore(stateBytes)
-		if err != nil {
-			return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
-		}
-		table = tableBytes
+		return group, state, nil
 	}
-	group, err := restartSoloGroup(cfg, nowMicros, consensus.Restored{
+	stateBytes, tableBytes, err := decodeCheckpoint(rec.snapshot.Data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
+	}
+	state, err := metadata.Restore(stateBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
+	}
+	group, err := consensus.Restart(cfg, consensus.Restored{
 		Superblock: rec.superblock, Snapshot: rec.snapshot, Entries: rec.entries,
-	}, table)
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("restart metadata group: %w", err)
 	}
-	var snapOp uint64
-	if rec.snapshot != nil {
-		snapOp = rec.snapshot.Op
-	}
-	replayed := 0
-	for _, p := range rec.entries {
-		if p.Header.Op <= snapOp {
-			continue
+	// The client table as of the snapshot is exact only when no journal op
+	// follows it: a one-replica Restart folds those ops into the table
+	// before the driver could restore it. No session survives a restart
+	// (every connection was closed), so only dedup history is at stake.
+	if group.Op() == rec.snapshot.Op && len(tableBytes) > 0 {
+		if err := group.RestoreClientTable(tableBytes); err != nil {
+			return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
 		}
-		body := n.applyCommittedWith(state, p)
-		group.RecordReply(p.Header.Client, p.Header.Request, body)
-		replayed++
 	}
-	n.log.Info("metadata recovered", "snapshot_op", snapOp, "replayed_ops", replayed, "op", group.Op())
+	n.log.Info("metadata recovered", "snapshot_op", rec.snapshot.Op, "journal_ops", group.Op()-rec.snapshot.Op)
 	return group, state, nil
-}
-
-// applyCommittedWith applies p to a state that is not yet the node's (boot replay).
-func (n *Node) applyCommittedWith(state *metadata.State, p consensus.Prepare) []byte {
-	prev := n.state
-	n.state = state
-	defer func() { n.state = prev }()
-	return n.applyCommitted(p, nil)
 }
 
 // writeBootCheckpoint makes the first boot's seeded state durable before
 // anything is served: snapshot at op 0, then the superblock naming it.
 func (n *Node) writeBootCheckpoint(store durableLog) error {
-	s := consensus.Snapshot{Op: 0, Data: n.checkpointData(newClientTable(1).encode())}
+	s := consensus.Snapshot{Op: 0, Data: n.checkpointData(nil)}
 	s.Checksum = snapshotChecksum(s.Data)
 	if err := store.WriteSnapshot(s); err != nil {
 		return fmt.Errorf("write boot metadata snapshot: %w", err)

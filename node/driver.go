@@ -45,12 +45,22 @@ type applier interface {
 	checkpointData(clientTable []byte) []byte
 }
 
-// replyRecorder is implemented by groups that keep the client table's reply
-// ring fed by the driver (the one-replica path).
+// replyRecorder is implemented by groups that keep a client table whose
+// reply ring the driver feeds (the metadata plane).
 type replyRecorder interface {
 	RecordReply(client consensus.Uint128, request uint64, body []byte)
 	ClientTableSnapshot() []byte
 }
+
+// wallClock is implemented by groups that stamp prepares with the driver's
+// wall clock (µs).
+type wallClock interface {
+	SetNow(micros uint64)
+}
+
+// bodiesMax bounds reply bodies kept for local proposals whose reply has
+// not been delivered yet.
+const bodiesMax = 4 * proposalQueueMax
 
 // proposal is one request waiting for its outcome.
 type proposal struct {
@@ -86,7 +96,9 @@ type driver struct {
 	nextTag        uint64
 	waiting        map[uint64]*proposal
 	byKey          map[proposalKey]*proposal
+	bodies         map[uint64][]byte // op -> reply body, for local proposals
 	lastCheckpoint uint64
+	lastCompacted  uint64
 	appliedOp      uint64
 }
 
@@ -100,6 +112,7 @@ func newDriver(log *slog.Logger, g consensus.Group, store durableLog, app applie
 		stopped:        make(chan struct{}),
 		waiting:        make(map[uint64]*proposal),
 		byKey:          make(map[proposalKey]*proposal),
+		bodies:         make(map[uint64][]byte),
 		lastCheckpoint: appliedOp,
 		appliedOp:      appliedOp,
 	}
@@ -152,6 +165,7 @@ func (d *driver) run(ctx context.Context) error {
 			// Finish what is already admitted so acknowledged work is durable.
 			return d.processReady()
 		case <-ticker.C:
+			d.setNow()
 			d.group.Tick()
 		case p := <-d.proposals:
 			d.admit(p)
@@ -171,7 +185,14 @@ func (d *driver) run(ctx context.Context) error {
 	}
 }
 
+func (d *driver) setNow() {
+	if c, ok := d.group.(wallClock); ok {
+		c.SetNow(uint64(time.Now().UnixMicro()))
+	}
+}
+
 func (d *driver) admit(p *proposal) {
+	d.setNow()
 	d.nextTag++
 	p.req.Tag = d.nextTag
 	d.waiting[p.req.Tag] = p
@@ -189,11 +210,12 @@ func (d *driver) processReady() error {
 			// Replica transport arrives with clustering; a one-replica group sends nothing.
 			d.log.Debug("dropping replica messages: no replica transport in this build", "count", len(rd.Messages))
 		}
-		bodies := make(map[uint64][]byte, len(rd.Committed))
 		for _, p := range rd.Committed {
 			local := d.byKey[proposalKey{p.Header.Client, p.Header.Request, p.Header.Operation}]
 			body := d.app.applyCommitted(p, local)
-			bodies[p.Header.Op] = body
+			if local != nil {
+				d.bodies[p.Header.Op] = body
+			}
 			if rec, ok := d.group.(replyRecorder); ok {
 				rec.RecordReply(p.Header.Client, p.Header.Request, body)
 			}
@@ -208,12 +230,17 @@ func (d *driver) processReady() error {
 			delete(d.byKey, proposalKey{p.req.Client, p.req.Request, p.req.Operation})
 			out := outcome{kind: r.Kind, op: r.Op}
 			if r.Kind == consensus.ReplyCommitted {
-				out.body = bodies[r.Op]
+				out.body = d.bodies[r.Op]
+				delete(d.bodies, r.Op)
 				if r.Cached != nil {
 					out.body = r.Cached
 				}
 			}
 			p.done <- out
+		}
+		if len(d.bodies) > bodiesMax {
+			// Replies that never came (a proposal answered otherwise): drop.
+			clear(d.bodies)
 		}
 		d.group.Advance(rd)
 		if err := d.maybeCheckpoint(); err != nil {
@@ -239,10 +266,11 @@ func (d *driver) persist(rd consensus.Ready) error {
 			return fmt.Errorf("write metadata superblock: %w", err)
 		}
 		// The superblock now names the checkpoint: entries at or below it can go.
-		if rd.Superblock.CheckpointOp > 0 {
-			if err := d.store.Compact(rd.Superblock.CheckpointOp); err != nil {
-				return fmt.Errorf("compact metadata journal up to op %d: %w", rd.Superblock.CheckpointOp, err)
+		if cp := rd.Superblock.CheckpointOp; cp > d.lastCompacted {
+			if err := d.store.Compact(cp); err != nil {
+				return fmt.Errorf("compact metadata journal up to op %d: %w", cp, err)
 			}
+			d.lastCompacted = cp
 		}
 	}
 	if rd.Snapshot != nil {

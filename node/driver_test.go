@@ -53,11 +53,21 @@ func (a *countingApp) applyCommitted(p consensus.Prepare, local *proposal) []byt
 }
 func (a *countingApp) checkpointData(table []byte) []byte { return append([]byte("state"), table...) }
 
+func testGroup(t *testing.T, clients uint32) *consensus.Replica {
+	t.Helper()
+	cfg := consensus.DefaultConfig(0, 1)
+	cfg.GroupID, cfg.ClientTableMax = metadataGroupID, clients
+	g, err := consensus.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func TestDriverCommitsConcurrentProposalsInOrder(t *testing.T) {
-	g := newSoloGroup(consensus.Config{ReplicaCount: 1, ClientTableMax: 1024, PrepareQueueDepth: 32},
-		func() uint64 { return 1 })
+	g := testGroup(t, 1024)
 	store := &memLog{}
 	app := &countingApp{}
 	d := newDriver(quietLogger(), g, store, app, 0)
@@ -104,7 +114,7 @@ func TestDriverCommitsConcurrentProposalsInOrder(t *testing.T) {
 }
 
 func TestDriverCheckpointOrder(t *testing.T) {
-	g := newSoloGroup(consensus.Config{ReplicaCount: 1, ClientTableMax: 8, PrepareQueueDepth: 32}, func() uint64 { return 1 })
+	g := testGroup(t, 8)
 	store := &memLog{}
 	d := newDriver(quietLogger(), g, store, &countingApp{}, 0)
 	for i := 0; i < 3; i++ {

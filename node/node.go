@@ -5,6 +5,8 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -94,10 +96,13 @@ func Run(ctx context.Context, opts Options) error {
 	if recovered.snapshot == nil {
 		// First boot: the seeded root user exists only in memory until this
 		// checkpoint makes it durable (it is never in the WAL).
-		n.driver.appliedOp, n.driver.lastCheckpoint = 0, 0
 		if err := n.writeBootCheckpoint(store); err != nil {
 			return err
 		}
+	}
+	// Apply the recovered journal tail before anything is served.
+	if err := n.driver.processReady(); err != nil {
+		return err
 	}
 
 	tcp, err := transport.ListenTCP(transport.TCPConfig{
@@ -217,6 +222,13 @@ func (n *Node) tcpPort() uint16 {
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
 
+// randomUint64 seeds per-boot randomness (jitter seed, incarnation nonce).
+func randomUint64() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on Linux
+	return binary.LittleEndian.Uint64(b[:])
+}
+
 // groupConfig is the metadata group's consensus configuration.
 func (n *Node) groupConfig(replicaID uint8) consensus.Config {
 	md := n.cfg.Metadata
@@ -232,8 +244,10 @@ func (n *Node) groupConfig(replicaID uint8) consensus.Config {
 	if table == 0 {
 		table = 8192
 	}
-	return consensus.Config{
-		ReplicaID: replicaID, ReplicaCount: 1, GroupID: metadataGroupID,
-		PrepareQueueDepth: depth, JournalSlots: slots, ClientTableMax: table,
-	}
+	cfg := consensus.DefaultConfig(replicaID, 1)
+	cfg.GroupID = metadataGroupID
+	cfg.PrepareQueueDepth, cfg.JournalSlots, cfg.ClientTableMax = depth, slots, table
+	cfg.Seed = randomUint64()
+	cfg.Incarnation = consensus.Uint128{Lo: randomUint64() | 1, Hi: randomUint64()}
+	return cfg
 }
