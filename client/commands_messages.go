@@ -1,0 +1,39 @@
+package client
+
+import (
+	"context"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// SendMessages appends messages as one batch (SendMessages, code 101, partition plane). partitioning is
+// sent as given: the server accepts balanced, partition-id and messages-key kinds. The reply lists the
+// committed batch (or nothing when the server does not know its offsets).
+func (c *Client) SendMessages(ctx context.Context, stream, topic wire.Identifier, partitioning wire.Partitioning, messages []wire.BatchMessageInput) ([]wire.SendConfirmation, error) {
+	body, err := wire.AppendSendMessages(nil, stream, topic, partitioning, messages)
+	if err != nil {
+		return nil, &Error{Code: wire.ErrorCodeOf(err), Command: wire.CodeSendMessages, Err: err}
+	}
+	payload, err := c.call(ctx, wire.CodeSendMessages, body)
+	if err != nil {
+		return nil, err
+	}
+	out, err := wire.DecodeSendMessagesReply(payload)
+	if err != nil {
+		return nil, decodeErr(wire.CodeSendMessages, err)
+	}
+	return out, nil
+}
+
+// PollMessages reads up to count messages (PollMessages, code 100).
+func (c *Client) PollMessages(ctx context.Context, req wire.PollMessagesRequest) (*wire.PollMessagesReply, error) {
+	payload, err := c.call(ctx, wire.CodePollMessages, req.Append(nil))
+	if err != nil {
+		return nil, err
+	}
+	r, err := wire.DecodePollMessagesReply(payload)
+	if err != nil {
+		return nil, decodeErr(wire.CodePollMessages, err)
+	}
+	return &r, nil
+}
