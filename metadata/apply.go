@@ -43,7 +43,7 @@ func (s *State) Apply(ctx ApplyContext, cmd Command) Result {
 }
 
 func (s *State) dispatch(ctx ApplyContext, cmd Command) Result {
-	switch c := cmd.(type) {
+	switch c := normalize(cmd).(type) {
 	case CreateStream:
 		return s.applyCreateStream(ctx, c)
 	case UpdateStream:

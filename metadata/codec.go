@@ -11,7 +11,10 @@ import (
 // encodings. The reader is strict: every read is bounds-checked, bools
 // must be 0 or 1, and the first error sticks.
 
-type writer struct{ buf []byte }
+type writer struct {
+	buf      []byte
+	overflow bool // a string did not fit its u16 length prefix
+}
 
 func (w *writer) u8(v uint8)   { w.buf = append(w.buf, v) }
 func (w *writer) u16(v uint16) { w.buf = binary.LittleEndian.AppendUint16(w.buf, v) }
@@ -25,8 +28,13 @@ func (w *writer) boolean(v bool) {
 	}
 }
 
-// str16 writes a u16 length prefix; callers bound strings well below 64 KiB.
+// str16 writes a u16 length prefix; a longer string marks the writer as
+// overflowed (EncodeCommand then emits an invalid encoding).
 func (w *writer) str16(s string) {
+	if len(s) > 0xFFFF {
+		w.overflow = true
+		return
+	}
 	w.u16(uint16(len(s)))
 	w.buf = append(w.buf, s...)
 }

@@ -132,3 +132,30 @@ func FuzzRestore(f *testing.F) {
 		}
 	})
 }
+
+type foreignCommand struct{}
+
+func (foreignCommand) Kind() Kind { return KindCreateStream }
+
+func TestEncodeCommandUnrepresentable(t *testing.T) {
+	huge := string(make([]byte, 70_000))
+	for name, cmd := range map[string]Command{
+		"nil":          nil,
+		"nil pointer":  (*CreateStream)(nil),
+		"foreign type": foreignCommand{},
+		"huge name":    CreateStream{Name: huge},
+	} {
+		if _, err := DecodeCommand(EncodeCommand(cmd)); err == nil {
+			t.Errorf("%s: encoding decoded", name)
+		}
+	}
+	// A pointer to a command encodes and applies like the value.
+	ptrCmd := &CreateStream{Name: "via-pointer"}
+	if got, err := DecodeCommand(EncodeCommand(ptrCmd)); err != nil || got != (CreateStream{Name: "via-pointer"}) {
+		t.Fatalf("pointer command: %v %v", got, err)
+	}
+	s := seeded(t)
+	if res := s.Apply(ApplyContext{Op: 1}, ptrCmd); !res.OK() {
+		t.Fatalf("apply pointer command: %d", res.Code)
+	}
+}

@@ -11,9 +11,19 @@ const CommandEncodingVersion uint8 = 1
 // commandBytesMax bounds an encoded command (permissions can be large).
 const commandBytesMax = 16 << 20
 
+// invalidEncoding is what EncodeCommand returns for a command it cannot
+// represent (nil, unknown type, a string beyond 64 KiB): kind 0 never
+// decodes, so the op commits as CodeInvalidCommand instead of carrying
+// ambiguous bytes.
+var invalidEncoding = []byte{CommandEncodingVersion, 0}
+
 // EncodeCommand returns the deterministic binary encoding of cmd: the body
 // of the replicated op. Layout: [version u8][kind u8][fields, LE].
 func EncodeCommand(cmd Command) []byte {
+	cmd = normalize(cmd)
+	if cmd == nil || decodeBody(cmd.Kind(), &reader{}) == nil {
+		return append([]byte(nil), invalidEncoding...)
+	}
 	w := &writer{buf: make([]byte, 0, 64)}
 	w.u8(CommandEncodingVersion)
 	w.u8(uint8(cmd.Kind()))
@@ -121,6 +131,11 @@ func EncodeCommand(cmd Command) []byte {
 	case DeletePersonalAccessToken:
 		w.str16(c.Name)
 	case DeleteExpiredTokens:
+	default:
+		w.overflow = true // a foreign type claiming a known kind
+	}
+	if w.overflow {
+		return append([]byte(nil), invalidEncoding...)
 	}
 	return w.buf
 }

@@ -1,5 +1,7 @@
 package metadata
 
+import "reflect"
+
 // Kind identifies a command. Values are the wire protocol's header
 // operation numbers (wire-protocol.md §3.1), so the node can use
 // Kind as consensus.Operation; DeleteExpiredTokens (69) is ours, in the
@@ -32,6 +34,24 @@ const (
 	KindJoinConsumerGroup         Kind = 148
 	KindLeaveConsumerGroup        Kind = 149
 )
+
+// normalize turns a pointer to a command into the command value (Apply
+// and EncodeCommand switch on value types); nil stays nil.
+func normalize(cmd Command) Command {
+	if cmd == nil {
+		return nil
+	}
+	v := reflect.ValueOf(cmd)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		if c, ok := v.Elem().Interface().(Command); ok {
+			return c
+		}
+	}
+	return cmd
+}
 
 // Command is one replicated metadata operation. Every field is resolved
 // on the primary before encoding (hashes, offsets, defaults).
