@@ -219,7 +219,7 @@ func start(ctx context.Context, inv invocation, parsed flags) error {
 	if text, err := config.EncodeTOML(cfg.Redacted()); err == nil {
 		logger.Debug("effective configuration", "toml", text)
 	}
-	if err := inv.run(ctx, boot); err != nil {
+	if err := inv.run(ctx, boot); err != nil && !(ctx.Err() != nil && errors.Is(err, context.Canceled)) {
 		return fmt.Errorf("server stopped: %w", err)
 	}
 	logger.Info("iggy-server stopped")

@@ -344,3 +344,24 @@ func TestExecuteReadsDotEnvFromIggyEnvPath(t *testing.T) {
 		t.Fatalf("boot = %+v (process env must win over the .env file)", result.boot)
 	}
 }
+
+func TestExecuteCancelledRunIsCleanStop(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	run := func(runCtx context.Context, boot Boot) error {
+		cancel()
+		<-runCtx.Done()
+		return fmt.Errorf("node: %w", runCtx.Err())
+	}
+	var stdout, stderr bytes.Buffer
+	env := dataEnv(t)
+	env["IGGY_ROOT_USERNAME"], env["IGGY_ROOT_PASSWORD"] = "admin", "secret"
+	if code := executeWith(ctx, invocation{env: env, stdout: &stdout, stderr: &stderr, run: run}); code != exitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	// Without a shutdown request the same error is a failure.
+	var result runResult
+	code, _ := invoke(t, env, fakeRun(&result, context.Canceled))
+	if code != exitRunFailed {
+		t.Fatalf("context.Canceled without shutdown: exit %d, want %d", code, exitRunFailed)
+	}
+}
