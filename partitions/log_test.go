@@ -375,3 +375,52 @@ func TestRecordsAreByteIdenticalToAppendedBatches(t *testing.T) {
 		t.Fatalf("PollInto: %v", err)
 	}
 }
+
+func TestConcurrentPollsDuringAppendsAndRetention(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
+	defer l.Close()
+	const batches = 150
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for w := 0; w < 3; w++ {
+		go func(kind wire.PollingKind) {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				res, err := l.Poll(PollQuery{Strategy: wire.PollingStrategy{Kind: kind}, Count: 50})
+				if err != nil {
+					errs <- err
+					return
+				}
+				reply := wire.AppendPollMessagesReply(nil, 0, res.CurrentOffset, res.MessagesCount, res.Records)
+				if _, err := wire.DecodePollMessagesReply(reply); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}([]wire.PollingKind{wire.PollFirst, wire.PollLast, wire.PollTimestamp}[w])
+	}
+	for i := 0; i < batches; i++ {
+		if _, err := l.Append(makeBatch(t, l.NextOffset(), 3, 200, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		if i%20 == 19 {
+			if _, err := l.ApplyRetention(0, 0, 8192); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	for w := 0; w < 3; w++ {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent poll: %v", err)
+		}
+	}
+	if l.NextOffset() != 3*batches {
+		t.Fatalf("next offset %d", l.NextOffset())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/lodestream/lodestream/wire"
 )
@@ -70,6 +71,7 @@ func (l *Log) PollInto(dst []byte, q PollQuery) (PollResult, error) {
 			err = p.fromOffset(start)
 		}
 	}
+	p.reader.release()
 	if err != nil {
 		return PollResult{}, fmt.Errorf("poll %s: %w", l.dir, err)
 	}
@@ -228,7 +230,22 @@ type segmentReader struct {
 	bufStart uint64
 }
 
+// readBuffers recycles read-ahead windows between polls; windows grown past the read-ahead size for
+// one big batch are dropped instead of kept.
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 0, pollReadAheadBytes); return &b }}
+
+func (r *segmentReader) release() {
+	if r.buf != nil && cap(r.buf) == pollReadAheadBytes {
+		b := r.buf[:0]
+		readBuffers.Put(&b)
+	}
+	r.buf = nil
+}
+
 func (r *segmentReader) reset(s *segment) {
+	if r.buf == nil {
+		r.buf = (*readBuffers.Get().(*[]byte))[:0]
+	}
 	r.seg = s
 	r.buf = r.buf[:0]
 }
