@@ -18,6 +18,9 @@ import (
 // serverBinary is built once by TestMain.
 var serverBinary string
 
+// serverBuildFlags are extra `go build` flags for the server binary.
+var serverBuildFlags []string
+
 const (
 	bootTimeout = 20 * time.Second
 	stopTimeout = 15 * time.Second
@@ -30,7 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	serverBinary = filepath.Join(dir, "iggy-server")
-	build := exec.Command("go", "build", "-o", serverBinary, "../cmd/iggy-server")
+	args := append([]string{"build"}, serverBuildFlags...)
+	build := exec.Command("go", append(args, "-o", serverBinary, "../cmd/iggy-server")...)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build iggy-server:", err)
@@ -86,6 +90,9 @@ func startServer(t *testing.T, dataDir string, extraEnv ...string) *server {
 		if s.running() {
 			_ = s.cmd.Process.Kill()
 			<-s.exited
+		}
+		if strings.Contains(s.logs.String(), "WARNING: DATA RACE") {
+			t.Error("the server reported a data race")
 		}
 		if t.Failed() {
 			t.Logf("server log (%s):\n%s", s.dataDir, s.logs.String())
