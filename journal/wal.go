@@ -70,9 +70,18 @@ func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
 	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("remove stale %s.tmp: %w", path, err)
 	}
+	_, statErr := os.Stat(path)
+	created := errors.Is(statErr, os.ErrNotExist)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open WAL %s: %w", path, err)
+	}
+	if created {
+		// fdatasync of later appends does not persist the directory entry.
+		if err := syncDir(dir); err != nil {
+			f.Close()
+			return nil, nil, err
+		}
 	}
 	w := &WAL{dir: dir, path: path, f: f, live: make(map[uint64]walEntryLoc)}
 	recovered, err := w.scan()
