@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 )
@@ -109,6 +111,9 @@ func CheckBoot(cfg *Config, in BootInput) (BootPlan, error) {
 
 	checkRootCredentials(cfg, in, &plan, fail)
 
+	if plan.Node != nil {
+		plan.Warnings = append(plan.Warnings, bindWarnings(cfg, plan.Node)...)
+	}
 	if cfg.Cluster.Enabled && cfg.HTTP.Enabled && !HTTPForwardingKeyMaterial(cfg) {
 		plan.Warnings = append(plan.Warnings, Warning{Message: "http is enabled in a cluster without http.jwt secrets or a cluster PSK: bearer tokens are node-local and HTTP forwarding to the primary is disabled"})
 	}
@@ -187,4 +192,39 @@ func HTTPForwardingKeyMaterial(cfg *Config) bool {
 	return cfg.Cluster.Enabled &&
 		((cfg.Cluster.Auth.Enabled && cfg.Cluster.Auth.SharedSecret.IsSet()) ||
 			cfg.HTTP.JWT.EncodingSecret.IsSet() || cfg.HTTP.JWT.DecodingSecret.IsSet())
+}
+
+// bindWarnings flags enabled client listeners whose bind host cannot accept
+// connections addressed to this node's roster ip (e.g. the default loopback
+// bind on a multi-host cluster): peers forward and clients fall back to ip.
+func bindWarnings(cfg *Config, node *NodeConfig) []Warning {
+	rosterIP, err := netip.ParseAddr(node.IP)
+	if err != nil {
+		return nil
+	}
+	var warnings []Warning
+	for _, listener := range []struct {
+		name    string
+		enabled bool
+		address string
+	}{
+		{TransportTCP, cfg.TCP.Enabled, cfg.TCP.Address}, {TransportQUIC, cfg.QUIC.Enabled, cfg.QUIC.Address},
+		{TransportHTTP, cfg.HTTP.Enabled, cfg.HTTP.Address}, {TransportWebSocket, cfg.WebSocket.Enabled, cfg.WebSocket.Address},
+	} {
+		if !listener.enabled {
+			continue
+		}
+		host, _, err := net.SplitHostPort(listener.address)
+		if err != nil {
+			continue
+		}
+		bind, err := netip.ParseAddr(host)
+		if err != nil || bind.IsUnspecified() || bind.Unmap() == rosterIP.Unmap() {
+			continue
+		}
+		warnings = append(warnings, Warning{Message: fmt.Sprintf(
+			"%s.address = %q binds %s, but this node's roster ip is %s: connections to %s will not reach it; bind 0.0.0.0 or the roster ip",
+			listener.name, listener.address, host, node.IP, node.IP)})
+	}
+	return warnings
 }

@@ -93,6 +93,20 @@ func TestCheckBoot(t *testing.T) {
 					t.Errorf("warnings = %v", plan.Warnings)
 				}
 			}},
+		{name: "loopback bind with routable roster ip warns", cluster: true,
+			mutate: func(c *Config) { c.Cluster.Nodes[0].IP = "10.0.0.1" }, in: withID(creds("admin", "secret"), 0),
+			check: func(t *testing.T, plan BootPlan) {
+				if len(plan.Warnings) != 1 || !strings.Contains(plan.Warnings[0].Message, `tcp.address = "127.0.0.1:8090" binds 127.0.0.1, but this node's roster ip is 10.0.0.1`) {
+					t.Errorf("warnings = %v", plan.Warnings)
+				}
+			}},
+		{name: "wildcard bind does not warn", cluster: true,
+			mutate: func(c *Config) { c.Cluster.Nodes[0].IP = "10.0.0.1"; c.TCP.Address = "0.0.0.0:8090" }, in: withID(creds("admin", "secret"), 0),
+			check: func(t *testing.T, plan BootPlan) {
+				if len(plan.Warnings) != 0 {
+					t.Errorf("warnings = %v", plan.Warnings)
+				}
+			}},
 		{name: "all problems reported together", cluster: true,
 			mutate: func(c *Config) { c.System.Segment.ArchiveExpired = true }, in: BootInput{RootUsername: "x", RootUsernameSet: true},
 			want: "requires --replica-id"},
