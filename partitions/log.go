@@ -116,6 +116,12 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("append to %s: base offset %d, next offset %d: %w", l.dir,
 			h.BaseOffset, l.nextOffset, ErrOffsetMismatch)
 	}
+	if l.active().sizeBytes >= l.opts.SegmentSizeBytes {
+		// A full active segment means an earlier roll failed (or the log was reopened full): roll now.
+		if err := l.roll(); err != nil {
+			return BatchLocation{}, fmt.Errorf("append to %s: roll full segment: %w", l.dir, err)
+		}
+	}
 	s := l.active()
 	pos := s.sizeBytes
 	if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {
@@ -168,21 +174,23 @@ func (l *Log) rollbackWrite(s *segment, pos uint64, cause error) error {
 }
 
 // roll seals the active segment (syncing it, so a sealed segment never has a torn tail) and starts a
-// new one at the next offset.
+// new one at the next offset. On failure the old segment stays active and writable.
 func (l *Log) roll() error {
 	s := l.active()
 	s.dirty = true
 	if err := s.sync(); err != nil {
 		return err
 	}
-	if err := s.indexFile.Close(); err != nil {
-		return fmt.Errorf("close index of sealed segment %d: %w", s.startOffset, err)
-	}
-	s.indexFile = nil
 	next, err := l.createSegment(l.nextOffset)
 	if err != nil {
 		return err
 	}
+	if err := s.indexFile.Close(); err != nil {
+		// The index was synced above; a failed close loses nothing.
+		l.logger.Warn("closing the index of a sealed segment failed", "dir", l.dir, "start_offset", s.startOffset,
+			"err", err)
+	}
+	s.indexFile = nil
 	l.segments = append(l.segments, next)
 	return nil
 }

@@ -424,3 +424,19 @@ func TestConcurrentPollsDuringAppendsAndRetention(t *testing.T) {
 		t.Fatalf("next offset %d", l.NextOffset())
 	}
 }
+
+func TestReopenedFullSegmentRollsBeforeTheNextAppend(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{})
+	fillLog(t, l, 4, 2, 700) // ~7 KiB in one segment under the default size
+	l.Close()
+	l = openLog(t, dir, Options{SegmentSizeBytes: 4096})
+	defer l.Close()
+	if got := l.Stats().SegmentsCount; got != 1 {
+		t.Fatalf("%d segments before the append", got)
+	}
+	fillLog(t, l, 1, 1, 8)
+	if st := l.Stats(); st.SegmentsCount != 2 || l.segments[1].startOffset != 8 || l.segments[1].messages != 1 {
+		t.Fatalf("the full segment was not rolled before the append: %+v", st)
+	}
+}
