@@ -115,7 +115,8 @@ neither; mandatory for a cluster's first boot).`,
 			return start(ctx, inv, parsed)
 		},
 	}
-	command.SetArgs(inv.args)
+	// cobra falls back to os.Args when given nil; the caller's args are the truth.
+	command.SetArgs(append([]string{}, inv.args...))
 	command.SetOut(inv.stdout)
 	command.SetErr(inv.stderr)
 	command.Flags().Uint8Var(&parsed.replicaID, "replica-id", 0,
