@@ -150,6 +150,10 @@ func (s *State) applyCreateTopic(ctx ApplyContext, c CreateTopic) Result {
 // updatableTopicKeys are the option keys UpdateTopic may set.
 const updatableTopicKeys = OptCompression | OptMessageExpiry | OptMaxTopicSize
 
+// applyUpdateTopic patches the topic: a setting changes only when its bit
+// is in ExplicitOptions (the keys the client sent), so a rename alone, or
+// a client that predates a key, never erases a setting. Bits of
+// create-only keys are ignored.
 func (s *State) applyUpdateTopic(ctx ApplyContext, c UpdateTopic) Result {
 	st, t, code := s.resolveTopic(c.Stream, c.Topic)
 	if code != CodeOK {
@@ -164,15 +168,25 @@ func (s *State) applyUpdateTopic(ctx ApplyContext, c UpdateTopic) Result {
 	if other, dup := st.topicByName[c.Name]; dup && other != t.id {
 		return fail(CodeTopicNameExists)
 	}
-	if !validCompression(c.Compression) || c.ExplicitOptions&^updatableTopicKeys != 0 ||
-		(c.MaxTopicSize != Never && c.MaxTopicSize < t.options.SegmentSize) {
+	sent := c.ExplicitOptions & updatableTopicKeys
+	expiry, compression, maxSize := t.messageExpiry, t.compression, t.maxTopicSize
+	if sent&OptMessageExpiry != 0 {
+		expiry = c.MessageExpiry
+	}
+	if sent&OptCompression != 0 {
+		compression = c.Compression
+	}
+	if sent&OptMaxTopicSize != 0 {
+		maxSize = c.MaxTopicSize
+	}
+	if !validCompression(compression) || (maxSize != Never && maxSize < t.options.SegmentSize) {
 		return fail(CodeInvalidOptionValue)
 	}
 	delete(st.topicByName, t.name)
 	t.name = c.Name
 	st.topicByName[c.Name] = t.id
-	t.messageExpiry, t.compression, t.maxTopicSize = c.MessageExpiry, c.Compression, c.MaxTopicSize
-	t.explicitOptions = t.explicitOptions&^updatableTopicKeys | c.ExplicitOptions
+	t.messageExpiry, t.compression, t.maxTopicSize = expiry, compression, maxSize
+	t.explicitOptions |= sent
 	return Result{}
 }
 

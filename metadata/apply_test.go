@@ -44,8 +44,8 @@ func TestApplyRejections(t *testing.T) {
 		{"update topic missing stream", RootUserID, UpdateTopic{Stream: missing, Topic: t0, Name: "x", Compression: CompressionNone, MaxTopicSize: Never}, CodeStreamIDNotFound},
 		{"update topic missing topic", RootUserID, UpdateTopic{Stream: s0, Topic: missing, Name: "x", Compression: CompressionNone, MaxTopicSize: Never}, CodeTopicIDNotFound},
 		{"update topic unauthorized", aliceID, UpdateTopic{Stream: s0, Topic: t0, Name: "x", Compression: CompressionNone, MaxTopicSize: Never}, CodeUnauthorized},
-		{"update topic bad compression", RootUserID, UpdateTopic{Stream: s0, Topic: t0, Name: "x", Compression: 0, MaxTopicSize: Never}, CodeInvalidOptionValue},
-		{"update topic create-only key", RootUserID, UpdateTopic{Stream: s0, Topic: t0, Name: "x", Compression: CompressionNone, MaxTopicSize: Never, ExplicitOptions: OptSegmentSize}, CodeInvalidOptionValue},
+		{"update topic bad compression", RootUserID, UpdateTopic{Stream: s0, Topic: t0, Name: "x", Compression: 0, ExplicitOptions: OptCompression}, CodeInvalidOptionValue},
+		{"update topic max size below segment", RootUserID, UpdateTopic{Stream: s0, Topic: t0, Name: "x", MaxTopicSize: 1 << 20, ExplicitOptions: OptMaxTopicSize}, CodeInvalidOptionValue},
 		{"delete topic missing", RootUserID, DeleteTopic{Stream: s0, Topic: missing}, CodeTopicIDNotFound},
 		{"delete topic missing stream", RootUserID, DeleteTopic{Stream: missing, Topic: t0}, CodeStreamIDNotFound},
 		{"delete topic unauthorized", aliceID, DeleteTopic{Stream: s0, Topic: t0}, CodeUnauthorized},
@@ -181,13 +181,22 @@ func TestStreamAndTopicLifecycle(t *testing.T) {
 		t.Fatalf("created topic view %+v", tr.Topic)
 	}
 	f.mustOK(RootUserID, UpdateTopic{Stream: ByID(0), Topic: ByName("t2"), Name: "t2b", MessageExpiry: 5_000_000,
-		Compression: CompressionGzip, MaxTopicSize: 2 << 30, ExplicitOptions: OptCompression | OptMessageExpiry})
+		Compression: CompressionGzip, MaxTopicSize: 2 << 30, ExplicitOptions: OptCompression | OptMessageExpiry}) // size not sent: kept
 	topic, code := f.s.GetTopic(ByID(0), ByName("t2b"))
 	if code != CodeOK || topic.Compression != CompressionGzip || topic.MessageExpiry != 5_000_000 ||
-		topic.MaxTopicSize != 2<<30 || topic.ExplicitOptions != OptCompression|OptMessageExpiry {
+		topic.MaxTopicSize != Never || topic.ExplicitOptions != OptCompression|OptMessageExpiry {
 		t.Fatalf("updated topic %+v code %d", topic, code)
 	}
 	f.mustReject(RootUserID, UpdateTopic{Stream: ByID(0), Topic: ByID(1), Name: "t1", Compression: CompressionNone, MaxTopicSize: Never}, CodeTopicNameExists)
+	// A rename alone (no keys sent) keeps every setting; create-only bits
+	// in the command are ignored; a sent key becomes explicit.
+	f.mustOK(RootUserID, UpdateTopic{Stream: ByID(0), Topic: ByID(1), Name: "t2b", ExplicitOptions: OptSegmentSize})
+	f.mustOK(RootUserID, UpdateTopic{Stream: ByID(0), Topic: ByID(1), Name: "t2b", MaxTopicSize: 3 << 30, ExplicitOptions: OptMaxTopicSize})
+	topic, _ = f.s.GetTopic(ByID(0), ByID(1))
+	if topic.Compression != CompressionGzip || topic.MessageExpiry != 5_000_000 || topic.MaxTopicSize != 3<<30 ||
+		topic.ExplicitOptions != OptCompression|OptMessageExpiry|OptMaxTopicSize {
+		t.Fatalf("patched topic %+v", topic)
+	}
 
 	f.mustOK(RootUserID, TruncatePartition{Stream: ByID(0), Topic: ByID(0), PartitionID: 2, UpToOffset: 50})
 	f.mustOK(RootUserID, TruncatePartition{Stream: ByID(0), Topic: ByID(0), PartitionID: 2, UpToOffset: 10})

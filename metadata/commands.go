@@ -83,14 +83,18 @@ type CreateTopic struct {
 	ExplicitOptions OptionKey
 }
 
-// UpdateTopic replaces the updatable fields (name, compression, expiry, max size).
+// UpdateTopic renames the topic and patches its updatable settings: each
+// of MessageExpiry, Compression, MaxTopicSize is applied only when its
+// bit (OptMessageExpiry, OptCompression, OptMaxTopicSize) is set in
+// ExplicitOptions, i.e. the client sent that key; the bit then becomes
+// explicit. Other bits are ignored.
 type UpdateTopic struct {
 	Stream, Topic   Ident
 	Name            string
 	MessageExpiry   uint64
 	Compression     Compression
 	MaxTopicSize    uint64
-	ExplicitOptions OptionKey // replaces the explicit bits of the updatable keys
+	ExplicitOptions OptionKey
 }
 
 type DeleteTopic struct{ Stream, Topic Ident }
