@@ -27,3 +27,12 @@ func (r *Replica) Checkpoint(s Snapshot) {
 
 // CheckpointError reports why the last Checkpoint was rejected (nil if accepted).
 func (r *Replica) CheckpointError() error { return r.checkpointErr }
+
+// NeedsCheckpoint reports journal pressure: half the journal ring holds
+// applied but un-checkpointed ops. The driver should then snapshot its
+// state and call Checkpoint; a full ring refuses new prepares (the primary
+// parks requests, a backup withholds its ack) until it does.
+func (r *Replica) NeedsCheckpoint() bool {
+	return r.commitMin-min(r.checkpointOp, r.commitMin) >= uint64(len(r.journal.slots))/2 &&
+		r.appliedOp == r.commitMin
+}

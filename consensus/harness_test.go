@@ -95,6 +95,8 @@ func (h *harness) drain(i int) {
 			}
 		}
 		if rd.Snapshot != nil {
+			snap := *rd.Snapshot
+			st.snapshot = &snap // installed durably, like the superblock naming it
 			st.applied = decodeApplied(rd.Snapshot.Data)
 			st.appliedOps = make([]uint64, len(st.applied))
 			for k := range st.appliedOps {
@@ -251,7 +253,7 @@ func (h *harness) restart(i int) error {
 	st.appliedOps = nil
 	ops := make([]uint64, 0, len(st.entries))
 	for op := range st.entries {
-		if op > base {
+		if op >= base {
 			ops = append(ops, op)
 		}
 	}

@@ -4,8 +4,9 @@ import "fmt"
 
 // journal is consensus's in-memory view of the prepares it holds: a ring
 // of JournalSlots slots, slot = op mod slots. A slot may be reused only when
-// its op is at or below the latest checkpoint, so un-checkpointed history is
-// never overwritten (the driver's durable journal mirrors this ring through
+// its op is below the latest checkpoint, so un-checkpointed history is
+// never overwritten and the checkpoint op itself stays as the hash-chain
+// anchor (the driver's durable journal mirrors this ring through
 // Ready.Truncate / Ready.Entries).
 type journal struct {
 	slots []journalSlot
@@ -57,7 +58,7 @@ func (j *journal) canAppend(op, checkpointOp uint64) bool {
 		return false
 	}
 	s := j.slotOf(op)
-	return !s.present || s.prepare.Header.Op == op || s.prepare.Header.Op <= checkpointOp
+	return !s.present || s.prepare.Header.Op == op || s.prepare.Header.Op < checkpointOp
 }
 
 // put stores p (the caller copied its body). It panics if that would
@@ -66,7 +67,7 @@ func (j *journal) put(p Prepare, checkpointOp uint64) {
 	op := p.Header.Op
 	s := j.slotOf(op)
 	if s.present && s.prepare.Header.Op != op {
-		if s.prepare.Header.Op > checkpointOp {
+		if s.prepare.Header.Op >= checkpointOp {
 			panic(fmt.Sprintf("consensus: journal slot for op %d holds un-checkpointed op %d", op, s.prepare.Header.Op))
 		}
 		if s.prepare.Header.Op >= j.floor {
@@ -97,17 +98,18 @@ func (j *journal) truncateFrom(from uint64) {
 	}
 }
 
-// releaseThrough drops every op <= op (installed state transfer snapshot).
-func (j *journal) releaseThrough(op uint64) {
-	for o := j.floor; o <= op && o <= j.headOp; o++ {
+// releaseBelow drops every op < op (installed state transfer snapshot);
+// the entry at op, if held, stays as the hash-chain anchor.
+func (j *journal) releaseBelow(op uint64) {
+	for o := j.floor; o < op && o <= j.headOp; o++ {
 		if s := j.get(o); s != nil {
 			*s = journalSlot{}
 		}
 	}
-	if op+1 > j.floor {
-		j.floor = op + 1
+	if op > j.floor {
+		j.floor = op
 	}
-	if j.headOp <= op {
+	if j.headOp < op {
 		j.headOp = 0
 	}
 }

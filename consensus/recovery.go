@@ -38,7 +38,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		r.commitMin, r.appliedOp = s.Op, s.Op
 		r.commitMax = max(r.commitMax, s.Op)
 		r.op = s.Op
-		r.journal.releaseThrough(s.Op)
+		r.journal.releaseBelow(s.Op)
 	}
 	if r.commitMin < r.checkpointOp && st.Snapshot == nil {
 		return nil, fmt.Errorf("consensus restart: superblock checkpoint_op %d but no snapshot", r.checkpointOp)
@@ -66,7 +66,8 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	return r, nil
 }
 
-// restoreEntries loads the journal after the snapshot, stopping at the
+// restoreEntries loads the journal after the snapshot (plus, if given, the
+// entry at the snapshot op, which anchors the chain), stopping at the
 // first hash-chain break. Ops missing in between are marked unprovable: a
 // lost entry may have been acknowledged, so it must never be nacked.
 func (r *Replica) restoreEntries(entries []Prepare) error {
@@ -80,7 +81,14 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 			return fmt.Errorf("consensus restart: entry %d (op %d) fails its checksum", i, p.Header.Op)
 		}
 		op := p.Header.Op
-		if op <= r.commitMin {
+		if op < r.commitMin {
+			continue
+		}
+		if op == r.commitMin {
+			// The entry at the snapshot op anchors the hash chain.
+			r.journal.put(p, r.checkpointOp)
+			r.journal.get(op).durable = true
+			r.headChecksum = p.Header.Checksum
 			continue
 		}
 		if op <= prevOp {

@@ -163,7 +163,8 @@ func (r *Replica) installTransferred() {
 	}
 	r.pending.Committed = kept
 	r.checkpointOp = max(r.checkpointOp, snap.Op)
-	r.journal.releaseThrough(snap.Op)
+	r.journal.releaseBelow(snap.Op)
+
 	r.commitMin = max(r.commitMin, snap.Op)
 	r.commitMax = max(r.commitMax, snap.Op)
 	r.op = max(r.op, snap.Op)

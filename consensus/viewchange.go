@@ -175,16 +175,26 @@ func (r *Replica) maybeStartView() {
 		r.requestRepairNow()
 		return
 	}
+	// The next prepare's parent: the head's checksum, from the journal or
+	// the merged headers. Without it the chain cannot continue: stay in the
+	// view change (the status timeout moves on to another primary).
+	switch h, ok := r.journal.header(r.op); {
+	case ok:
+		r.headChecksum = h.Checksum
+	case r.op == 0:
+		r.headChecksum = 0
+	default:
+		ph, known := plan.header(r.op)
+		if !known {
+			return
+		}
+		r.headChecksum = ph.Checksum
+	}
 	r.status = StatusNormal
 	r.logView = r.view
 	r.vc.plan = nil
 	r.stopViewChangeTimers()
 	r.repair.active = false
-	if h, ok := r.journal.header(r.op); ok {
-		r.headChecksum = h.Checksum
-	} else if r.op == 0 {
-		r.headChecksum = 0
-	}
 	for op := r.commitMin + 1; op <= r.op; op++ {
 		if h, ok := r.journal.header(op); ok {
 			r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)

@@ -63,3 +63,13 @@ func decodeAppSnapshot(s *consensus.Snapshot) (appState, error) {
 	}
 	return a, nil
 }
+
+// replyBody is the reply the application produces for the op it just
+// applied: built from committed data only, so every replica produces the
+// same bytes and a deduplicated retry must replay exactly these.
+func (a *appState) replyBody() []byte {
+	b := make([]byte, 16)
+	binary.LittleEndian.PutUint64(b[0:], a.op)
+	binary.LittleEndian.PutUint64(b[8:], a.hash)
+	return b
+}

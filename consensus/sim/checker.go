@@ -21,22 +21,23 @@ func (v Violation) String() string {
 
 // Names of the checks, used in violations and docs/simulator.md.
 const (
-	checkCommittedChanged  = "committed-op-changed"  // (a) a replica re-committed an op with another checksum
-	checkAgreement         = "agreement"             // (c) two replicas committed different ops at one number
-	checkApplyOrder        = "apply-order"           // Committed not contiguous / state hash diverged
-	checkMonotonic         = "monotonic"             // (b) view/log_view/commit went backwards
-	checkDurableMonotonic  = "durable-monotonic"     // (b) superblock or snapshot went backwards
-	checkRevealedView      = "revealed-view"         // (b) restart came back below a view it had revealed
-	checkInternal          = "internal"              // accessor invariants (commit_min <= commit_max, ...)
-	checkAckInLog          = "ack-in-log"            // (d) acknowledged request not at its op
-	checkExactlyOnce       = "exactly-once"          // (d) metadata request executed twice
-	checkTimestamp         = "timestamp"             // prepare timestamps strictly increase along the log
-	checkLiveness          = "liveness"              // (e) no progress after heal
-	checkConvergence       = "convergence"           // (e) replicas did not reach the same commit after heal
-	checkSnapshot          = "snapshot"              // a handed-out snapshot is corrupt or regresses state
-	checkContract          = "contract"              // driver contract (Ready shape, constructor errors)
-	checkLostAcknowledged  = "lost-acknowledged"     // (a) an acknowledged op disappeared from a replica
-	checkCommitBelowQuorum = "commit-without-quorum" // reserved for the quorum audit
+	checkCommittedChanged  = "committed-op-changed" // (a) a replica re-committed an op with another checksum
+	checkAgreement         = "agreement"            // (c) two replicas committed different ops at one number
+	checkApplyOrder        = "apply-order"          // Committed not contiguous / state hash diverged
+	checkMonotonic         = "monotonic"            // (b) view/log_view/commit went backwards
+	checkDurableMonotonic  = "durable-monotonic"    // (b) superblock or snapshot went backwards
+	checkRevealedView      = "revealed-view"        // (b) restart came back below a view it had revealed
+	checkInternal          = "internal"             // accessor invariants (commit_min <= commit_max, ...)
+	checkAckInLog          = "ack-in-log"           // (d) acknowledged request not at its op
+	checkExactlyOnce       = "exactly-once"         // (d) metadata request executed twice
+	checkTimestamp         = "timestamp"            // prepare timestamps strictly increase along the log
+	checkLiveness          = "liveness"             // (e) no progress after heal
+	checkConvergence       = "convergence"          // (e) replicas did not reach the same commit after heal
+	checkSnapshot          = "snapshot"             // a handed-out snapshot is corrupt or regresses state
+	checkContract          = "contract"             // driver contract (Ready shape, constructor errors)
+	checkCachedReply       = "cached-reply"         // (d) a deduplicated retry replays another op or other bytes
+	checkSnapshotAgreement = "snapshot-agreement"   // replicas checkpointing one op made different snapshots
+	checkClientTable       = "client-table"         // converged replicas hold different client tables
 )
 
 // committedOp is the cluster's record of one committed op number.
@@ -49,6 +50,12 @@ type committedOp struct {
 	request   uint64
 	operation consensus.Operation
 	bodySum   uint64
+}
+
+// requestRecord is where a metadata request committed and what it replied.
+type requestRecord struct {
+	op    uint64
+	reply []byte
 }
 
 type requestKey struct {
@@ -71,17 +78,21 @@ type replicaWatch struct {
 
 // groupChecker checks one consensus group's invariants.
 type groupChecker struct {
-	name     string
-	dedup    bool // metadata plane: each (client, request) at most once
-	log      []committedOp
-	seen     map[requestKey]uint64
-	replicas []replicaWatch
-	report   func(Violation)
-	now      *uint64
+	name    string
+	dedup   bool // metadata plane: each (client, request) at most once
+	log     []committedOp
+	seen    map[requestKey]uint64
+	replies map[requestKey]requestRecord // metadata plane: first reply body per request
+	// checkpoints: op -> hash of the snapshot bytes (application state and
+	// the core's client table) the first replica to checkpoint there made.
+	checkpoints map[uint64]uint64
+	replicas    []replicaWatch
+	report      func(Violation)
+	now         *uint64
 }
 
 func newGroupChecker(name string, n int, dedup bool, now *uint64, report func(Violation)) *groupChecker {
-	return &groupChecker{name: name, dedup: dedup, seen: map[requestKey]uint64{}, replicas: make([]replicaWatch, n), report: report, now: now}
+	return &groupChecker{name: name, dedup: dedup, seen: map[requestKey]uint64{}, replies: map[requestKey]requestRecord{}, checkpoints: map[uint64]uint64{}, replicas: make([]replicaWatch, n), report: report, now: now}
 }
 
 func (c *groupChecker) fail(replica int, check, format string, args ...any) {
@@ -251,4 +262,40 @@ func (c *groupChecker) observe(r int, g consensus.Group) {
 		c.fail(r, checkInternal, "commit_min %d > commit_max %d", cmin, cmax)
 	}
 	w.live, w.view, w.logView, w.commitMin, w.commitMax = true, view, logView, cmin, cmax
+}
+
+// onRecordReply remembers the first reply body the application produced
+// for a metadata request (every replica must produce the same).
+func (c *groupChecker) onRecordReply(client consensus.Uint128, request, op uint64, body []byte) {
+	k := requestKey{client, request}
+	if _, ok := c.replies[k]; !ok {
+		c.replies[k] = requestRecord{op: op, reply: body}
+	}
+}
+
+// onCachedReply checks (d) for a deduplicated retry: it names the op the
+// request first committed at and replays that op's reply bytes.
+func (c *groupChecker) onCachedReply(r int, client consensus.Uint128, request, op uint64, cached []byte) {
+	rec, ok := c.replies[requestKey{client, request}]
+	if !ok {
+		c.fail(r, checkCachedReply, "client %x request %d answered from cache, but it never committed", client.Lo, request)
+		return
+	}
+	if rec.op != op || string(rec.reply) != string(cached) {
+		c.fail(r, checkCachedReply, "client %x request %d committed at op %d with reply %x; the cached answer says op %d with %x",
+			client.Lo, request, rec.op, rec.reply, op, cached)
+	}
+}
+
+// onCheckpoint checks that every replica checkpointing at one op hands
+// consensus the same snapshot bytes: the application state and the
+// core's client table must be functions of the committed log alone.
+func (c *groupChecker) onCheckpoint(r int, s consensus.Snapshot) {
+	if prev, ok := c.checkpoints[s.Op]; ok {
+		if prev != s.Checksum {
+			c.fail(r, checkSnapshotAgreement, "checkpoint at op %d has checksum %x, another replica's has %x", s.Op, s.Checksum, prev)
+		}
+		return
+	}
+	c.checkpoints[s.Op] = s.Checksum
 }

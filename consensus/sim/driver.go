@@ -130,6 +130,11 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 			continue
 		}
 		chk.onCommitted(d.node, p, d.app.hash, xxh3.Hash(p.Body))
+		if rr, ok := d.g.(replyRecorder); ok && d.cfg.ClientTableMax > 0 && p.Header.Request != 0 {
+			body := d.app.replyBody()
+			rr.RecordReply(p.Header.Client, p.Header.Request, body)
+			chk.onRecordReply(p.Header.Client, p.Header.Request, p.Header.Op, body)
+		}
 		w.trace(evCommit, d.node, d.group, p.Header.Op, p.Header.Checksum)
 	}
 	for _, rep := range rd.Replies {
@@ -151,6 +156,7 @@ func (d *replicaDriver) installSnapshot(snap *consensus.Snapshot) {
 	}
 	w.checkers[d.group].onSnapshotInstalled(d.node, app.op, app.hash, d.app.op)
 	d.app = app
+	d.restoreClientTable("state transfer install")
 	d.store.installSnapshot(*snap)
 	w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
 	d.lastCheckpointOp = snap.Op
@@ -167,6 +173,9 @@ func (d *replicaDriver) deliverReply(rep consensus.Reply) {
 	delete(d.pending, rep.Tag)
 	if rep.Kind == consensus.ReplyCommitted {
 		w.checkers[d.group].onAck(d.node, p.clientID, p.request, p.op, p.bodySum, rep.Op)
+		if rep.Cached != nil {
+			w.checkers[d.group].onCachedReply(d.node, p.clientID, p.request, rep.Op, rep.Cached)
+		}
 	}
 	w.trace(evReply, d.node, d.group, rep.Tag, uint64(rep.Kind)<<56|rep.Op)
 	w.sendReply(p.client, rep)
@@ -189,6 +198,7 @@ func (d *replicaDriver) maybeCheckpoint() {
 	snap := d.app.snapshot()
 	d.store.installSnapshot(snap)
 	d.w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
+	d.w.checkers[d.group].onCheckpoint(d.node, snap)
 	d.lastCheckpointOp = snap.Op
 	d.g.Checkpoint(snap)
 	d.w.trace(evCheckpoint, d.node, d.group, snap.Op, d.app.hash)
@@ -202,6 +212,30 @@ func (d *replicaDriver) maybeCheckpoint() {
 			return
 		}
 		d.g.Advance(rd)
+	}
+}
+
+// replyRecorder is implemented by a core whose client table caches the
+// application's reply bodies for deduplicated retries.
+type replyRecorder interface {
+	RecordReply(client consensus.Uint128, request uint64, body []byte)
+}
+
+// clientTableRestorer takes back the client table carried in a snapshot.
+type clientTableRestorer interface {
+	RestoreClientTable(data []byte) error
+}
+
+// restoreClientTable hands the core the client table carried in the
+// application snapshot, as its contract asks after a restart or a state
+// transfer install.
+func (d *replicaDriver) restoreClientTable(when string) {
+	ct, ok := d.g.(clientTableRestorer)
+	if !ok || d.cfg.ClientTableMax == 0 || len(d.app.extra) == 0 {
+		return
+	}
+	if err := ct.RestoreClientTable(d.app.extra); err != nil {
+		d.w.fail(d.group, d.node, checkContract, "restore client table (%s) at op %d: %v", when, d.app.op, err)
 	}
 }
 
@@ -245,6 +279,9 @@ func (d *replicaDriver) start(restart bool) error {
 	}
 	d.g = g
 	w.setClock(d)
+	if restart && d.lastCheckpointOp > 0 {
+		d.restoreClientTable("restart")
+	}
 	if restart {
 		w.checkers[d.group].onRestart(d.node, g)
 	} else {
