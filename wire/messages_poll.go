@@ -68,6 +68,14 @@ func AppendPollMessagesReply(dst []byte, partitionID uint32, currentOffset uint6
 	return append(dst, records...)
 }
 
+// PutPollMessagesReplyPrefix writes the 16-byte reply prefix into b[:16], for a server that reserved
+// the prefix, appended records behind it (partitions.Log.PollInto) and learned the count afterwards.
+func PutPollMessagesReplyPrefix(b []byte, partitionID uint32, currentOffset uint64, messagesCount uint32) {
+	binary.LittleEndian.PutUint32(b[0:], partitionID)
+	binary.LittleEndian.PutUint64(b[4:], currentOffset)
+	binary.LittleEndian.PutUint32(b[12:], messagesCount)
+}
+
 // PolledMessage is one message of a decoded poll reply, with absolute offset and timestamps resolved
 // from its batch record. Payload and UserHeaders alias the reply bytes.
 type PolledMessage struct {

@@ -147,6 +147,12 @@ func TestDecodePollMessagesReplyStrictChecks(t *testing.T) {
 		string(r.Messages[1].Payload) != "world!" || r.Messages[0].OriginTimestamp != testMessages()[0].OriginTimestamp {
 		t.Fatalf("decoded %+v", r)
 	}
+	reserved := make([]byte, PollMessagesReplyPrefixSize, PollMessagesReplyPrefixSize+len(batch))
+	reserved = append(reserved, batch...)
+	PutPollMessagesReplyPrefix(reserved, 0, 41, 2)
+	if !bytes.Equal(reserved, good) {
+		t.Fatal("PutPollMessagesReplyPrefix differs from AppendPollMessagesReply")
+	}
 	empty := AppendPollMessagesReply(nil, PollResyncPartitionID, 0, 0, nil)
 	if r, err := DecodePollMessagesReply(empty); err != nil || r.PartitionID != PollResyncPartitionID || len(empty) != 16 {
 		t.Fatalf("empty reply: %+v %v", r, err)
