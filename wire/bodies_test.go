@@ -419,3 +419,27 @@ func normalize(r Request) Request {
 	}
 	return r
 }
+
+func TestPermissionsEntryBound(t *testing.T) {
+	build := func(n int) []byte {
+		b := append(make([]byte, 10), 1)
+		for i := 0; i < n; i++ {
+			b = appendU32(b, uint32(i))
+			b = append(b, 0, 0, 0, 0, 0, 0, 0, 1)
+		}
+		b[len(b)-1] = 0
+		return b
+	}
+	if p, err := DecodePermissions(build(PermissionEntriesMax)); err != nil || len(p.Streams) != PermissionEntriesMax {
+		t.Fatalf("at the bound: %v", err)
+	}
+	_, err := DecodePermissions(build(PermissionEntriesMax + 1))
+	var be *BodyError
+	if !errors.As(err, &be) || !strings.Contains(be.Reason, "more than") {
+		t.Fatalf("over the bound: %v", err)
+	}
+	dup := cat(make([]byte, 10), []byte{1}, le32(1), make([]byte, 6), []byte{0, 1}, le32(1), make([]byte, 6), []byte{0, 0})
+	if _, err := DecodePermissions(dup); !errors.As(err, &be) || !strings.Contains(be.Reason, "duplicate stream id 1") || be.Field != "permissions.stream.stream_id[1]" {
+		t.Fatalf("duplicate stream: %v", err)
+	}
+}

@@ -16,6 +16,8 @@ type BodyError struct {
 	Offset int
 	Reason string
 	Code   ErrorCode
+
+	indexed int // how many list indexes annotate added
 }
 
 func (e *BodyError) Error() string {
@@ -45,6 +47,15 @@ func (d *decoder) failWithCode(code ErrorCode, field, format string, args ...any
 }
 
 func (d *decoder) failed() bool { return d.failure != nil }
+
+// annotate records the index of the list element being decoded when it failed (once per failure, so
+// nested lists read inner-most first: "permissions.stream.flags[2][0]" = stream 0, topic 2).
+func (d *decoder) annotate(index int) {
+	if d.failure != nil && d.failure.indexed < 2 {
+		d.failure.Field += fmt.Sprintf("[%d]", index)
+		d.failure.indexed++
+	}
+}
 
 func (d *decoder) err() error {
 	if d.failure == nil {

@@ -1,9 +1,6 @@
 package wire
 
-import (
-	"fmt"
-	"sort"
-)
+import "sort"
 
 // GlobalPermissions are the ten server-wide flags, in wire order.
 type GlobalPermissions struct {
@@ -31,12 +28,10 @@ type Permissions struct {
 	Streams []StreamPermissions
 }
 
-// Size limits that keep decoding bounded regardless of input (each stream entry is ≥ 12 bytes and each
-// topic entry ≥ 9, so the body length bounds these too; the constants make the bound explicit).
-const (
-	permissionStreamsMax = 1 << 20
-	permissionTopicsMax  = 1 << 20
-)
+// PermissionEntriesMax bounds the stream plus topic entries one Permissions value may carry, so a
+// hostile body cannot make the decoder build millions of entries (a body of 64 MiB could otherwise
+// describe five million). Far above any real deployment's stream × topic grants.
+const PermissionEntriesMax = 1 << 16
 
 // Append encodes the permissions. Streams and topics are written sorted by id so the encoding is
 // deterministic.
@@ -73,56 +68,64 @@ func (p *Permissions) Append(b []byte) []byte {
 func (p *Permissions) Bytes() []byte { return p.Append(nil) }
 
 func (d *decoder) permissions(field string) *Permissions {
+	// Field names are constant inside the loops (no per-element formatting on the hot path); a failure
+	// is annotated with the element index afterwards.
 	p := &Permissions{}
 	g := &p.Global
-	for i, dst := range []*bool{&g.ManageServers, &g.ReadServers, &g.ManageUsers, &g.ReadUsers, &g.ManageStreams,
-		&g.ReadStreams, &g.ManageTopics, &g.ReadTopics, &g.PollMessages, &g.SendMessages} {
-		*dst = d.bool(fmt.Sprintf("%s.global[%d]", field, i))
-	}
+	gf := field + ".global"
+	g.ManageServers, g.ReadServers, g.ManageUsers, g.ReadUsers = d.bool(gf), d.bool(gf), d.bool(gf), d.bool(gf)
+	g.ManageStreams, g.ReadStreams, g.ManageTopics, g.ReadTopics = d.bool(gf), d.bool(gf), d.bool(gf), d.bool(gf)
+	g.PollMessages, g.SendMessages = d.bool(gf), d.bool(gf)
 	more := d.bool(field + ".has_streams")
 	seenStreams := map[uint32]bool{}
+	entries := 0
 	for more && !d.failed() {
-		if len(p.Streams) >= permissionStreamsMax {
-			d.fail(field+".streams", "more than %d streams", permissionStreamsMax)
-			return nil
-		}
-		sf := fmt.Sprintf("%s.streams[%d]", field, len(p.Streams))
-		s := StreamPermissions{StreamID: d.u32(sf + ".stream_id")}
+		s := d.streamPermissions(field+".stream", &entries)
 		if !d.failed() && seenStreams[s.StreamID] {
-			d.fail(sf+".stream_id", "duplicate stream id %d", s.StreamID)
-			return nil
+			d.fail(field+".stream.stream_id", "duplicate stream id %d", s.StreamID)
 		}
+		d.annotate(len(p.Streams))
 		seenStreams[s.StreamID] = true
-		for i, dst := range []*bool{&s.ManageStream, &s.ReadStream, &s.ManageTopics, &s.ReadTopics, &s.PollMessages, &s.SendMessages} {
-			*dst = d.bool(fmt.Sprintf("%s.flags[%d]", sf, i))
-		}
-		moreTopics := d.bool(sf + ".has_topics")
-		seenTopics := map[uint32]bool{}
-		for moreTopics && !d.failed() {
-			if len(s.Topics) >= permissionTopicsMax {
-				d.fail(sf+".topics", "more than %d topics", permissionTopicsMax)
-				return nil
-			}
-			tf := fmt.Sprintf("%s.topics[%d]", sf, len(s.Topics))
-			t := TopicPermissions{TopicID: d.u32(tf + ".topic_id")}
-			if !d.failed() && seenTopics[t.TopicID] {
-				d.fail(tf+".topic_id", "duplicate topic id %d", t.TopicID)
-				return nil
-			}
-			seenTopics[t.TopicID] = true
-			for i, dst := range []*bool{&t.ManageTopic, &t.ReadTopic, &t.PollMessages, &t.SendMessages} {
-				*dst = d.bool(fmt.Sprintf("%s.flags[%d]", tf, i))
-			}
-			s.Topics = append(s.Topics, t)
-			moreTopics = d.bool(tf + ".has_next_topic")
-		}
 		p.Streams = append(p.Streams, s)
-		more = d.bool(sf + ".has_next_stream")
+		more = d.bool(field + ".has_next_stream")
 	}
 	if d.failed() {
 		return nil
 	}
 	return p
+}
+
+func (d *decoder) streamPermissions(field string, entries *int) StreamPermissions {
+	if *entries++; *entries > PermissionEntriesMax {
+		d.fail(field, "more than %d stream and topic entries", PermissionEntriesMax)
+		return StreamPermissions{}
+	}
+	s := StreamPermissions{StreamID: d.u32(field + ".stream_id")}
+	sf := field + ".flags"
+	s.ManageStream, s.ReadStream, s.ManageTopics = d.bool(sf), d.bool(sf), d.bool(sf)
+	s.ReadTopics, s.PollMessages, s.SendMessages = d.bool(sf), d.bool(sf), d.bool(sf)
+	more := d.bool(field + ".has_topics")
+	var seen map[uint32]bool
+	for more && !d.failed() {
+		if *entries++; *entries > PermissionEntriesMax {
+			d.fail(field+".topic", "more than %d stream and topic entries", PermissionEntriesMax)
+			return s
+		}
+		if seen == nil {
+			seen = map[uint32]bool{}
+		}
+		t := TopicPermissions{TopicID: d.u32(field + ".topic.topic_id")}
+		if !d.failed() && seen[t.TopicID] {
+			d.fail(field+".topic.topic_id", "duplicate topic id %d", t.TopicID)
+		}
+		tf := field + ".topic.flags"
+		t.ManageTopic, t.ReadTopic, t.PollMessages, t.SendMessages = d.bool(tf), d.bool(tf), d.bool(tf), d.bool(tf)
+		d.annotate(len(s.Topics))
+		seen[t.TopicID] = true
+		s.Topics = append(s.Topics, t)
+		more = d.bool(field + ".topic.has_next_topic")
+	}
+	return s
 }
 
 // permissionsBlock decodes [perm_len u32][Permissions] where the permissions must fill perm_len exactly.

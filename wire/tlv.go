@@ -111,16 +111,12 @@ func (d *decoder) tlvBlock(field string, pairsMax int) []TLVPair {
 			d.failWithCode(ErrOptionsBlockTooLarge, field, "more than %d pairs", pairsMax)
 			return nil
 		}
-		name := fmt.Sprintf("%s[%d]", field, i)
-		kk, k := d.tlvField(name + ".key")
-		if d.failed() {
-			return nil
+		kk, k := d.tlvField(field + ".key")
+		if !d.failed() && d.remaining() == 0 {
+			d.fail(field+".value", "key without a value (odd number of TLV fields)")
 		}
-		if d.remaining() == 0 {
-			d.fail(name+".value", "key without a value (odd number of TLV fields)")
-			return nil
-		}
-		vk, v := d.tlvField(name + ".value")
+		vk, v := d.tlvField(field + ".value")
+		d.annotate(i)
 		pairs = append(pairs, TLVPair{KeyKind: kk, Key: k, ValueKind: vk, Value: v})
 	}
 	if d.failed() {
@@ -206,18 +202,21 @@ func (d *decoder) options(field string, block []byte) Options {
 	opts := make(Options, 0, len(pairs))
 	seen := make(map[string]struct{}, len(pairs))
 	for i, p := range pairs {
-		name := fmt.Sprintf("%s[%d].key", field, i)
+		name := field + ".key"
 		if p.KeyKind != KindString {
 			d.fail(name, "option key kind %s, must be string", p.KeyKind)
+			d.annotate(i)
 			return nil
 		}
 		if !utf8.Valid(p.Key) {
 			d.fail(name, "option key is not valid UTF-8")
+			d.annotate(i)
 			return nil
 		}
 		key := string(p.Key)
 		if _, dup := seen[key]; dup {
 			d.fail(name, "duplicate option key %q", key)
+			d.annotate(i)
 			return nil
 		}
 		seen[key] = struct{}{}
