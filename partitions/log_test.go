@@ -369,10 +369,14 @@ func TestRecordsAreByteIdenticalToAppendedBatches(t *testing.T) {
 	if !bytes.Equal(res.Records, all) {
 		t.Fatal("a whole-log poll does not return the appended bytes unchanged")
 	}
-	prefix := []byte("prefix")
+	prefix := make([]byte, wire.PollMessagesReplyPrefixSize)
 	out, err := l.PollInto(prefix, PollQuery{Strategy: wire.PollingStrategy{Kind: wire.PollFirst}, Count: 12})
-	if err != nil || !bytes.Equal(out.Records, all) {
+	if err != nil || !bytes.Equal(out.Records, all) || len(out.Appended) != len(prefix)+len(all) {
 		t.Fatalf("PollInto: %v", err)
+	}
+	wire.PutPollMessagesReplyPrefix(out.Appended, 0, out.CurrentOffset, out.MessagesCount)
+	if r, err := wire.DecodePollMessagesReply(out.Appended); err != nil || len(r.Messages) != 12 {
+		t.Fatalf("reply built in place: %v", err)
 	}
 }
 

@@ -27,7 +27,10 @@ type PollQuery struct {
 type PollResult struct {
 	// Records are whole batch records, wire-ready for the PollMessages reply; batches only partly
 	// selected are sliced (re-written count/length, base_offset kept, checksum re-sealed).
-	Records       []byte
+	Records []byte
+	// Appended is the dst passed to PollInto with the records appended (Records is its tail): a caller
+	// that reserved the reply prefix in dst writes it here, since appending may have moved the buffer.
+	Appended      []byte
 	MessagesCount uint32
 	FirstOffset   uint64 // offset of the first returned message (valid when MessagesCount > 0)
 	LastOffset    uint64 // offset of the last returned message (valid when MessagesCount > 0)
@@ -55,7 +58,7 @@ func (l *Log) PollInto(dst []byte, q PollQuery) (PollResult, error) {
 	res := PollResult{CurrentOffset: st.CurrentOffset, NextOffset: st.FirstOffset}
 	p := poller{log: l, dst: dst, recordsAt: len(dst), count: q.Count, res: &res}
 	if q.Count == 0 || st.MessagesCount == 0 {
-		res.Records = dst[len(dst):]
+		res.Records, res.Appended = dst[len(dst):], dst
 		return res, nil
 	}
 	var err error
@@ -75,7 +78,7 @@ func (l *Log) PollInto(dst []byte, q PollQuery) (PollResult, error) {
 	if err != nil {
 		return PollResult{}, fmt.Errorf("poll %s: %w", l.dir, err)
 	}
-	res.Records = p.dst[p.recordsAt:]
+	res.Records, res.Appended = p.dst[p.recordsAt:], p.dst
 	return res, nil
 }
 
