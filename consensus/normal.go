@@ -97,6 +97,13 @@ func (r *Replica) onPrepare(m Message) {
 	r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	r.seenOp = max(r.seenOp, h.Op)
 	if h.Op <= r.commitMin {
+		// Already committed here (perhaps learnt in an earlier view while this
+		// primary's merge settled for a lower commit): ack so it re-commits.
+		if s := r.journal.get(h.Op); s != nil && s.prepare.Header.Checksum != h.Checksum {
+			panic(fmt.Sprintf("consensus: replica %d committed op %d as %x, primary of view %d prepares %x",
+				r.id, h.Op, s.prepare.Header.Checksum, r.view, h.Checksum))
+		}
+		r.sendPrepareOk(h)
 		r.commitJournal()
 		return
 	}
