@@ -286,3 +286,35 @@ func (l *Log) closeSegments() error {
 	}
 	return errors.Join(errs...)
 }
+
+// SegmentLogPath is the .log file of the segment starting at startOffset (for hard links from a
+// prepare WAL that references appended batches by BatchLocation).
+func (l *Log) SegmentLogPath(startOffset uint64) string { return segmentLogPath(l.dir, startOffset) }
+
+// ReadBatch returns a copy of the batch record at loc, verified (framing and every checksum), or an
+// error when the segment is gone (retention) or the bytes there are not that batch.
+func (l *Log) ReadBatch(loc BatchLocation) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	for _, s := range l.segments {
+		if s.startOffset != loc.SegmentStartOffset {
+			continue
+		}
+		if loc.Length < wire.BatchHeaderSize || loc.Length > wire.BatchFrameBytesMax ||
+			loc.Position > s.sizeBytes || loc.Length > s.sizeBytes-loc.Position {
+			return nil, fmt.Errorf("read batch %+v from %s: outside the segment's %d bytes", loc, l.dir, s.sizeBytes)
+		}
+		b := make([]byte, loc.Length)
+		if _, err := s.logFile.ReadAt(b, int64(loc.Position)); err != nil {
+			return nil, fmt.Errorf("read batch %+v from %s: %w", loc, l.dir, err)
+		}
+		if _, err := wire.VerifyBatch(b); err != nil {
+			return nil, fmt.Errorf("read batch %+v from %s: %w", loc, l.dir, err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("read batch %+v from %s: segment %d no longer exists", loc, l.dir, loc.SegmentStartOffset)
+}

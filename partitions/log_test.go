@@ -444,3 +444,38 @@ func TestReopenedFullSegmentRollsBeforeTheNextAppend(t *testing.T) {
 		t.Fatalf("the full segment was not rolled before the append: %+v", st)
 	}
 }
+
+func TestReadBatchByLocation(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
+	defer l.Close()
+	var locs []BatchLocation
+	var batches [][]byte
+	for i := 0; i < 6; i++ {
+		b := makeBatch(t, l.NextOffset(), 2, 700, uint64(i))
+		loc, err := l.Append(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locs, batches = append(locs, loc), append(batches, b)
+	}
+	for i, loc := range locs {
+		got, err := l.ReadBatch(loc)
+		if err != nil || !bytes.Equal(got, batches[i]) {
+			t.Fatalf("batch %d at %+v: %v", i, loc, err)
+		}
+	}
+	bad := locs[1]
+	bad.Position++
+	if _, err := l.ReadBatch(bad); err == nil {
+		t.Fatal("ReadBatch accepted a misplaced location")
+	}
+	if _, err := l.DeleteSegments(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadBatch(locs[0]); err == nil {
+		t.Fatal("ReadBatch served a deleted segment")
+	}
+	if _, err := os.Stat(l.SegmentLogPath(locs[5].SegmentStartOffset)); err != nil {
+		t.Fatalf("SegmentLogPath: %v", err)
+	}
+}
