@@ -85,14 +85,14 @@ type groupChecker struct {
 	replies map[requestKey]requestRecord // metadata plane: first reply body per request
 	// checkpoints: op -> hash of the snapshot bytes (application state and
 	// the core's client table) the first replica to checkpoint there made.
-	checkpoints map[uint64]uint64
+	checkpoints map[uint64]consensus.Snapshot
 	replicas    []replicaWatch
 	report      func(Violation)
 	now         *uint64
 }
 
 func newGroupChecker(name string, n int, dedup bool, now *uint64, report func(Violation)) *groupChecker {
-	return &groupChecker{name: name, dedup: dedup, seen: map[requestKey]uint64{}, replies: map[requestKey]requestRecord{}, checkpoints: map[uint64]uint64{}, replicas: make([]replicaWatch, n), report: report, now: now}
+	return &groupChecker{name: name, dedup: dedup, seen: map[requestKey]uint64{}, replies: map[requestKey]requestRecord{}, checkpoints: map[uint64]consensus.Snapshot{}, replicas: make([]replicaWatch, n), report: report, now: now}
 }
 
 func (c *groupChecker) fail(replica int, check, format string, args ...any) {
@@ -292,10 +292,25 @@ func (c *groupChecker) onCachedReply(r int, client consensus.Uint128, request, o
 // core's client table must be functions of the committed log alone.
 func (c *groupChecker) onCheckpoint(r int, s consensus.Snapshot) {
 	if prev, ok := c.checkpoints[s.Op]; ok {
-		if prev != s.Checksum {
-			c.fail(r, checkSnapshotAgreement, "checkpoint at op %d has checksum %x, another replica's has %x", s.Op, s.Checksum, prev)
+		if prev.Checksum != s.Checksum {
+			c.fail(r, checkSnapshotAgreement, "checkpoint at op %d differs from another replica's: %s", s.Op, describeDiff(prev.Data, s.Data))
 		}
 		return
 	}
-	c.checkpoints[s.Op] = s.Checksum
+	c.checkpoints[s.Op] = s
+}
+
+// describeDiff says where two snapshots first differ (the first 16 bytes
+// are the application state, the rest the core's client table).
+func describeDiff(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	part := "application state"
+	if i >= 16 {
+		part = fmt.Sprintf("client table byte %d", i-16)
+	}
+	lo, hiA, hiB := max(0, i-8), min(len(a), i+24), min(len(b), i+24)
+	return fmt.Sprintf("first difference in %s (lengths %d vs %d): ...%x... vs ...%x...", part, len(a), len(b), a[lo:hiA], b[lo:hiB])
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,6 +37,7 @@ func reproLine(seed uint64) string {
 type sweepSummary struct {
 	seeds, ticks, committed, viewChanges, crashes, acks, violations uint64
 	failing                                                         []uint64
+	byCheck                                                         map[string]int // failing seeds per first violated check
 }
 
 func (s *sweepSummary) add(r Result) {
@@ -48,12 +50,25 @@ func (s *sweepSummary) add(r Result) {
 	if len(r.Violations) > 0 {
 		s.violations += uint64(len(r.Violations))
 		s.failing = append(s.failing, r.Seed)
+		if s.byCheck == nil {
+			s.byCheck = map[string]int{}
+		}
+		s.byCheck[r.Violations[0].Check]++
 	}
 }
 
 func (s *sweepSummary) String() string {
-	return fmt.Sprintf("sim sweep: seeds=%d ticks=%d committed_ops=%d view_changes=%d crashes=%d acks=%d violations=%d failing_seeds=%v",
-		s.seeds, s.ticks, s.committed, s.viewChanges, s.crashes, s.acks, s.violations, s.failing)
+	checks := make([]string, 0, len(s.byCheck))
+	for k, v := range s.byCheck {
+		checks = append(checks, fmt.Sprintf("%s:%d", k, v))
+	}
+	slices.Sort(checks)
+	failing := s.failing
+	if len(failing) > 100 {
+		failing = failing[:100] // the first hundred are plenty to triage
+	}
+	return fmt.Sprintf("sim sweep: seeds=%d ticks=%d committed_ops=%d view_changes=%d crashes=%d acks=%d violations=%d failing_seeds=%d by_check=%v first_failing=%v",
+		s.seeds, s.ticks, s.committed, s.viewChanges, s.crashes, s.acks, s.violations, len(s.failing), checks, failing)
 }
 
 // runSeeds runs seeds in parallel workers and hands results back in seed
