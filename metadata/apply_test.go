@@ -274,3 +274,40 @@ func TestUserLifecycle(t *testing.T) {
 		t.Fatalf("lowest free user id %d, want 3", res.User.ID)
 	}
 }
+
+func TestTopicAndUserLimits(t *testing.T) {
+	f := newFixture(t)
+	for i := 1; i < TopicsPerStreamMax; i++ { // t1 holds id 0
+		f.mustOK(RootUserID, withPartitions(withTopicName(defaultTopic(), "topic-"+itoa(i)), 0))
+	}
+	f.mustReject(RootUserID, withTopicName(defaultTopic(), "one-too-many"), CodeTooManyTopics)
+
+	for i := 3; i < UsersMax; i++ { // root, alice, bob hold 0..2
+		f.mustOK(RootUserID, CreateUser{Username: "user-" + itoa(i), PasswordHash: "h", Status: UserActive})
+	}
+	f.mustReject(RootUserID, CreateUser{Username: "one-too-many", PasswordHash: "h", Status: UserActive}, CodeUsersLimitReached)
+}
+
+// TestLowestFreeBound covers the id-space exhaustion path used for
+// streams (1020), whose 2^20 bound is too large to fill in a unit test.
+func TestLowestFreeBound(t *testing.T) {
+	used := map[uint32]bool{0: true, 1: true, 3: true}
+	hint := 0
+	if id, ok := lowestFree(used, 8, &hint); !ok || id != 2 || hint != 3 {
+		t.Fatalf("lowest free %d %v hint %d", id, ok, hint)
+	}
+	used[2] = true
+	if id, ok := lowestFree(used, 8, &hint); !ok || id != 4 {
+		t.Fatalf("next free %d %v", id, ok)
+	}
+	lowerHint(&hint, 1)
+	delete(used, 1)
+	if id, _ := lowestFree(used, 8, &hint); id != 1 {
+		t.Fatalf("freed id not reused: %d", id)
+	}
+	full := map[uint32]bool{0: true, 1: true}
+	hint = 0
+	if _, ok := lowestFree(full, 2, &hint); ok {
+		t.Fatal("full id space reported a free id")
+	}
+}
