@@ -163,7 +163,9 @@ func (n *Node) createUserCommand(r wire.CreateUserRequest) (metadata.Command, an
 	if !metadata.ValidUsername(r.Username) {
 		return nil, nil, wire.ErrInvalidUsername
 	}
-	hash, err := metadata.HashPassword(r.Password)
+	var hash string
+	var err error
+	n.credentials.run(func() { hash, err = metadata.HashPassword(r.Password) })
 	if err != nil {
 		if errors.Is(err, metadata.ErrInvalidPassword) {
 			return nil, nil, wire.ErrInvalidPassword
@@ -183,11 +185,17 @@ func (n *Node) createUserCommand(r wire.CreateUserRequest) (metadata.Command, an
 func (n *Node) changePasswordCommand(r wire.ChangePasswordRequest) (metadata.Command, any, wire.ErrorCode) {
 	cmd := metadata.ChangePassword{User: wireIdent(r.User)}
 	user, found := n.state.GetUser(cmd.User)
-	if found && !metadata.VerifyPasswordHash(user.PasswordHash, r.CurrentPassword) {
+	matches := false
+	if found {
+		n.credentials.run(func() { matches = metadata.VerifyPasswordHash(user.PasswordHash, r.CurrentPassword) })
+	}
+	if found && !matches {
 		cmd.CurrentPasswordMismatch = true
 		return cmd, nil, wire.OK
 	}
-	hash, err := metadata.HashPassword(r.NewPassword)
+	var hash string
+	var err error
+	n.credentials.run(func() { hash, err = metadata.HashPassword(r.NewPassword) })
 	if err != nil {
 		if errors.Is(err, metadata.ErrInvalidPassword) {
 			return nil, nil, wire.ErrInvalidPassword

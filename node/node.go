@@ -39,15 +39,16 @@ type Options struct {
 
 // Node is one running server.
 type Node struct {
-	cfg       *config.Config
-	log       *slog.Logger
-	lifetime  context.Context // cancelled when the node starts shutting down
-	state     *metadata.State
-	driver    *driver
-	sessions  *registry
-	tcp       *transport.TCPServer
-	startedAt time.Time
-	dataDir   string
+	cfg         *config.Config
+	log         *slog.Logger
+	lifetime    context.Context // cancelled when the node starts shutting down
+	state       *metadata.State
+	driver      *driver
+	sessions    *registry
+	credentials credentialSlots
+	tcp         *transport.TCPServer
+	startedAt   time.Time
+	dataDir     string
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -69,11 +70,12 @@ func Run(ctx context.Context, opts Options) error {
 		return errors.New("node: cluster mode is not available in this build (no replica transport yet); set cluster.enabled = false")
 	}
 	n := &Node{
-		cfg:       cfg,
-		log:       log,
-		sessions:  newRegistry(),
-		startedAt: time.Now(),
-		dataDir:   cfg.System.Path,
+		cfg:         cfg,
+		log:         log,
+		sessions:    newRegistry(),
+		credentials: newCredentialSlots(),
+		startedAt:   time.Now(),
+		dataDir:     cfg.System.Path,
 	}
 
 	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"),

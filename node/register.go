@@ -34,7 +34,8 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 	var userID uint32
 	switch login.Kind {
 	case wire.RegisterWithPassword:
-		uid, code := n.state.VerifyPassword(login.Username, login.Password)
+		var uid, code uint32
+		n.credentials.run(func() { uid, code = n.state.VerifyPassword(login.Username, login.Password) })
 		if code != metadata.CodeOK {
 			n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
 			return
