@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"testing"
 )
@@ -171,5 +172,37 @@ func TestDecodePollMessagesReplyStrictChecks(t *testing.T) {
 	}
 	if _, err := DecodePollMessagesReply(bad["stale checksum"]); !errors.Is(err, ErrInvalidBatchChecksum) {
 		t.Errorf("stale checksum error %v", err)
+	}
+}
+
+// upstreamProduceBody is the SendMessages body the upstream Rust encoder produces (pinned as a golden
+// vector by the Go SDK, foreign/go/internal/command/message_test.go) for stream 1, topic 2, balanced
+// partitioning and two messages: {id 7, origin 1000, "first-payload"} and {id 8, origin 1050,
+// "second-payload", user headers "user-header-bytes"}.
+const upstreamProduceBody = "12000000010401000000010402000000010002000000000000000000000000000000000000000000000000000000e8030000000000008c01000000000000a91f38c86307267c02000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000bfd2b9205a759675070000000000000000000000000000000000000000000000000000000d000000000000000000000066697273742d7061796c6f6164d66b7e1c758eb7c0080000000000000000000000000000000100000032000000110000000e00000000000000000000007365636f6e642d7061796c6f6164757365722d6865616465722d6279746573"
+
+func TestSendMessagesMatchesTheUpstreamEncoderByteForByte(t *testing.T) {
+	want, err := hex.DecodeString(upstreamProduceBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := AppendSendMessages(nil, NumericID(1), NumericID(2), Partitioning{Kind: PartitioningBalanced},
+		[]BatchMessageInput{
+			{ID: [16]byte{7}, OriginTimestamp: 1000, Payload: []byte("first-payload")},
+			{ID: [16]byte{8}, OriginTimestamp: 1050, Payload: []byte("second-payload"),
+				UserHeaders: []byte("user-header-bytes")},
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("encoded body differs from the upstream golden vector\n got %x\nwant %x", got, want)
+	}
+	req, err := DecodeSendMessages(want)
+	if err != nil {
+		t.Fatalf("upstream body rejected: %v", err)
+	}
+	if req.MessagesCount != 2 || req.Header.OriginTimestamp != 1000 || req.Partitioning.Kind != PartitioningBalanced {
+		t.Fatalf("decoded %+v", req)
 	}
 }
