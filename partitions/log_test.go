@@ -479,3 +479,33 @@ func TestReadBatchByLocation(t *testing.T) {
 		t.Fatalf("SegmentLogPath: %v", err)
 	}
 }
+
+func TestEnforceTopicSizeDeletesTheOldestDataAcrossPartitions(t *testing.T) {
+	a := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
+	defer a.Close()
+	b := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
+	defer b.Close()
+	for i := 0; i < 6; i++ { // partition a holds the older data (append times 100..), b the newer (500..)
+		if _, err := a.Append(makeBatch(t, a.NextOffset(), 2, 700, 100+uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Append(makeBatch(t, b.NextOffset(), 2, 700, 500+uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := a.Stats().SizeBytes + b.Stats().SizeBytes
+	segment := a.segments[0].sizeBytes
+	res, err := EnforceTopicSize([]*Log{a, b}, total-segment)
+	if err != nil || res.SegmentsDeleted != 1 {
+		t.Fatalf("one segment over: %+v %v", res, err)
+	}
+	if a.Stats().FirstOffset != 6 || b.Stats().FirstOffset != 0 {
+		t.Fatalf("the newer partition lost data first: a %+v b %+v", a.Stats(), b.Stats())
+	}
+	if res, err := EnforceTopicSize([]*Log{a, b}, 1); err != nil || a.Stats().SegmentsCount != 1 || b.Stats().SegmentsCount != 1 {
+		t.Fatalf("shrinking to one byte must stop at the active segments: %+v %v", res, err)
+	}
+	if res, err := EnforceTopicSize([]*Log{a, b}, 0); err != nil || res.SegmentsDeleted != 0 {
+		t.Fatalf("unlimited: %+v %v", res, err)
+	}
+}

@@ -155,3 +155,62 @@ func (l *Log) syncDirIfDirty() error {
 	l.dirDirty = false
 	return nil
 }
+
+// EnforceTopicSize applies a topic's max_topic_size across its partitions: while the logs together
+// hold more than maxTopicSizeBytes, the sealed segment with the oldest data (smallest newest-append
+// time, across all partitions) is deleted. Active segments are never deleted. 0 or math.MaxUint64 mean
+// unlimited. Logs that are closed or failed are skipped.
+func EnforceTopicSize(logs []*Log, maxTopicSizeBytes uint64) (RetentionResult, error) {
+	var res RetentionResult
+	if maxTopicSizeBytes == 0 || maxTopicSizeBytes == math.MaxUint64 {
+		return res, nil
+	}
+	for {
+		var total uint64
+		var victim *Log
+		var victimAge uint64
+		for _, l := range logs {
+			size, oldest, ok := l.sealedOldest()
+			total += size
+			if ok && (victim == nil || oldest < victimAge) {
+				victim, victimAge = l, oldest
+			}
+		}
+		if total <= maxTopicSizeBytes || victim == nil {
+			return res, nil
+		}
+		if err := victim.deleteOldestSealed(&res); err != nil {
+			return res, err
+		}
+	}
+}
+
+// sealedOldest reports the log's size and, when it has a sealed segment, the newest append time in
+// its oldest one.
+func (l *Log) sealedOldest() (sizeBytes, oldestTimestamp uint64, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || l.failure != nil {
+		return 0, 0, false
+	}
+	sizeBytes = l.statsLocked().SizeBytes
+	if len(l.segments) < 2 {
+		return sizeBytes, 0, false
+	}
+	return sizeBytes, l.segments[0].timestampMax, true
+}
+
+func (l *Log) deleteOldestSealed(res *RetentionResult) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if len(l.segments) < 2 {
+		return nil // raced with another retention pass
+	}
+	if err := l.deleteOldestSegment(res); err != nil {
+		return err
+	}
+	return l.syncDirIfDirty()
+}
