@@ -319,3 +319,28 @@ type dropKey struct {
 func (h *harness) isDropped(m Message) bool {
 	return h.dropped[[2]uint8{m.From, m.To}] || h.droppedKinds[dropKey{m.From, m.To, m.Kind}]
 }
+
+// crashMidReady crashes replica i while it persists its next Ready: the
+// truncate and only the first keepEntries entries reach storage, no
+// superblock, nothing is sent or applied.
+func (h *harness) crashMidReady(i int, keepEntries int) {
+	r := h.replicas[i]
+	if h.up[i] && r.HasReady() {
+		rd := r.Ready()
+		st := h.stores[i]
+		if rd.Truncate != 0 {
+			for op := range st.entries {
+				if op >= rd.Truncate {
+					delete(st.entries, op)
+				}
+			}
+		}
+		for k, e := range rd.Entries {
+			if k >= keepEntries {
+				break
+			}
+			st.entries[e.Header.Op] = e
+		}
+	}
+	h.crash(i)
+}
