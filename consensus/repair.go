@@ -143,9 +143,6 @@ func (r *Replica) onRequestPrepares(m Message) {
 // view: from the primary (authoritative for its view) or, while a new view
 // assembles, from a canonical sender, checked against the merged headers.
 func (r *Replica) onRepairPrepare(m Message) {
-	if dbgHook != nil && m.Prepare != nil {
-		dbgHook(r.dbgRepair(m))
-	}
 	if !r.repair.active || m.Nonce != r.repair.nonce || m.From != r.repair.peer || m.View != r.view ||
 		m.Prepare == nil || !verifyPrepare(m.Prepare) || r.Transferring() {
 		return
@@ -214,5 +211,3 @@ func (r *Replica) onRepairReply(m Message) {
 		r.sendRepairRequest()
 	}
 }
-
-var dbgHook func(string)
