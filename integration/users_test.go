@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lodestream/lodestream/client"
 	"github.com/lodestream/lodestream/wire"
@@ -195,4 +196,39 @@ func TestSystemCommands(t *testing.T) {
 	must(t, c.Logout(ctx))
 	_, err = c.GetStreams(ctx)
 	expectCode(t, err, wire.ErrUnauthenticated)
+}
+
+func TestExpiredTokensAreRefusedAndCleaned(t *testing.T) {
+	srv := startServer(t, "", "IGGY_PERSONAL_ACCESS_TOKEN_CLEANER_INTERVAL=100ms", "IGGY_PERSONAL_ACCESS_TOKEN_MAX_TOKENS_PER_USER=2")
+	root := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	short, err := root.CreatePersonalAccessToken(ctx, "short", 300_000) // 300 ms
+	must(t, err)
+	_, err = root.CreatePersonalAccessToken(ctx, "long", 0)
+	must(t, err)
+	_, err = root.CreatePersonalAccessToken(ctx, "third", 0)
+	expectCode(t, err, wire.ErrPersonalAccessTokensLimitReached)
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tokens, err := root.GetPersonalAccessTokens(ctx)
+		must(t, err)
+		if len(tokens) == 1 && tokens[0].Name == "long" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("expired token not cleaned: %+v", tokens)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	late := dialClient(t, srv.addr)
+	_, err = late.LoginWithPersonalAccessToken(ctx, short)
+	expectCode(t, err, wire.ErrInvalidPersonalAccessToken)
+	// The cleaner's own session does not show up as a client (the evicted
+	// connection is gone too).
+	clients, err := root.GetClients(ctx)
+	must(t, err)
+	if len(clients) != 1 {
+		t.Fatalf("clients %+v", clients)
+	}
 }

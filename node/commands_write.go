@@ -128,7 +128,7 @@ func (n *Node) metadataCommand(v sessionView, req wire.Request) (metadata.Comman
 	case wire.ChangePasswordRequest:
 		return n.changePasswordCommand(r)
 	case wire.CreatePersonalAccessTokenRequest:
-		if len(n.state.PersonalAccessTokens(v.userID)) >= metadata.PATsPerUserMax {
+		if len(n.state.PersonalAccessTokens(v.userID)) >= n.patsPerUserMax() {
 			return nil, nil, wire.ErrPersonalAccessTokensLimitReached
 		}
 		token, hash, err := metadata.NewPersonalAccessToken()
@@ -204,4 +204,14 @@ func (n *Node) changePasswordCommand(r wire.ChangePasswordRequest) (metadata.Com
 	}
 	cmd.NewPasswordHash = hash
 	return cmd, nil, wire.OK
+}
+
+// patsPerUserMax is personal_access_token.max_tokens_per_user, capped by
+// the state machine's own bound.
+func (n *Node) patsPerUserMax() int {
+	limit := int(n.cfg.PersonalAccessToken.MaxTokensPerUser)
+	if limit <= 0 || limit > metadata.PATsPerUserMax {
+		return metadata.PATsPerUserMax
+	}
+	return limit
 }

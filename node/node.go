@@ -46,6 +46,7 @@ type Node struct {
 	driver      *driver
 	sessions    *registry
 	credentials credentialSlots
+	internal    *internalSession
 	tcp         *transport.TCPServer
 	startedAt   time.Time
 	dataDir     string
@@ -74,6 +75,7 @@ func Run(ctx context.Context, opts Options) error {
 		log:         log,
 		sessions:    newRegistry(),
 		credentials: newCredentialSlots(),
+		internal:    newInternalSession(),
 		startedAt:   time.Now(),
 		dataDir:     cfg.System.Path,
 	}
@@ -134,6 +136,11 @@ func Run(ctx context.Context, opts Options) error {
 	go func() {
 		defer wg.Done()
 		n.heartbeatLoop(serveCtx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.patCleanerLoop(serveCtx)
 	}()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- tcp.Serve(serveCtx, n) }()
