@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
+	"math"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/zeebo/xxh3"
@@ -17,6 +18,11 @@ const (
 	clientReplayTicks       = 5  // SDK replays 57/58 after 50 ms
 	clientDroppedRetryTicks = 20 // a silently dropped request is retried later
 	clientNotCommittedMax   = 3  // 57s in a row before looking for the primary again
+	clientLogoutProbability = 0.02
+	// clientResponseBudgetTicks is the SDK's 30 s response budget: past it
+	// the application gets an error and reconnects (logs in again). The
+	// request's outcome is unknown and its id is never reused.
+	clientResponseBudgetTicks = 3000
 )
 
 // simClient is one workload client bound to one group. It has at most one
@@ -55,6 +61,10 @@ func (c *simClient) step(w *world) {
 		}
 		c.issue(w)
 	}
+	if w.now >= c.curIssued+clientResponseBudgetTicks {
+		c.abandon(w)
+		return
+	}
 	if c.retryAt != 0 && w.now >= c.retryAt {
 		c.send(w)
 		return
@@ -71,6 +81,9 @@ func (c *simClient) issue(w *world) {
 	switch {
 	case c.dedup && c.session == 0:
 		req.Operation = consensus.OperationRegister
+	case c.dedup && w.rng.chance(clientLogoutProbability):
+		// What the node submits when a client's connection closes.
+		req.Operation, req.Session, req.Request = consensus.OperationLogout, c.session, math.MaxUint64
 	case c.dedup:
 		c.nextRequest++
 		req.Operation, req.Session, req.Request = opMetadataWrite, c.session, c.nextRequest
@@ -115,8 +128,11 @@ func (c *simClient) onReply(w *world, rep consensus.Reply) {
 	}
 	switch rep.Kind {
 	case consensus.ReplyCommitted:
-		if c.cur.Operation == consensus.OperationRegister {
+		switch c.cur.Operation {
+		case consensus.OperationRegister:
 			c.session = rep.Op
+		case consensus.OperationLogout:
+			c.session = 0
 		}
 		c.acks++
 		c.lastAckedOp = rep.Op
@@ -135,13 +151,15 @@ func (c *simClient) onReply(w *world, rep consensus.Reply) {
 		}
 		c.retryAt = w.now + clientReplayTicks
 	case consensus.ReplyEvictNoSession, consensus.ReplyEvictSessionTooLow:
+		if c.cur.Operation == consensus.OperationLogout {
+			c.session = 0 // already gone: the logout (or an eviction) won
+			c.finish(w)
+			return
+		}
 		// The session is gone. The outcome of the current request is
 		// unknown and its id is burnt: never re-send it under a new
 		// session (that could execute it twice). Register again.
-		c.session = 0
-		c.abandoned++
-		c.cur = nil
-		c.nextIssue = w.now + clientReplayTicks
+		c.abandon(w)
 	case consensus.ReplyDropped:
 		c.target = w.findPrimary(c.group)
 		c.retryAt = w.now + clientDroppedRetryTicks
@@ -151,9 +169,21 @@ func (c *simClient) onReply(w *world, rep consensus.Reply) {
 }
 
 func (c *simClient) finish(w *world) {
-	if w.healed && c.curIssued >= w.healTick && c.cur.Operation != consensus.OperationRegister {
+	op := c.cur.Operation
+	if w.healed && c.curIssued >= w.healTick && op != consensus.OperationRegister && op != consensus.OperationLogout {
 		c.doneAfterHeal = true
 	}
 	c.cur = nil
 	c.nextIssue = w.now + uint64(w.rng.intn(w.scn.ThinkTicksMax+1))
+}
+
+// abandon gives up on the current request (outcome unknown, id burnt) and
+// starts a new session, as an application does after an eviction or once
+// the response budget is spent.
+func (c *simClient) abandon(w *world) {
+	w.logf("client %d abandons request %d (operation %d) after %d attempts", c.idx, c.cur.Request, c.cur.Operation, c.attemptsOfThis)
+	c.session = 0
+	c.abandoned++
+	c.cur = nil
+	c.nextIssue = w.now + clientReplayTicks
 }

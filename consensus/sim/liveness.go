@@ -84,3 +84,24 @@ func (w *world) describeGroup(gi int) string {
 	}
 	return b.String()
 }
+
+// checkClientTables: converged replicas of the metadata group hold the
+// same client table (it is a function of the committed log).
+func (w *world) checkClientTables() {
+	for gi := range w.groups {
+		var first []byte
+		for i, nd := range w.nodes {
+			ct, ok := nd.replicas[gi].g.(clientTableCarrier)
+			if !ok || nd.replicas[gi].cfg.ClientTableMax == 0 {
+				break
+			}
+			table := ct.ClientTableSnapshot()
+			if i == 0 {
+				first = table
+			} else if string(table) != string(first) {
+				w.fail(gi, i, checkClientTable, "at commit %d the client table differs from replica 0's: %s",
+					w.checkers[gi].maxCommitted(), describeDiff(append(make([]byte, 16), first...), append(make([]byte, 16), table...)))
+			}
+		}
+	}
+}

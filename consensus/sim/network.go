@@ -25,6 +25,27 @@ type NetworkOptions struct {
 	// Clogs hold every packet on one directed link until the clog clears.
 	ClogProbability float64 // per tick: chance to clog one random link
 	ClogMeanTicks   float64
+
+	// Filters drop one message kind on one directed link for a while
+	// (e.g. only PrepareOk, only commit heartbeats).
+	FilterProbability float64 // per tick: chance to add a filter
+	FilterMeanTicks   float64
+}
+
+// filtersMax bounds the kind filters active at once.
+const filtersMax = 8
+
+// filterKinds are the message kinds a filter may target.
+var filterKinds = []consensus.MessageKind{
+	consensus.MsgPrepare, consensus.MsgPrepareOk, consensus.MsgCommit, consensus.MsgStartViewChange,
+	consensus.MsgDoViewChange, consensus.MsgStartView, consensus.MsgRequestStartView, consensus.MsgRequestPrepares,
+	consensus.MsgRepairPrepare, consensus.MsgRequestStateTransfer, consensus.MsgStateChunk,
+}
+
+type kindFilter struct {
+	link      int
+	kind      consensus.MessageKind
+	untilTick uint64
 }
 
 // partitionMode names how a partition splits the replicas.
@@ -62,6 +83,7 @@ type network struct {
 	links     [][]packet // index from*n+to
 	blocked   []bool     // partition: index from*n+to
 	clogUntil []uint64   // index from*n+to; packets wait until this tick
+	filters   []kindFilter
 
 	partitioned     bool
 	stableUntilTick uint64
@@ -72,7 +94,7 @@ type network struct {
 }
 
 type networkStats struct {
-	Sent, Delivered, Dropped, Duplicated, Evicted, Partitions, Clogs uint64
+	Sent, Delivered, Dropped, Duplicated, Evicted, Partitions, Clogs, Filters uint64
 }
 
 func newNetwork(n int, opts NetworkOptions, g *rng) *network {
@@ -97,6 +119,7 @@ func (nw *network) heal() {
 	nw.partitioned = false
 	clear(nw.blocked)
 	clear(nw.clogUntil)
+	nw.filters = nw.filters[:0]
 	nw.opts.DropProbability = 0
 	nw.opts.DuplicateProbability = 0
 	nw.opts.ReorderProbability = 0
@@ -130,6 +153,25 @@ func (nw *network) tick(now uint64) {
 			nw.stableUntilTick = now + uint64(nw.opts.PartitionStabilityTicks)
 			nw.onEvent("net: partition healed")
 		}
+	}
+	kept := nw.filters[:0]
+	for _, f := range nw.filters {
+		if f.untilTick > now {
+			kept = append(kept, f)
+		}
+	}
+	nw.filters = kept
+	if len(nw.filters) < filtersMax && nw.rng.chance(nw.opts.FilterProbability) {
+		from := nw.rng.intn(nw.n)
+		to := nw.rng.intn(nw.n - 1)
+		if to >= from {
+			to++
+		}
+		kind := filterKinds[nw.rng.intn(len(filterKinds))]
+		d := uint64(1 + nw.rng.expTicks(nw.opts.FilterMeanTicks, 20*int(nw.opts.FilterMeanTicks)+1))
+		nw.filters = append(nw.filters, kindFilter{link: nw.link(from, to), kind: kind, untilTick: now + d})
+		nw.stats.Filters++
+		nw.onEvent("net: filter kind %d on %d->%d for %d ticks", kind, from, to, d)
 	}
 	if nw.rng.chance(nw.opts.ClogProbability) {
 		from := nw.rng.intn(nw.n)
@@ -196,7 +238,7 @@ func (nw *network) send(m consensus.Message) {
 	}
 	nw.stats.Sent++
 	l := nw.link(from, to)
-	if nw.blocked[l] || nw.rng.chance(nw.opts.DropProbability) {
+	if nw.blocked[l] || nw.filtered(l, m.Kind) || nw.rng.chance(nw.opts.DropProbability) {
 		nw.stats.Dropped++
 		return
 	}
@@ -287,4 +329,13 @@ func cloneMessage(m consensus.Message) consensus.Message {
 	m.Headers = slices.Clone(m.Headers)
 	m.Data = slices.Clone(m.Data)
 	return m
+}
+
+func (nw *network) filtered(link int, kind consensus.MessageKind) bool {
+	for _, f := range nw.filters {
+		if f.link == link && f.kind == kind {
+			return true
+		}
+	}
+	return false
 }

@@ -42,10 +42,10 @@ func (s Scenario) String() string {
 			faulty++
 		}
 	}
-	return fmt.Sprintf("n=%d fault_ticks=%d clients=%d journal_slots=%d depth=%d checkpoint_every=%d client_table=%d drop=%.3f dup=%.3f latency=%d+%d partition_p=%.4f clog_p=%.4f crash_tick_p=%.5f crash_ready_p=%.4f max_down=%d faulty_storage=%d",
+	return fmt.Sprintf("n=%d fault_ticks=%d clients=%d journal_slots=%d depth=%d checkpoint_every=%d client_table=%d drop=%.3f dup=%.3f latency=%d+%d partition_p=%.4f clog_p=%.4f filter_p=%.4f crash_tick_p=%.5f crash_ready_p=%.4f max_down=%d faulty_storage=%d",
 		s.Replicas, s.FaultTicks, s.ClientsPerGroup, s.JournalSlots, s.PrepareQueueDepth, s.CheckpointEveryOps,
 		s.ClientTableMax, s.Network.DropProbability, s.Network.DuplicateProbability, s.Network.LatencyMinTicks,
-		s.Network.LatencyMeanTicks, s.Network.PartitionProbability, s.Network.ClogProbability, s.CrashPerTick,
+		s.Network.LatencyMeanTicks, s.Network.PartitionProbability, s.Network.ClogProbability, s.Network.FilterProbability, s.CrashPerTick,
 		s.CrashPerReady, s.MaxDown, faulty)
 }
 
@@ -69,6 +69,7 @@ func NewScenario(seed uint64) Scenario {
 		PartitionStabilityTicks: g.between(50, 800),
 		AsymmetricProbability:   0.3,
 		ClogMeanTicks:           float64(g.between(20, 400)),
+		FilterMeanTicks:         float64(g.between(20, 600)),
 	}
 	if !quiet {
 		s.Network.DropProbability = float64(g.intn(10)) / 100
@@ -77,11 +78,16 @@ func NewScenario(seed uint64) Scenario {
 		s.Network.PartitionProbability = float64(g.intn(20)) / 10000
 		s.Network.UnpartitionProbability = float64(1+g.intn(20)) / 1000
 		s.Network.ClogProbability = float64(g.intn(10)) / 10000
+		s.Network.FilterProbability = float64(g.intn(10)) / 10000
 	}
 
 	if !quiet || g.chance(0.5) {
 		s.CrashPerTick = float64(g.intn(6)) / 10000
 		s.CrashPerReady = float64(g.intn(6)) / 2000
+		if g.chance(0.2) { // crash-heavy seeds
+			s.CrashPerTick *= 5
+			s.CrashPerReady *= 5
+		}
 	}
 	s.DownTicksMean = float64(g.between(20, 1000))
 	s.MaxDown = g.between(1, s.Replicas)

@@ -220,6 +220,7 @@ func Run(seed uint64, opts RunOptions) (res Result) {
 				w.checkLiveness()
 			}
 			if w.allClientsDone() && w.converged() {
+				w.checkClientTables()
 				return
 			}
 		}
