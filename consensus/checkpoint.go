@@ -12,6 +12,8 @@ func (r *Replica) Checkpoint(s Snapshot) {
 		r.checkpointErr = fmt.Errorf("checkpoint at op %d: not applied yet (commit_min %d)", s.Op, r.commitMin)
 	case s.Op < r.checkpointOp:
 		r.checkpointErr = fmt.Errorf("checkpoint at op %d: older than checkpoint %d", s.Op, r.checkpointOp)
+	case r.clients != nil && s.Op != r.tableOp:
+		r.checkpointErr = fmt.Errorf("checkpoint at op %d: the client table reflects op %d (checkpoint after Advance)", s.Op, r.tableOp)
 	case SnapshotChecksum(s.Data) != s.Checksum:
 		r.checkpointErr = fmt.Errorf("checkpoint at op %d: checksum %x does not match its data", s.Op, s.Checksum)
 	default:
@@ -19,6 +21,9 @@ func (r *Replica) Checkpoint(s Snapshot) {
 		snap := Snapshot{Op: s.Op, Checksum: s.Checksum, Data: append([]byte(nil), s.Data...)}
 		r.snapshot = &snap
 		r.checkpointOp = s.Op
+		if h, ok := r.journal.header(s.Op); ok {
+			r.snapshotTimestamp = h.Timestamp
+		}
 		if r.IsPrimary() {
 			r.promoteQueued() // a full journal may have room now
 		}

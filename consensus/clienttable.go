@@ -136,8 +136,8 @@ func (r *Replica) preflight(req *Request) (kind ReplyKind, cached replyRecord, o
 			return ReplyNotCommitted, cached, false
 		}
 	}
-	if r.commitMin != r.commitMax {
-		return ReplyNotCommitted, cached, false // primary not caught up
+	if r.commitMin != r.commitMax || r.tableOp != r.commitMin {
+		return ReplyNotCommitted, cached, false // primary not caught up (or not yet applied)
 	}
 	if req.Operation == OperationRegister {
 		return 0, cached, true
@@ -164,23 +164,22 @@ func (r *Replica) preflight(req *Request) (kind ReplyKind, cached replyRecord, o
 
 // RecordReply stores the reply body the state machine produced for a
 // committed request, so a retry replays the same bytes. Call it while
-// applying Ready.Committed (before Advance); the body is copied. It must be
-// built from committed data only, identically on every replica.
+// applying Ready.Committed (before Advance, which folds the ops into the
+// table); the body is copied. It must be built from committed data only,
+// identically on every replica.
 func (r *Replica) RecordReply(client Uint128, request uint64, body []byte) {
-	if r.clients == nil {
+	if r.clients == nil || len(r.recordedReplies) >= recordedRepliesMax {
 		return
 	}
-	if e := r.clients.lookup(client); e != nil {
-		if rec := e.findReply(request); rec != nil {
-			rec.body = append([]byte(nil), body...)
-		}
-	}
+	r.recordedReplies = append(r.recordedReplies, recordedReply{client: client, request: request,
+		body: append([]byte(nil), body...)})
 }
 
-// ClientTableSnapshot encodes the client table as of CommitMin(). The
-// driver embeds it in the application snapshot it passes to Checkpoint
-// (take both when CommitMin() equals the snapshot's op) and hands it back
-// through RestoreClientTable after a restart or a state transfer install.
+// ClientTableSnapshot encodes the client table as of the last op the
+// driver applied and acknowledged with Advance. The driver embeds it in the
+// application snapshot it passes to Checkpoint (both taken after Advance)
+// and hands it back through RestoreClientTable after Restart or when it
+// installs a Ready.Snapshot (before Advance of that Ready).
 func (r *Replica) ClientTableSnapshot() []byte {
 	if r.clients == nil {
 		return nil
@@ -263,6 +262,10 @@ func (r *Replica) RestoreClientTable(data []byte) error {
 		return fmt.Errorf("restore client table: %d trailing bytes", len(rd.b))
 	}
 	r.clients = t
+	r.tableOp = 0
+	if r.snapshot != nil {
+		r.tableOp = r.snapshot.Op // the table travels with the latest snapshot
+	}
 	return nil
 }
 
@@ -300,4 +303,40 @@ func (rd *byteReader) u64() uint64 {
 		return binary.LittleEndian.Uint64(v)
 	}
 	return 0
+}
+
+type recordedReply struct {
+	client  Uint128
+	request uint64
+	body    []byte
+}
+
+// recordedRepliesMax bounds RecordReply bodies held between Ready and Advance.
+const recordedRepliesMax = 4 * messagesPerReadyMax
+
+// foldClientTable folds applied ops into the table, in order, once each.
+func (r *Replica) foldClientTable(committed []Prepare) {
+	if r.clients == nil {
+		return
+	}
+	for i := range committed {
+		h := &committed[i].Header
+		if h.Op <= r.tableOp {
+			continue // already reflected (e.g. restored from a later snapshot)
+		}
+		r.applyClientTable(h)
+		r.tableOp = h.Op
+		for k := range r.recordedReplies {
+			rec := &r.recordedReplies[k]
+			if rec.client == h.Client && rec.request == h.Request {
+				if e := r.clients.lookup(h.Client); e != nil {
+					if ring := e.findReply(h.Request); ring != nil && ring.op == h.Op {
+						ring.body = rec.body
+					}
+				}
+			}
+		}
+	}
+	clear(r.recordedReplies)
+	r.recordedReplies = r.recordedReplies[:0]
 }

@@ -215,7 +215,6 @@ func (r *Replica) commitJournal() {
 		}
 		r.commitMin = op
 		r.pending.Committed = append(r.pending.Committed, s.prepare)
-		r.applyClientTable(&s.prepare.Header)
 		r.replyCommitted(&s.prepare.Header)
 	}
 	if r.IsPrimary() {

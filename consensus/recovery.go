@@ -35,7 +35,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		s := *st.Snapshot
 		r.snapshot = &s
 		r.checkpointOp = max(r.checkpointOp, s.Op)
-		r.commitMin, r.appliedOp = s.Op, s.Op
+		r.commitMin, r.appliedOp, r.tableOp = s.Op, s.Op, s.Op
 		r.commitMax = max(r.commitMax, s.Op)
 		r.op = s.Op
 		r.journal.releaseBelow(s.Op)
@@ -89,6 +89,8 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 			r.journal.put(p, r.checkpointOp)
 			r.journal.get(op).durable = true
 			r.headChecksum = p.Header.Checksum
+			r.lastTimestamp = max(r.lastTimestamp, p.Header.Timestamp)
+			r.snapshotTimestamp = p.Header.Timestamp
 			continue
 		}
 		if op <= prevOp {

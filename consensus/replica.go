@@ -62,6 +62,15 @@ type Replica struct {
 	inflight *Ready
 	// appliedOp is the last op of Committed the driver acknowledged.
 	appliedOp uint64
+	// tableOp is the op the client table reflects: ops fold in at Advance,
+	// when the driver has applied them, so the table always matches the
+	// application state the driver would snapshot.
+	tableOp uint64
+	// recordedReplies holds RecordReply bodies until Advance folds their ops.
+	recordedReplies []recordedReply
+	// snapshotTimestamp is the prepare timestamp of the snapshot op (a floor
+	// for a replica that installs the snapshot by state transfer).
+	snapshotTimestamp uint64
 	// droppedMessages counts sends lost to the per-Ready outbox cap.
 	droppedMessages uint64
 	checkpointErr   error
@@ -194,12 +203,14 @@ func (r *Replica) Advance(Ready) {
 			s.durable = true
 		}
 	}
+	if rd.Snapshot != nil {
+		r.appliedOp = max(r.appliedOp, rd.Snapshot.Op)
+		r.tableOp = max(r.tableOp, rd.Snapshot.Op) // the driver restored the table with the snapshot
+	}
 	if n := len(rd.Committed); n > 0 {
 		r.appliedOp = rd.Committed[n-1].Header.Op
 	}
-	if rd.Snapshot != nil && rd.Snapshot.Op > r.appliedOp {
-		r.appliedOp = rd.Snapshot.Op
-	}
+	r.foldClientTable(rd.Committed)
 	if r.IsPrimary() && len(rd.Entries) > 0 {
 		r.selfAckDurable()
 	}

@@ -79,6 +79,7 @@ func (r *Replica) onRequestStateTransfer(m Message) {
 		reply.Op = r.snapshot.Op
 		reply.Offset = uint64(len(r.snapshot.Data)) // total size
 		reply.Commit = r.snapshot.Checksum
+		reply.Timestamp = r.snapshotTimestamp // floor for the receiver's prepare timestamps
 	}
 	r.send(reply)
 }
@@ -95,6 +96,7 @@ func (r *Replica) onStateTransferTarget(m Message) {
 	}
 	t.stage = transferFetching
 	t.op, t.size, t.checksum = m.Op, m.Offset, m.Commit
+	r.lastTimestamp = max(r.lastTimestamp, m.Timestamp)
 	t.buf = make([]byte, 0, t.size)
 	t.stalls = 0
 	if t.size == 0 {
@@ -152,6 +154,7 @@ func (r *Replica) onStateChunk(m Message) {
 func (r *Replica) installTransferred() {
 	t := &r.transfer
 	snap := Snapshot{Op: t.op, Checksum: t.checksum, Data: t.buf}
+	r.snapshotTimestamp = r.lastTimestamp
 	r.transfer = transferState{}
 	r.snapshot = &snap
 	r.pending.Snapshot = &snap

@@ -115,7 +115,7 @@ func TestClientTableEvictionAndSnapshot(t *testing.T) {
 	for req := uint64(2); req <= 8; req++ {
 		tab.record(&PrepareHeader{Client: Uint128{Lo: 1}, Session: 1, Request: req, ReqSum: req, Op: 10 + req})
 	}
-	r.RecordReply(Uint128{Lo: 1}, 8, []byte("eight"))
+	tab.lookup(Uint128{Lo: 1}).findReply(8).body = []byte("eight")
 	snap := r.ClientTableSnapshot()
 	r2, _ := New(cfg)
 	if err := r2.RestoreClientTable(snap); err != nil {

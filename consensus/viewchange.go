@@ -195,10 +195,13 @@ func (r *Replica) maybeStartView() {
 	r.vc.plan = nil
 	r.stopViewChangeTimers()
 	r.repair.active = false
-	for op := r.commitMin + 1; op <= r.op; op++ {
+	for op := r.commitMin; op <= r.op; op++ {
 		if h, ok := r.journal.header(op); ok {
 			r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 		}
+	}
+	for _, h := range plan.headers {
+		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	}
 	// Rebuild the pipeline from the journal: uncommitted ops re-earn quorum.
 	r.pipeline = r.pipeline[:0]
@@ -283,6 +286,9 @@ func (r *Replica) onStartView(m Message) {
 		}
 		h := m.Headers[m.Op-op]
 		return h, h.Checksum != 0 && h.Op == op
+	}
+	for _, h := range m.Headers {
+		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	}
 	r.reconcileJournal(m.Op, suffix)
 	r.op = m.Op
