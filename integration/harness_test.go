@@ -84,7 +84,7 @@ func startServer(t *testing.T, dataDir string, extraEnv ...string) *server {
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	s := &server{t: t, dataDir: dataDir, env: extraEnv}
+	s := &server{t: t, dataDir: dataDir, env: extraEnv, logs: &syncBuffer{}}
 	s.start()
 	t.Cleanup(func() {
 		if s.running() {
@@ -113,8 +113,7 @@ func (s *server) start() {
 	}
 	s.cmd = exec.Command(serverBinary, "--with-default-root-credentials")
 	s.cmd.Env = append(env, s.env...)
-	s.logs = &syncBuffer{}
-	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs // accumulated across restarts
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start server: %v", err)
 	}
