@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,10 @@ func TestUsersCRUDAndPermissions(t *testing.T) {
 	expectCode(t, err, wire.ErrUserAlreadyExists)
 	_, err = root.CreateUser(ctx, "al", "secret1", wire.UserActive, nil)
 	expectCode(t, err, wire.ErrInvalidUsername)
+	_, err = root.CreateUser(ctx, strings.Repeat("u", 51), "secret1", wire.UserActive, nil) // name too long
+	expectCode(t, err, wire.ErrInvalidUsername)
+	_, err = root.CreateUser(ctx, "carol", strings.Repeat("p", 101), wire.UserActive, nil)
+	expectCode(t, err, wire.ErrInvalidPassword)
 	_, err = root.GetUser(ctx, named("nobody"))
 	expectCode(t, err, wire.ErrResourceNotFound)
 	users, err := root.GetUsers(ctx)
@@ -94,6 +99,8 @@ func TestPersonalAccessTokens(t *testing.T) {
 	}
 	_, err = root.CreatePersonalAccessToken(ctx, "ci-token", 0)
 	expectCode(t, err, wire.ErrPersonalAccessTokenAlreadyExists)
+	_, err = root.CreatePersonalAccessToken(ctx, strings.Repeat("t", 31), 0) // name too long
+	expectCode(t, err, wire.ErrInvalidPersonalAccessTokenName)
 	tokens, err := root.GetPersonalAccessTokens(ctx)
 	must(t, err)
 	if len(tokens) != 1 || tokens[0].Name != "ci-token" || tokens[0].ExpiryAt != 0 {
