@@ -9,7 +9,7 @@ import (
 // convergence failures alone would not prove the safety checkers bite).
 var safetyChecks = map[string]bool{
 	checkAgreement: true, checkCommittedChanged: true, checkApplyOrder: true, checkAckInLog: true,
-	checkExactlyOnce: true, checkSnapshot: true, checkTimestamp: true,
+	checkExactlyOnce: true, checkSnapshot: true, checkTimestamp: true, checkCachedReply: true,
 }
 
 // minorityCommitSeedsMax bounds the search: with a replication quorum of 1
@@ -19,7 +19,9 @@ const minorityCommitSeedsMax = 30
 
 // TestCheckersCatchMinorityCommit runs the real core with the testing
 // override that lets a primary commit on its own (a minority) and asserts
-// that the safety checkers report it.
+// that the checkers report it: the quorum audit at the first such commit,
+// and, with the audit off, the end-to-end safety checks within a bounded
+// number of seeds.
 func TestCheckersCatchMinorityCommit(t *testing.T) {
 	broken := func(s *Scenario) {
 		s.Replicas = 3 + 2*int(s.Seed%2) // 3 or 5
@@ -32,8 +34,13 @@ func TestCheckersCatchMinorityCommit(t *testing.T) {
 		s.ClientsPerGroup = 2
 		s.ThinkTicksMax = 5
 	}
+	audited := Run(1, RunOptions{Factory: CoreFactory(), FaultTicks: 3000, Mutate: broken})
+	if len(audited.Violations) == 0 || audited.Violations[0].Check != checkCommitBelowQuorum {
+		t.Fatalf("quorum audit did not flag a commit on one replica: %v", audited.Violations)
+	}
+	t.Logf("audit: %s", audited.Violations[0])
 	for seed := uint64(1); seed <= minorityCommitSeedsMax; seed++ {
-		r := Run(seed, RunOptions{Factory: CoreFactory(), FaultTicks: 3000, Mutate: broken})
+		r := Run(seed, RunOptions{Factory: CoreFactory(), FaultTicks: 3000, Mutate: broken, SkipQuorumAudit: true})
 		for _, v := range r.Violations {
 			if safetyChecks[v.Check] {
 				t.Logf("seed %d (n=%d): caught %s", seed, r.Scenario.Replicas, v)

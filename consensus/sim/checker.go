@@ -21,23 +21,24 @@ func (v Violation) String() string {
 
 // Names of the checks, used in violations and docs/simulator.md.
 const (
-	checkCommittedChanged  = "committed-op-changed" // (a) a replica re-committed an op with another checksum
-	checkAgreement         = "agreement"            // (c) two replicas committed different ops at one number
-	checkApplyOrder        = "apply-order"          // Committed not contiguous / state hash diverged
-	checkMonotonic         = "monotonic"            // (b) view/log_view/commit went backwards
-	checkDurableMonotonic  = "durable-monotonic"    // (b) superblock or snapshot went backwards
-	checkRevealedView      = "revealed-view"        // (b) restart came back below a view it had revealed
-	checkInternal          = "internal"             // accessor invariants (commit_min <= commit_max, ...)
-	checkAckInLog          = "ack-in-log"           // (d) acknowledged request not at its op
-	checkExactlyOnce       = "exactly-once"         // (d) metadata request executed twice
-	checkTimestamp         = "timestamp"            // prepare timestamps strictly increase along the log
-	checkLiveness          = "liveness"             // (e) no progress after heal
-	checkConvergence       = "convergence"          // (e) replicas did not reach the same commit after heal
-	checkSnapshot          = "snapshot"             // a handed-out snapshot is corrupt or regresses state
-	checkContract          = "contract"             // driver contract (Ready shape, constructor errors)
-	checkCachedReply       = "cached-reply"         // (d) a deduplicated retry replays another op or other bytes
-	checkSnapshotAgreement = "snapshot-agreement"   // replicas checkpointing one op made different snapshots
-	checkClientTable       = "client-table"         // converged replicas hold different client tables
+	checkCommittedChanged  = "committed-op-changed"  // (a) a replica re-committed an op with another checksum
+	checkAgreement         = "agreement"             // (c) two replicas committed different ops at one number
+	checkApplyOrder        = "apply-order"           // Committed not contiguous / state hash diverged
+	checkMonotonic         = "monotonic"             // (b) view/log_view/commit went backwards
+	checkDurableMonotonic  = "durable-monotonic"     // (b) superblock or snapshot went backwards
+	checkRevealedView      = "revealed-view"         // (b) restart came back below a view it had revealed
+	checkInternal          = "internal"              // accessor invariants (commit_min <= commit_max, ...)
+	checkAckInLog          = "ack-in-log"            // (d) acknowledged request not at its op
+	checkExactlyOnce       = "exactly-once"          // (d) metadata request executed twice
+	checkTimestamp         = "timestamp"             // prepare timestamps strictly increase along the log
+	checkLiveness          = "liveness"              // (e) no progress after heal
+	checkConvergence       = "convergence"           // (e) replicas did not reach the same commit after heal
+	checkSnapshot          = "snapshot"              // a handed-out snapshot is corrupt or regresses state
+	checkContract          = "contract"              // driver contract (Ready shape, constructor errors)
+	checkCommitBelowQuorum = "commit-without-quorum" // first commit of an op while durable on fewer than a replication quorum
+	checkCachedReply       = "cached-reply"          // (d) a deduplicated retry replays another op or other bytes
+	checkSnapshotAgreement = "snapshot-agreement"    // replicas checkpointing one op made different snapshots
+	checkClientTable       = "client-table"          // converged replicas hold different client tables
 )
 
 // committedOp is the cluster's record of one committed op number.
@@ -65,15 +66,14 @@ type requestKey struct {
 
 // replicaWatch is what the checker remembers about one replica.
 type replicaWatch struct {
-	live                          bool // an incarnation is running
-	view, logView                 uint32
-	commitMin, commitMax          uint64
-	revealedView                  uint32 // highest view in a message it sent (RequestStartView excepted)
-	durable                       consensus.VsrState
-	durableSet                    bool
-	snapshotOp                    uint64
-	highestCommitted              uint64 // over all incarnations
-	lastRestartTick, restartCount uint64
+	live                 bool // an incarnation is running
+	view, logView        uint32
+	commitMin, commitMax uint64
+	revealedView         uint32 // highest view in a message it sent (RequestStartView excepted)
+	durable              consensus.VsrState
+	durableSet           bool
+	snapshotOp           uint64
+	highestCommitted     uint64 // over all incarnations
 }
 
 // groupChecker checks one consensus group's invariants.
@@ -83,12 +83,17 @@ type groupChecker struct {
 	log     []committedOp
 	seen    map[requestKey]uint64
 	replies map[requestKey]requestRecord // metadata plane: first reply body per request
-	// checkpoints: op -> hash of the snapshot bytes (application state and
-	// the core's client table) the first replica to checkpoint there made.
+	// checkpoints: op -> the snapshot (application state and the core's
+	// client table) the first replica to checkpoint there made.
 	checkpoints map[uint64]consensus.Snapshot
 	replicas    []replicaWatch
 	report      func(Violation)
 	now         *uint64
+
+	// Quorum audit: when an op is committed for the first time anywhere,
+	// at least replicationQuorum replicas must hold it durably.
+	replicationQuorum int
+	durableCopies     func(op, checksum uint64) int
 }
 
 func newGroupChecker(name string, n int, dedup bool, now *uint64, report func(Violation)) *groupChecker {
@@ -127,6 +132,11 @@ func (c *groupChecker) onCommitted(r int, p *consensus.Prepare, stateHash, bodyS
 		*e = committedOp{known: true, checksum: h.Checksum, stateHash: stateHash, timestamp: h.Timestamp,
 			client: h.Client, request: h.Request, operation: h.Operation, bodySum: bodySum}
 		c.checkNeighbours(r, h.Op)
+		if c.durableCopies != nil {
+			if copies := c.durableCopies(h.Op, h.Checksum); copies < c.replicationQuorum {
+				c.fail(r, checkCommitBelowQuorum, "op %d committed while durable on %d replicas, replication quorum is %d", h.Op, copies, c.replicationQuorum)
+			}
+		}
 		if c.dedup && h.Request != 0 && h.Operation != consensus.OperationRegister && h.Operation != consensus.OperationLogout {
 			k := requestKey{h.Client, h.Request}
 			if prev, dup := c.seen[k]; dup {

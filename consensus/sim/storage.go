@@ -25,6 +25,27 @@ type storage struct {
 
 	superblockWrites uint64
 	tornRecords      uint64
+
+	// index mirrors what a replay would return (op -> checksum) so the
+	// quorum audit can ask cheaply whether an op is durable here.
+	index map[uint64]uint64
+}
+
+// holds reports whether op with this checksum is durable here: in the
+// journal, or covered by the durable snapshot.
+func (s *storage) holds(op, checksum uint64) bool {
+	if s.snapshot != nil && s.snapshot.Op >= op {
+		return true
+	}
+	sum, ok := s.index[op]
+	return ok && sum == checksum
+}
+
+func (s *storage) reindex(entries []consensus.Prepare) {
+	s.index = make(map[uint64]uint64, len(entries))
+	for _, e := range entries {
+		s.index[e.Header.Op] = e.Header.Checksum
+	}
 }
 
 type recordKind uint8
@@ -71,8 +92,17 @@ func (s *storage) apply(w write) {
 	switch w.kind {
 	case writeTruncate:
 		s.log = append(s.log, frameRecord(recordTruncate, binary.LittleEndian.AppendUint64(nil, w.truncate)))
+		for op := range s.index {
+			if op >= w.truncate {
+				delete(s.index, op)
+			}
+		}
 	case writeEntry:
 		s.log = append(s.log, frameRecord(recordEntry, encodePrepare(w.entry)))
+		if s.index == nil {
+			s.index = map[uint64]uint64{}
+		}
+		s.index[w.entry.Header.Op] = w.entry.Header.Checksum
 	case writeSuperblock:
 		sb := w.superblock
 		s.superblock = &sb
@@ -122,6 +152,7 @@ func (s *storage) compact() {
 		}
 	}
 	s.log = log
+	s.reindex(entries)
 }
 
 // maybeCompact keeps the record log within a small factor of its live
@@ -187,6 +218,7 @@ func (s *storage) restore() (consensus.Restored, int) {
 	cut := len(s.log) - valid
 	clear(s.log[valid:])
 	s.log = s.log[:valid]
+	s.reindex(entries)
 	var st consensus.Restored
 	if s.superblock != nil {
 		sb := *s.superblock

@@ -22,6 +22,10 @@ type RunOptions struct {
 	FaultTicks int             // > 0 overrides the scenario's faulty-phase length
 	Verbose    io.Writer       // non-nil: print the event trace
 	Mutate     func(*Scenario) // adjust the scenario after it is drawn
+	// SkipQuorumAudit turns off the commit-without-quorum audit so a test
+	// can prove the end-to-end checks (agreement, acknowledgements) catch an
+	// unsafe core on their own.
+	SkipQuorumAudit bool
 	// TickClock withholds the wall clock (SetNow) so the core stamps
 	// prepares from its tick counter alone.
 	TickClock bool
@@ -123,8 +127,21 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 	}
 	cluster := consensus.Uint128{Lo: scn.Seed, Hi: 0xc1}
 	for gi, gs := range w.groups {
-		w.checkers = append(w.checkers, newGroupChecker(gs.name, scn.Replicas, gs.clientTableMax > 0, &w.now, report))
-		_ = gi
+		c := newGroupChecker(gs.name, scn.Replicas, gs.clientTableMax > 0, &w.now, report)
+		c.replicationQuorum = consensus.ReplicationQuorum(scn.Replicas)
+		if opts.SkipQuorumAudit {
+			c.replicationQuorum = 0
+		}
+		c.durableCopies = func(op, checksum uint64) int {
+			copies := 0
+			for _, nd := range w.nodes {
+				if nd.replicas[gi].store.holds(op, checksum) {
+					copies++
+				}
+			}
+			return copies
+		}
+		w.checkers = append(w.checkers, c)
 	}
 	for i := 0; i < scn.Replicas; i++ {
 		nd := &node{}
