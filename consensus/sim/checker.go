@@ -36,6 +36,7 @@ const (
 	checkSnapshot          = "snapshot"              // a handed-out snapshot is corrupt or regresses state
 	checkContract          = "contract"              // driver contract (Ready shape, constructor errors)
 	checkCommitBelowQuorum = "commit-without-quorum" // first commit of an op while durable on fewer than a replication quorum
+	checkPersistBeforeSend = "persist-before-send"   // a message revealed a view or prepare not yet durable
 	checkCachedReply       = "cached-reply"          // (d) a deduplicated retry replays another op or other bytes
 	checkSnapshotAgreement = "snapshot-agreement"    // replicas checkpointing one op made different snapshots
 	checkClientTable       = "client-table"          // converged replicas hold different client tables

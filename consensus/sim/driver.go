@@ -115,6 +115,7 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 			w.fail(d.group, d.node, checkContract, "message kind %d from %d to %d group %d is misaddressed", m.Kind, m.From, m.To, m.Group)
 			continue
 		}
+		d.checkPersistBeforeSend(m)
 		chk.onSent(d.node, m)
 		w.traceMessage(evSend, m)
 		w.net.send(*m)
@@ -299,6 +300,39 @@ func (d *replicaDriver) verifyChecksums(rd *consensus.Ready) {
 			if got := consensus.PrepareChecksum(&p.Header, p.Body); got != p.Header.Checksum {
 				d.w.fail(d.group, d.node, checkContract, "op %d carries checksum %x, its header and body hash to %x", p.Header.Op, p.Header.Checksum, got)
 			}
+		}
+	}
+}
+
+// checkPersistBeforeSend: a message that reveals a view or a prepare may
+// leave only once what it reveals is durable (spec §3.7, §3.8): the
+// superblock holds its view (and, for DoViewChange/StartView, its
+// log_view), and a Prepare or PrepareOk names an op this replica's journal
+// durably holds with that checksum.
+func (d *replicaDriver) checkPersistBeforeSend(m *consensus.Message) {
+	var view, logView uint32
+	if sb := d.store.superblock; sb != nil {
+		view, logView = sb.View, sb.LogView
+	}
+	switch m.Kind {
+	case consensus.MsgPrepare, consensus.MsgPrepareOk, consensus.MsgCommit, consensus.MsgStartViewChange,
+		consensus.MsgDoViewChange, consensus.MsgStartView:
+		if m.View > view {
+			d.w.fail(d.group, d.node, checkPersistBeforeSend, "message kind %d for view %d sent while the durable superblock holds view %d", m.Kind, m.View, view)
+		}
+	}
+	switch m.Kind {
+	case consensus.MsgDoViewChange:
+		if m.LogView > logView {
+			d.w.fail(d.group, d.node, checkPersistBeforeSend, "DoViewChange with log_view %d sent while the durable log_view is %d", m.LogView, logView)
+		}
+	case consensus.MsgStartView:
+		if m.View > logView {
+			d.w.fail(d.group, d.node, checkPersistBeforeSend, "StartView for view %d sent while the durable log_view is %d", m.View, logView)
+		}
+	case consensus.MsgPrepare, consensus.MsgPrepareOk:
+		if h := m.Prepare; h != nil && !d.store.holds(h.Header.Op, h.Header.Checksum) {
+			d.w.fail(d.group, d.node, checkPersistBeforeSend, "message kind %d for op %d (checksum %x) sent before the op is durable here", m.Kind, h.Header.Op, h.Header.Checksum)
 		}
 	}
 }
