@@ -79,15 +79,16 @@ func TestRestartAfterSIGTERMKeepsMetadata(t *testing.T) {
 	}
 }
 
-// TestSIGKILLKeepsAcknowledgedWrites acknowledges enough writes to cross a
-// metadata checkpoint (snapshot + journal compaction) and kills the server
-// without warning: every acknowledged write is there after the restart.
+// TestSIGKILLKeepsAcknowledgedWrites acknowledges enough writes to cross
+// several metadata checkpoints (snapshot + journal compaction; a 256-slot
+// journal asks for one every 128 ops) and kills the server without warning:
+// every acknowledged write is there after the restart.
 func TestSIGKILLKeepsAcknowledgedWrites(t *testing.T) {
-	srv := startServer(t, "")
+	srv := startServer(t, "", "IGGY_METADATA_JOURNAL_SLOTS=256")
 	token := populate(t, srv.addr)
 	c := rootClient(t, srv.addr)
 	ctx := testCtx(t)
-	const streams = 600 // the driver checkpoints every 512 ops
+	const streams = 600
 	start := time.Now()
 	for i := 0; i < streams; i++ {
 		if _, err := c.CreateStream(ctx, fmt.Sprintf("s-%04d", i)); err != nil {
@@ -96,8 +97,8 @@ func TestSIGKILLKeepsAcknowledgedWrites(t *testing.T) {
 	}
 	t.Logf("%d acknowledged CreateStream ops in %s (%.0f ops/s)", streams, time.Since(start).Round(time.Millisecond),
 		float64(streams)/time.Since(start).Seconds())
-	if !strings.Contains(srv.logs.String(), "metadata checkpoint written") {
-		t.Fatal("no metadata checkpoint was written before the kill")
+	if n := strings.Count(srv.logs.String(), "metadata checkpoint written"); n < 4 {
+		t.Fatalf("%d metadata checkpoints before the kill, want at least 4", n)
 	}
 	srv.restart(syscall.SIGKILL)
 	verifyPopulated(t, srv.addr, token)

@@ -279,11 +279,22 @@ func (d *driver) persist(rd consensus.Ready) error {
 	return nil
 }
 
-// maybeCheckpoint writes a snapshot every checkpointEveryOps applied ops:
-// snapshot file first, then (via the group's next Ready) the superblock that
-// names it, then journal compaction.
+// checkpointPressure is implemented by groups that report when their
+// journal ring needs a checkpoint to accept more prepares.
+type checkpointPressure interface {
+	NeedsCheckpoint() bool
+}
+
+// maybeCheckpoint writes a snapshot when the group's journal asks for one
+// or every checkpointEveryOps applied ops, whichever comes first: snapshot
+// file first, then (via the group's next Ready) the superblock that names
+// it, then journal compaction.
 func (d *driver) maybeCheckpoint() error {
-	if d.appliedOp < d.lastCheckpoint+checkpointEveryOps {
+	pressure := false
+	if g, ok := d.group.(checkpointPressure); ok {
+		pressure = g.NeedsCheckpoint()
+	}
+	if !pressure && d.appliedOp < d.lastCheckpoint+checkpointEveryOps {
 		return nil
 	}
 	return d.checkpoint()
