@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
+	"syscall"
 	"testing"
 
 	"github.com/lodestream/lodestream/wire"
@@ -101,5 +103,38 @@ func TestRegisterOnBoundConnectionReplaysSession(t *testing.T) {
 	second := r.login()
 	if first != second || first == 0 {
 		t.Fatalf("sessions %d then %d, want the same non-zero fence", first, second)
+	}
+}
+
+// TestDedupSurvivesSIGKILL: a client's committed request stays deduplicated
+// across a crash. The client table (in the checkpoint and the journal)
+// remembers the reply; the client re-registers under the same id after the
+// restart and its retry is answered with the original result, not applied
+// again.
+func TestDedupSurvivesSIGKILL(t *testing.T) {
+	srv := startServer(t, "", "IGGY_METADATA_JOURNAL_SLOTS=256")
+	r := dialRaw(t, srv.addr)
+	session := r.login()
+	body := wire.CreateStreamRequest{Name: "once"}.AppendBody(nil)
+	r.write(r.request(wire.RequestHeader{Operation: wire.OpCreateStream, Session: session, Request: 1}, body))
+	first := r.readFrame()
+	if code, _, err := wire.DecodeResult(first[wire.HeaderSize:]); err != nil || code != wire.OK {
+		t.Fatalf("first create: %v %s", err, code)
+	}
+	// Push the entry into a checkpoint (a 256-slot journal checkpoints every 128 ops).
+	other := rootClient(t, srv.addr)
+	for i := 0; i < 300; i++ {
+		_, err := other.CreateStream(testCtx(t), fmt.Sprintf("filler-%d", i))
+		must(t, err)
+	}
+	srv.restart(syscall.SIGKILL)
+
+	again := dialRaw(t, srv.addr)
+	again.client = r.client
+	rebound := again.login()
+	again.write(again.request(wire.RequestHeader{Operation: wire.OpCreateStream, Session: rebound, Request: 1}, body))
+	replayed := again.readFrame()
+	if !bytes.Equal(first[wire.HeaderSize:], replayed[wire.HeaderSize:]) {
+		t.Fatalf("retry after restart not replayed:\nfirst  %x\nretry  %x", first[wire.HeaderSize:], replayed[wire.HeaderSize:])
 	}
 }

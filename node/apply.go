@@ -154,11 +154,9 @@ func (n *Node) recover(rec recovered, opts Options) (*consensus.Replica, *metada
 	if err != nil {
 		return nil, nil, fmt.Errorf("restart metadata group: %w", err)
 	}
-	// The client table as of the snapshot is exact only when no journal op
-	// follows it: a one-replica Restart folds those ops into the table
-	// before the driver could restore it. No session survives a restart
-	// (every connection was closed), so only dedup history is at stake.
-	if group.Op() == rec.snapshot.Op && len(tableBytes) > 0 {
+	// The client table as of the snapshot; the journal ops after it fold in
+	// when the driver applies and advances them.
+	if len(tableBytes) > 0 {
 		if err := group.RestoreClientTable(tableBytes); err != nil {
 			return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
 		}
