@@ -1,7 +1,9 @@
 package node
 
 import (
+	"encoding/binary"
 	"errors"
+	"strings"
 
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/wire"
@@ -47,10 +49,16 @@ func splitDurability(opts wire.Options, defDurability, defOffsets metadata.Durab
 	return rest, durability, offsets, explicit, nil
 }
 
-// explicitKeys records which catalog keys the client sent.
+// explicitKeys records which catalog keys the client set. A zero
+// message_expiry, max_topic_size, segment_size or
+// size_of_messages_required_to_save means "server default": the key stays
+// derived.
 func explicitKeys(opts wire.Options) metadata.OptionKey {
 	var k metadata.OptionKey
 	for _, o := range opts {
+		if meansServerDefault(o) {
+			continue
+		}
 		switch o.Key {
 		case wire.OptCompressionAlgorithm:
 			k |= metadata.OptCompression
@@ -71,6 +79,22 @@ func explicitKeys(opts wire.Options) metadata.OptionKey {
 		}
 	}
 	return k
+}
+
+func meansServerDefault(o wire.Option) bool {
+	switch o.Key {
+	case wire.OptMessageExpiry, wire.OptMaxTopicSize, wire.OptSegmentSize, wire.OptSizeOfMessagesRequiredToSave:
+	default:
+		return false
+	}
+	switch o.Kind {
+	case wire.KindUint64:
+		return len(o.Value) == 8 && binary.LittleEndian.Uint64(o.Value) == 0
+	case wire.KindString:
+		v := strings.ToLower(strings.TrimSpace(string(o.Value)))
+		return v == "0" || v == "server_default" || v == "default"
+	}
+	return false
 }
 
 // createTopicCommand resolves every option of a CreateTopic on this node

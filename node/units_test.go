@@ -87,6 +87,11 @@ func TestCreateTopicResolvesOptions(t *testing.T) {
 			t.Errorf("%s: code %s, want %s", bad.opt.Key, code, bad.want)
 		}
 	}
+	zero, code := n.createTopicCommand(wire.CreateTopicRequest{Stream: wire.NumericID(0), Name: "t",
+		Options: wire.Options{wire.OptionUint64(wire.OptSegmentSize, 0), wire.OptionUint64(wire.OptMessageExpiry, 0)}})
+	if code != wire.OK || zero.ExplicitOptions != 0 || zero.Options.SegmentSize != metadata.DefaultSegmentSize {
+		t.Errorf("zero options: code %s explicit %b segment %d", code, zero.ExplicitOptions, zero.Options.SegmentSize)
+	}
 	if _, code := n.createTopicCommand(wire.CreateTopicRequest{Stream: wire.NumericID(0), Name: "t", PartitionsCount: 1001}); code != wire.ErrTooManyPartitions {
 		t.Errorf("1001 partitions: %s", code)
 	}
