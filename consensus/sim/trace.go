@@ -61,7 +61,35 @@ func (w *world) traceMessage(kind evKind, m *consensus.Message) {
 	if m.Prepare != nil {
 		op = m.Prepare.Header.Op
 	}
-	w.trace(kind, int(m.From), int(m.To), uint64(m.Kind)<<56|uint64(m.View)<<24|(op&0xffffff), m.Commit)
+	gi := 0
+	if m.Group != w.groups[0].id {
+		gi = 1
+	}
+	verbose := w.verbose
+	w.verbose = nil // print the decoded line below instead of raw fields
+	w.trace(kind, int(m.From), int(m.To), uint64(m.Kind)<<56|uint64(gi)<<48|uint64(m.View&0xffffff)<<24|(op&0xffffff), m.Commit)
+	w.verbose = verbose
+	if verbose != nil {
+		fmt.Fprintf(verbose, "%7d %-10s %s %s %d->%d view=%d op=%d commit=%d log_view=%d\n", w.now, evNames[kind],
+			w.groups[gi].name, messageKindName(m.Kind), m.From, m.To, m.View, op, m.Commit, m.LogView)
+	}
+}
+
+var messageKindNames = map[consensus.MessageKind]string{
+	consensus.MsgPrepare: "Prepare", consensus.MsgPrepareOk: "PrepareOk", consensus.MsgCommit: "Commit",
+	consensus.MsgStartViewChange: "StartViewChange", consensus.MsgDoViewChange: "DoViewChange",
+	consensus.MsgStartView: "StartView", consensus.MsgRequestStartView: "RequestStartView",
+	consensus.MsgRequestPrepares: "RequestPrepares", consensus.MsgRepairPrepare: "RepairPrepare",
+	consensus.MsgRepairDone: "RepairDone", consensus.MsgRangeEvicted: "RangeEvicted",
+	consensus.MsgRequestStateTransfer: "RequestStateTransfer", consensus.MsgStateTransferTarget: "StateTransferTarget",
+	consensus.MsgRequestStateChunk: "RequestStateChunk", consensus.MsgStateChunk: "StateChunk",
+}
+
+func messageKindName(k consensus.MessageKind) string {
+	if n, ok := messageKindNames[k]; ok {
+		return n
+	}
+	return fmt.Sprintf("kind%d", k)
 }
 
 // logf prints a free-form line in verbose mode only.
