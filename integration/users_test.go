@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"archive/zip"
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +245,34 @@ func TestExpiredTokensAreRefusedAndCleaned(t *testing.T) {
 			t.Fatalf("clients %+v", clients)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDiagnosticsSnapshot(t *testing.T) {
+	srv := startServer(t, "")
+	c := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	status, _, payload, err := c.Raw(ctx, wire.OpNonReplicated, wire.CodeGetSnapshotFile, []byte{2, 1, 100})
+	must(t, err)
+	if status != wire.OK {
+		t.Fatalf("snapshot status %s", status)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(payload), int64(len(payload)))
+	must(t, err)
+	names := map[string]bool{}
+	for _, f := range zr.File {
+		names[f.Name] = true
+	}
+	for _, want := range []string{"filesystem_overview.txt", "process_list.txt", "resource_usage.txt", "server_config.txt"} {
+		if !names[want] {
+			t.Errorf("archive lacks %s: %v", want, names)
+		}
+	}
+	for _, bad := range [][]byte{{9, 1, 1}, {1, 1, 77}, {1, 2, 100, 1}, {1, 0}} {
+		status, _, _, err := c.Raw(ctx, wire.OpNonReplicated, wire.CodeGetSnapshotFile, bad)
+		must(t, err)
+		if status != wire.ErrInvalidCommand {
+			t.Errorf("body %v: status %s, want InvalidCommand", bad, status)
+		}
 	}
 }

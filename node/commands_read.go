@@ -28,9 +28,8 @@ func (n *Node) handleNonReplicated(c *transport.Conn, s *session, hdr wire.Reque
 		return
 	}
 	switch hdr.Code {
-	case wire.CodePollMessages, wire.CodeGetConsumerOffset, wire.CodeFlushUnsavedBuffer, wire.CodeGetSnapshotFile:
-		// Partition-plane reads arrive with the messages issue; the
-		// snapshot file (a diagnostics ZIP) is not built by this server.
+	case wire.CodePollMessages, wire.CodeGetConsumerOffset, wire.CodeFlushUnsavedBuffer:
+		// Partition-plane reads arrive with the messages issue.
 		n.sendStatus(c, hdr, wire.ErrFeatureUnavailable)
 		return
 	}
@@ -148,6 +147,11 @@ func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte,
 		}
 	case wire.GroupRequest:
 		return n.readGroup(v, r, allowed)
+	case wire.GetSnapshotFileRequest:
+		if !allowed(metadata.PermReadServers, 0, 0) {
+			return nil, wire.ErrUnauthorized
+		}
+		return n.diagnosticsSnapshot(r)
 	case wire.DescribeOptionsRequest:
 		return wire.AppendOptionSpecs(nil, wire.OptionSpecsForScope(r.Scope)), wire.OK
 	}
