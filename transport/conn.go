@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -161,6 +162,11 @@ func (c *Conn) readLoop(h Handler, log *slog.Logger) {
 	}
 }
 
+// eagerFrameBytesMax: frames up to this size are allocated whole; larger
+// ones grow with the bytes that actually arrive, so a peer that declares
+// 64 MiB and trickles cannot pin 64 MiB per connection.
+const eagerFrameBytesMax = 1 << 20
+
 // ReadFrame reads one whole frame (header and body) whose declared size must
 // lie in [minBytes, maxBytes]. The size is checked before the body is
 // allocated, so a hostile size cannot force a large allocation.
@@ -173,10 +179,18 @@ func ReadFrame(r io.Reader, minBytes, maxBytes uint32) ([]byte, error) {
 	if size < minBytes || size > maxBytes || size < headerBytes {
 		return nil, fmt.Errorf("%w: declared %d bytes, allowed %d..%d", ErrFrameSize, size, minBytes, maxBytes)
 	}
-	frame := make([]byte, size)
-	copy(frame, header[:])
-	if _, err := io.ReadFull(r, frame[headerBytes:]); err != nil {
+	if size <= eagerFrameBytesMax {
+		frame := make([]byte, size)
+		copy(frame, header[:])
+		if _, err := io.ReadFull(r, frame[headerBytes:]); err != nil {
+			return nil, fmt.Errorf("read frame body of %d bytes: %w", size-headerBytes, err)
+		}
+		return frame, nil
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, eagerFrameBytesMax))
+	buf.Write(header[:])
+	if _, err := io.CopyN(buf, r, int64(size-headerBytes)); err != nil {
 		return nil, fmt.Errorf("read frame body of %d bytes: %w", size-headerBytes, err)
 	}
-	return frame, nil
+	return buf.Bytes(), nil
 }

@@ -102,12 +102,12 @@ func TestEchoRoundTripAndAddrFile(t *testing.T) {
 		t.Fatalf("addr file %q, bound %q", got, s.Addr())
 	}
 	c := dial(t, s)
-	for _, n := range []int{0, 1, 5000} {
+	for _, n := range []int{0, 1, 5000, 3 << 20} {
 		f := frameOf(n, 5)
 		if _, err := c.Write(f); err != nil {
 			t.Fatal(err)
 		}
-		got, err := ReadFrame(c, 256, 1<<20)
+		got, err := ReadFrame(c, 256, 4<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
