@@ -165,7 +165,7 @@ func (c *Conn) readLoop(h Handler, log *slog.Logger) {
 // eagerFrameBytesMax: frames up to this size are allocated whole; larger
 // ones grow with the bytes that actually arrive, so a peer that declares
 // 64 MiB and trickles cannot pin 64 MiB per connection.
-const eagerFrameBytesMax = 1 << 20
+const eagerFrameBytesMax = 64 << 10
 
 // ReadFrame reads one whole frame (header and body) whose declared size must
 // lie in [minBytes, maxBytes]. The size is checked before the body is
