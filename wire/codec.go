@@ -134,7 +134,7 @@ func (d *decoder) bool(field string) bool {
 
 // name8 reads [len u8][UTF-8 bytes] with len 1..255.
 func (d *decoder) name8(field string) string {
-	n := d.u8(field + ".length")
+	n := d.u8(field)
 	if d.failed() {
 		return ""
 	}
@@ -147,13 +147,13 @@ func (d *decoder) name8(field string) string {
 
 // bytes8 reads [len u8][bytes] where len may be 0 (passwords, tokens).
 func (d *decoder) bytes8(field string) []byte {
-	n := d.u8(field + ".length")
+	n := d.u8(field)
 	return d.take(field, int(n))
 }
 
 // str32 reads [len u32][UTF-8 bytes]; the length is checked against the remaining bytes first.
 func (d *decoder) str32(field string) string {
-	n := d.u32(field + ".length")
+	n := d.u32(field)
 	if d.failed() {
 		return ""
 	}

@@ -57,8 +57,8 @@ func (id Identifier) Append(b []byte) []byte {
 }
 
 func (d *decoder) ident(field string) Identifier {
-	kind := IdentKind(d.u8(field + ".kind"))
-	n := d.u8(field + ".length")
+	kind := IdentKind(d.u8(field))
+	n := d.u8(field)
 	if d.failed() {
 		return Identifier{}
 	}
@@ -109,11 +109,11 @@ func (c Consumer) Append(b []byte) []byte {
 }
 
 func (d *decoder) consumer(field string) Consumer {
-	kind := ConsumerKind(d.u8(field + ".kind"))
+	kind := ConsumerKind(d.u8(field))
 	if !d.failed() && kind != ConsumerKindSingle && kind != ConsumerKindGroup {
 		d.fail(field+".kind", "consumer kind %d is not 1 (consumer) or 2 (group)", kind)
 	}
-	return Consumer{Kind: kind, ID: d.ident(field + ".id")}
+	return Consumer{Kind: kind, ID: d.ident(field)}
 }
 
 // PartitioningKind is the kind byte of a Partitioning.
@@ -157,8 +157,8 @@ func (p Partitioning) Size() int {
 }
 
 func (d *decoder) partitioning(field string) Partitioning {
-	kind := PartitioningKind(d.u8(field + ".kind"))
-	n := d.u8(field + ".length")
+	kind := PartitioningKind(d.u8(field))
+	n := d.u8(field)
 	if d.failed() {
 		return Partitioning{}
 	}
@@ -173,7 +173,7 @@ func (d *decoder) partitioning(field string) Partitioning {
 			d.fail(field, "partition-id partitioning length %d, must be 4", n)
 			return Partitioning{}
 		}
-		return Partitioning{Kind: kind, PartitionID: d.u32(field + ".partition_id")}
+		return Partitioning{Kind: kind, PartitionID: d.u32(field)}
 	case PartitioningMessagesKey:
 		if n == 0 {
 			d.fail(field, "messages-key partitioning length 0, must be 1..255")
@@ -209,11 +209,11 @@ func (p PollingStrategy) Append(b []byte) []byte {
 }
 
 func (d *decoder) pollingStrategy(field string) PollingStrategy {
-	kind := PollingKind(d.u8(field + ".kind"))
+	kind := PollingKind(d.u8(field))
 	if !d.failed() && (kind < PollOffset || kind > PollNext) {
 		d.fail(field+".kind", "polling kind %d is not 1..5", kind)
 	}
-	return PollingStrategy{Kind: kind, Value: d.u64(field + ".value")}
+	return PollingStrategy{Kind: kind, Value: d.u64(field)}
 }
 
 // OptPartition is [flag u8][partition u32], always 5 bytes; flag 1 = present.
@@ -235,8 +235,8 @@ func (p OptPartition) Append(b []byte) []byte {
 }
 
 func (d *decoder) optPartition(field string) OptPartition {
-	present := d.bool(field + ".flag")
-	id := d.u32(field + ".partition_id")
+	present := d.bool(field)
+	id := d.u32(field)
 	if !present {
 		id = 0
 	}

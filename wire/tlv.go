@@ -83,8 +83,8 @@ func (p TLVPair) Append(b []byte) []byte {
 // tlvField reads one [kind u8][len u32][bytes] field. Kinds must be 1..15, lengths 1..255, and
 // fixed-width kinds must have their exact size.
 func (d *decoder) tlvField(field string) (ValueKind, []byte) {
-	kind := ValueKind(d.u8(field + ".kind"))
-	n := d.u32(field + ".length")
+	kind := ValueKind(d.u8(field))
+	n := d.u32(field)
 	if d.failed() {
 		return 0, nil
 	}
@@ -106,16 +106,17 @@ func (d *decoder) tlvField(field string) (ValueKind, []byte) {
 // tlvBlock decodes a whole TLV block (b must end exactly at the block's end).
 func (d *decoder) tlvBlock(field string, pairsMax int) []TLVPair {
 	var pairs []TLVPair
+	keyField, valueField := field+".key", field+".value"
 	for i := 0; d.remaining() > 0 && !d.failed(); i++ {
 		if i >= pairsMax {
 			d.failWithCode(ErrOptionsBlockTooLarge, field, "more than %d pairs", pairsMax)
 			return nil
 		}
-		kk, k := d.tlvField(field + ".key")
+		kk, k := d.tlvField(keyField)
 		if !d.failed() && d.remaining() == 0 {
-			d.fail(field+".value", "key without a value (odd number of TLV fields)")
+			d.fail(valueField, "key without a value (odd number of TLV fields)")
 		}
-		vk, v := d.tlvField(field + ".value")
+		vk, v := d.tlvField(valueField)
 		d.annotate(i)
 		pairs = append(pairs, TLVPair{KeyKind: kk, Key: k, ValueKind: vk, Value: v})
 	}
@@ -201,8 +202,8 @@ func (d *decoder) options(field string, block []byte) Options {
 	}
 	opts := make(Options, 0, len(pairs))
 	seen := make(map[string]struct{}, len(pairs))
+	name := field + ".key"
 	for i, p := range pairs {
-		name := field + ".key"
 		if p.KeyKind != KindString {
 			d.fail(name, "option key kind %s, must be string", p.KeyKind)
 			d.annotate(i)
@@ -244,7 +245,7 @@ func (d *decoder) optionsTail(field string) Options {
 
 // optionsPrefixed decodes a response options block: [len u32][TLV bytes].
 func (d *decoder) optionsPrefixed(field string) Options {
-	n := d.u32(field + ".length")
+	n := d.u32(field)
 	if d.failed() {
 		return nil
 	}
