@@ -28,8 +28,11 @@ func (n *Node) handleNonReplicated(c *transport.Conn, s *session, hdr wire.Reque
 		return
 	}
 	switch hdr.Code {
-	case wire.CodePollMessages, wire.CodeGetConsumerOffset, wire.CodeFlushUnsavedBuffer:
-		// Partition-plane reads arrive with the messages issue.
+	case wire.CodePollMessages:
+		n.sendStatus(c, hdr, n.pollStatus(v, body))
+		return
+	case wire.CodeFlushUnsavedBuffer:
+		// The server has no unsaved buffer to flush (wire-protocol §3.2).
 		n.sendStatus(c, hdr, wire.ErrFeatureUnavailable)
 		return
 	}
@@ -147,6 +150,8 @@ func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte,
 		}
 	case wire.GroupRequest:
 		return n.readGroup(v, r, allowed)
+	case wire.ConsumerOffsetRequest:
+		return n.readConsumerOffset(v, r)
 	case wire.GetSnapshotFileRequest:
 		if !allowed(metadata.PermReadServers, 0, 0) {
 			return nil, wire.ErrUnauthorized

@@ -75,7 +75,7 @@ func (n *Node) HandleFrame(c *transport.Conn, frame []byte) {
 	case wire.ClassMetadata:
 		n.handleMetadataWrite(c, s, hdr, body)
 	case wire.ClassPartition:
-		n.handlePartitionWrite(c, s, hdr)
+		n.handlePartitionWrite(c, s, hdr, body)
 	default:
 		n.sendStatus(c, hdr, wire.ErrInvalidCommand)
 	}
@@ -120,16 +120,6 @@ func (n *Node) evict(c *transport.Conn, s *session, client wire.Uint128, reason 
 	f := wire.EncodeEviction(client, reason, version, versionMin)
 	n.log.Info("evicting client", "conn", c.ID(), "remote", c.RemoteAddr(), "reason", reason.String())
 	c.SendThenClose(f[:])
-}
-
-// handlePartitionWrite answers the partition plane (SendMessages and
-// consumer offsets), which arrives with the messages issue.
-func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.RequestHeader) {
-	if !s.view().bound {
-		n.evict(c, s, hdr.Client, wire.EvictNoSession)
-		return
-	}
-	n.sendStatus(c, hdr, wire.ErrFeatureUnavailable)
 }
 
 // answerTransient maps the consensus outcomes that are not a commit to the
