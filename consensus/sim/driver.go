@@ -88,6 +88,9 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 
 	for i, wr := range writes {
 		if plan.point == crashMidPersist && i == plan.at {
+			if i > 0 || plan.torn {
+				w.cov.CrashesMidPersist++
+			}
 			if plan.torn {
 				d.store.applyTorn(wr, w.rng)
 			}
@@ -107,6 +110,7 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 
 	for i := range rd.Messages {
 		if plan.point == crashMidSend && i == plan.at {
+			w.cov.CrashesMidSend++
 			w.crashNode(d.node, fmt.Sprintf("mid-send of %s after %d of %d messages", w.groups[d.group].name, i, len(rd.Messages)))
 			return false
 		}
@@ -161,6 +165,7 @@ func (d *replicaDriver) installSnapshot(snap *consensus.Snapshot) {
 	d.store.installSnapshot(*snap)
 	w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
 	d.lastCheckpointOp = snap.Op
+	w.cov.StateTransfers++
 	w.trace(evSnapshot, d.node, d.group, snap.Op, app.hash)
 }
 
@@ -175,6 +180,7 @@ func (d *replicaDriver) deliverReply(rep consensus.Reply) {
 	if rep.Kind == consensus.ReplyCommitted {
 		w.checkers[d.group].onAck(d.node, p.clientID, p.request, p.op, p.bodySum, rep.Op)
 		if rep.Cached != nil {
+			w.cov.CachedReplies++
 			w.checkers[d.group].onCachedReply(d.node, p.clientID, p.request, rep.Op, rep.Cached)
 		}
 	}
@@ -201,6 +207,7 @@ func (d *replicaDriver) maybeCheckpoint() {
 	d.w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
 	d.w.checkers[d.group].onCheckpoint(d.node, snap)
 	d.lastCheckpointOp = snap.Op
+	d.w.cov.Checkpoints++
 	d.g.Checkpoint(snap)
 	d.w.trace(evCheckpoint, d.node, d.group, snap.Op, d.app.hash)
 	for i := 0; d.g != nil && d.g.HasReady(); i++ {

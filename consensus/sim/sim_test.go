@@ -38,6 +38,7 @@ type sweepSummary struct {
 	seeds, ticks, committed, viewChanges, crashes, acks, violations uint64
 	failing                                                         []uint64
 	byCheck                                                         map[string]int // failing seeds per first violated check
+	cov                                                             Coverage
 }
 
 func (s *sweepSummary) add(r Result) {
@@ -47,6 +48,7 @@ func (s *sweepSummary) add(r Result) {
 	s.viewChanges += r.ViewChanges
 	s.crashes += r.Crashes
 	s.acks += r.Acks
+	s.cov.add(r.Coverage)
 	if len(r.Violations) > 0 {
 		s.violations += uint64(len(r.Violations))
 		s.failing = append(s.failing, r.Seed)
@@ -67,8 +69,12 @@ func (s *sweepSummary) String() string {
 	if len(failing) > 100 {
 		failing = failing[:100] // the first hundred are plenty to triage
 	}
-	return fmt.Sprintf("sim sweep: seeds=%d ticks=%d committed_ops=%d view_changes=%d crashes=%d acks=%d violations=%d failing_seeds=%d by_check=%v first_failing=%v",
-		s.seeds, s.ticks, s.committed, s.viewChanges, s.crashes, s.acks, s.violations, len(s.failing), checks, failing)
+	c := s.cov
+	return fmt.Sprintf("sim sweep: seeds=%d ticks=%d committed_ops=%d view_changes=%d crashes=%d acks=%d violations=%d failing_seeds=%d by_check=%v first_failing=%v\n"+
+		"  coverage: restarts=%d crashes_mid_persist=%d torn_records=%d crashes_mid_send=%d state_transfers=%d checkpoints=%d partitions=%d clogs=%d filters=%d dropped=%d duplicated=%d evicted=%d cached_replies=%d abandoned=%d",
+		s.seeds, s.ticks, s.committed, s.viewChanges, s.crashes, s.acks, s.violations, len(s.failing), checks, failing,
+		c.Restarts, c.CrashesMidPersist, c.TornRecords, c.CrashesMidSend, c.StateTransfers, c.Checkpoints, c.Partitions,
+		c.Clogs, c.Filters, c.Dropped, c.Duplicated, c.Evicted, c.CachedReplies, c.Abandoned)
 }
 
 // runSeeds runs seeds in parallel workers and hands results back in seed

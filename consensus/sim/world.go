@@ -31,6 +31,42 @@ type RunOptions struct {
 	TickClock bool
 }
 
+// Coverage counts how often the faults and protocol paths a sweep is
+// meant to exercise actually happened.
+type Coverage struct {
+	CrashesMidPersist uint64 // crash with a Ready partly durable
+	TornRecords       uint64 // journal records left torn by a crash
+	CrashesMidSend    uint64
+	Restarts          uint64
+	StateTransfers    uint64 // snapshots installed from Ready.Snapshot
+	Checkpoints       uint64
+	Partitions        uint64
+	Clogs             uint64
+	Filters           uint64
+	Dropped           uint64 // packets lost (loss, partition, filter)
+	Duplicated        uint64
+	Evicted           uint64 // packets evicted from full links
+	CachedReplies     uint64 // deduplicated retries answered from the reply ring
+	Abandoned         uint64 // client requests given up (eviction, response budget)
+}
+
+func (c *Coverage) add(o Coverage) {
+	c.CrashesMidPersist += o.CrashesMidPersist
+	c.TornRecords += o.TornRecords
+	c.CrashesMidSend += o.CrashesMidSend
+	c.Restarts += o.Restarts
+	c.StateTransfers += o.StateTransfers
+	c.Checkpoints += o.Checkpoints
+	c.Partitions += o.Partitions
+	c.Clogs += o.Clogs
+	c.Filters += o.Filters
+	c.Dropped += o.Dropped
+	c.Duplicated += o.Duplicated
+	c.Evicted += o.Evicted
+	c.CachedReplies += o.CachedReplies
+	c.Abandoned += o.Abandoned
+}
+
 // Result summarises one run.
 type Result struct {
 	Seed         uint64
@@ -39,6 +75,7 @@ type Result struct {
 	CommittedOps uint64 // over both groups
 	ViewChanges  uint64 // highest view reached, summed over groups
 	Crashes      uint64
+	Coverage     Coverage
 	Acks         uint64
 	Events       uint64
 	TraceHash    uint64
@@ -97,6 +134,7 @@ type world struct {
 
 	violations []Violation
 	crashes    uint64
+	cov        Coverage
 	traceHash  uint64
 	events     uint64
 }
@@ -266,7 +304,17 @@ func (w *world) result() Result {
 	}
 	for _, c := range w.clients {
 		r.Acks += c.acks
+		w.cov.Abandoned += c.abandoned
 	}
+	st := w.net.stats
+	w.cov.Partitions, w.cov.Clogs, w.cov.Filters = st.Partitions, st.Clogs, st.Filters
+	w.cov.Dropped, w.cov.Duplicated, w.cov.Evicted = st.Dropped, st.Duplicated, st.Evicted
+	for _, nd := range w.nodes {
+		for _, d := range nd.replicas {
+			w.cov.TornRecords += d.store.tornRecords
+		}
+	}
+	r.Coverage = w.cov
 	return r
 }
 
@@ -376,22 +424,32 @@ func (w *world) canCrash(i int) bool {
 	return down < w.scn.MaxDown
 }
 
+// faultyCrashFactor: nodes with faulty storage crash this much more often
+// while carrying out a Ready, so torn tails and lost unsynced writes are
+// common rather than rare.
+const faultyCrashFactor = 4
+
 // planCrash decides whether, and where, the node dies while carrying out
 // the Ready it is about to process.
 func (w *world) planCrash(i, writes, messages int) crashPlan {
-	if w.scn.CrashPerReady == 0 || !w.canCrash(i) || !w.rng.chance(w.scn.CrashPerReady) {
+	p := w.scn.CrashPerReady
+	if w.scn.FaultyStorage[i] {
+		p *= faultyCrashFactor
+	}
+	if p == 0 || !w.canCrash(i) || !w.rng.chance(p) {
 		return crashPlan{}
 	}
-	faulty := w.scn.FaultyStorage[i]
+	if w.scn.FaultyStorage[i] && writes > 0 && w.rng.chance(0.6) {
+		// Lost unsynced writes: a prefix of the Ready's writes survives, and
+		// the next journal record may be torn.
+		return crashPlan{point: crashMidPersist, at: w.rng.intn(writes), torn: w.rng.chance(0.5)}
+	}
 	switch w.rng.intn(4) {
 	case 0:
 		if writes == 0 {
 			return crashPlan{point: crashBeforeSend}
 		}
-		if !faulty {
-			return crashPlan{point: crashMidPersist, at: 0} // nothing of it durable
-		}
-		return crashPlan{point: crashMidPersist, at: w.rng.intn(writes), torn: w.rng.chance(0.5)}
+		return crashPlan{point: crashMidPersist, at: 0} // nothing of it durable
 	case 1:
 		return crashPlan{point: crashBeforeSend}
 	case 2:
@@ -427,6 +485,7 @@ func (w *world) restartNode(i int) {
 		}
 	}
 	nd.up = true
+	w.cov.Restarts++
 	w.trace(evRestart, i, -1, 0, 0)
 	w.logf("restart node %d", i)
 	for _, d := range nd.replicas {
