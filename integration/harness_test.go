@@ -94,6 +94,9 @@ func startServer(t *testing.T, dataDir string, extraEnv ...string) *server {
 		if strings.Contains(s.logs.String(), "WARNING: DATA RACE") {
 			t.Error("the server reported a data race")
 		}
+		if strings.Contains(s.logs.String(), "BUG: panic") {
+			t.Error("the server recovered from a panic while handling a frame")
+		}
 		if t.Failed() {
 			t.Logf("server log (%s):\n%s", s.dataDir, s.logs.String())
 		}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -50,6 +51,19 @@ func (n *Node) logoutReplicated(v sessionView, request uint64) {
 // reply, an eviction, or (for sizes outside the frame bounds, handled by
 // transport) a close.
 func (n *Node) HandleFrame(c *transport.Conn, frame []byte) {
+	defer func() {
+		// A panic here is a bug in decoding or dispatch (state changes only
+		// happen on the driver goroutine): keep the server and every other
+		// connection alive, answer with a generic error and drop this one.
+		if r := recover(); r != nil {
+			n.log.Error("BUG: panic while handling a frame", "conn", c.ID(), "remote", c.RemoteAddr(),
+				"panic", r, "stack", string(debug.Stack()))
+			if hdr, err := wire.DecodeRequestHeader(frame); err == nil {
+				c.Send(wire.EncodeReply(nil, hdr, wire.ErrError, nil))
+			}
+			c.CloseAfterFlush()
+		}
+	}()
 	s, ok := n.sessions.get(c.ID())
 	if !ok || s.view().evicted {
 		return
