@@ -86,6 +86,13 @@ func (c *Client) Session() uint64 {
 	return c.session
 }
 
+// UserID returns the id of the signed-in user (meaningful only while Session() != 0).
+func (c *Client) UserID() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.userID
+}
+
 // NextRequestID returns the request id the next metadata-plane request will carry.
 func (c *Client) NextRequestID() uint64 {
 	c.mu.Lock()
@@ -165,6 +172,8 @@ func (c *Client) call(ctx context.Context, code wire.CommandCode, body []byte) (
 	if err != nil {
 		return nil, err
 	}
+	// Bind or release the session under the same lock, so no request can slip in with a stale fence.
+	c.observeRegisterLocked(op, r.header, wire.OK, r.payload)
 	return r.payload, nil
 }
 

@@ -152,19 +152,10 @@ func (c *Client) register(ctx context.Context, code wire.CommandCode, req wire.R
 	if err != nil {
 		return nil, decodeErr(code, err)
 	}
-	c.mu.Lock()
-	c.session, c.userID = r.Session, r.UserID
-	c.mu.Unlock()
 	return &r, nil
 }
 
 // Logout releases the session (Logout, operation 3).
 func (c *Client) Logout(ctx context.Context) error {
-	if err := c.sendExpectEmpty(ctx, wire.EmptyRequest{Command: wire.CodeLogoutUser}); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.session = 0
-	c.mu.Unlock()
-	return nil
+	return c.sendExpectEmpty(ctx, wire.EmptyRequest{Command: wire.CodeLogoutUser})
 }
