@@ -6,10 +6,12 @@ package node
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"sync"
 	"time"
@@ -109,16 +111,21 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	tlsConfig, err := tcpTLS(cfg)
+	if err != nil {
+		return err
+	}
 	tcp, err := transport.ListenTCP(transport.TCPConfig{
 		Address:    cfg.TCP.Address,
 		RuntimeDir: n.runtimeDir(),
+		TLS:        tlsConfig,
 		Logger:     log.With("transport", "tcp"),
 	})
 	if err != nil {
 		return err
 	}
 	n.tcp = tcp
-	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "data", n.dataDir,
+	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "tls", tlsConfig != nil, "data", n.dataDir,
 		"metadata_op", group.Op(), "version", ServerVersion)
 
 	lifetime, stopLifetime := context.WithCancel(context.Background())
@@ -183,9 +190,6 @@ func checkTransports(cfg *config.Config) error {
 	if !cfg.TCP.Enabled {
 		errs = append(errs, errors.New("tcp.enabled = false: the TCP transport is the only client transport of this build"))
 	}
-	if cfg.TCP.TLS.Enabled {
-		errs = append(errs, errors.New("tcp.tls.enabled = true: TLS is not available in this build"))
-	}
 	if cfg.QUIC.Enabled {
 		errs = append(errs, errors.New("quic.enabled = true: QUIC is not available in this build"))
 	}
@@ -196,6 +200,25 @@ func checkTransports(cfg *config.Config) error {
 		errs = append(errs, errors.New("websocket.enabled = true: WebSocket is not available in this build"))
 	}
 	return errors.Join(errs...)
+}
+
+// tcpTLS builds the listener's TLS configuration from [tcp.tls]: nil when
+// disabled, a generated certificate when self_signed, else the PEM files.
+func tcpTLS(cfg *config.Config) (*tls.Config, error) {
+	t := cfg.TCP.TLS
+	if !t.Enabled {
+		return nil, nil
+	}
+	if t.SelfSigned {
+		var extra []net.IP
+		if host, _, err := net.SplitHostPort(cfg.TCP.Address); err == nil {
+			if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+				extra = append(extra, ip)
+			}
+		}
+		return transport.SelfSignedTLS(extra...)
+	}
+	return transport.FileTLS(t.CertFile, t.KeyFile)
 }
 
 func (n *Node) runtimeDir() string {

@@ -3,6 +3,8 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -143,6 +145,15 @@ func (c *Conn) writeLoop() {
 }
 
 func (c *Conn) readLoop(h Handler, log *slog.Logger) {
+	if tc, ok := c.nc.(*tls.Conn); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HandshakeTimeout)
+		err := tc.HandshakeContext(ctx)
+		cancel()
+		if err != nil {
+			log.Debug("tls handshake failed", "conn", c.id, "remote", c.remote, "err", err)
+			return
+		}
+	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for !c.draining.Load() {
 		frame, err := ReadFrame(r, c.cfg.FrameBytesMin, c.cfg.FrameBytesMax)

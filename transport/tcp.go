@@ -9,6 +9,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,7 +43,12 @@ type TCPConfig struct {
 	SendQueueFramesMax int           // replies queued per connection; overflow closes it
 	WriteTimeout       time.Duration // per frame write deadline
 	RuntimeDir         string        // if set, the bound address is written to RuntimeDir/tcp.addr
-	Logger             *slog.Logger
+	// TLS, when set, switches the listener to TLS from the first byte
+	// (upstream [tcp.tls]); the handshake runs on the connection's reader
+	// goroutine, bounded by HandshakeTimeout.
+	TLS              *tls.Config
+	HandshakeTimeout time.Duration
+	Logger           *slog.Logger
 }
 
 // Defaults for zero TCPConfig fields.
@@ -52,6 +58,7 @@ const (
 	DefaultFrameBytesMax      = 64 << 20
 	DefaultSendQueueFramesMax = 64
 	DefaultWriteTimeout       = 30 * time.Second
+	DefaultHandshakeTimeout   = 10 * time.Second
 	// AddrFileName is the file under the runtime directory that receives the
 	// bound TCP address, for tests and tools that start the server on port 0.
 	AddrFileName = "tcp.addr"
@@ -73,6 +80,9 @@ func (c *TCPConfig) withDefaults() TCPConfig {
 	}
 	if out.WriteTimeout <= 0 {
 		out.WriteTimeout = DefaultWriteTimeout
+	}
+	if out.HandshakeTimeout <= 0 {
+		out.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
@@ -175,6 +185,9 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 		}
 		_ = nc.Close()
 		return
+	}
+	if s.cfg.TLS != nil {
+		nc = tls.Server(nc, s.cfg.TLS)
 	}
 	c := newConn(s.nextConnID.Add(1), nc, s.cfg)
 	s.conns[c.id] = c

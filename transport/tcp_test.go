@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"log/slog"
@@ -240,5 +241,39 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestTLSEchoAndPlainClientRefused(t *testing.T) {
+	cfg, err := SelfSignedTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &echoHandler{}
+	s := startServer(t, TCPConfig{TLS: cfg, HandshakeTimeout: time.Second}, h)
+	tc, err := tls.Dial("tcp", s.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	_ = tc.SetDeadline(time.Now().Add(5 * time.Second))
+	f := frameOf(100, 5)
+	if _, err := tc.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadFrame(tc, 256, 1<<20)
+	if err != nil || string(got) != string(f) {
+		t.Fatalf("tls echo: %v", err)
+	}
+	// A plain client speaking frames gets no frame back, just a close.
+	plain := dial(t, s)
+	_, _ = plain.Write(frameOf(0, 5))
+	if _, err := ReadFrame(plain, 256, 1<<20); err == nil {
+		t.Fatal("plain client got a frame from a TLS listener")
+	}
+	// A client that never handshakes is dropped after the timeout.
+	silent := dial(t, s)
+	if _, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Fatal("silent client not dropped")
 	}
 }
