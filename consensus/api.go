@@ -165,6 +165,10 @@ type VsrState struct {
 	LogView      uint32
 	CommitMax    uint64
 	CheckpointOp uint64 // op of the latest application checkpoint (snapshot)
+	// CheckpointTimestamp is the prepare timestamp of op CheckpointOp: after
+	// a restart it floors new prepare timestamps even when the journal no
+	// longer holds that op (0 = unknown).
+	CheckpointTimestamp uint64
 }
 
 // ReplyKind says how a proposal ended.
