@@ -26,6 +26,8 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		r.view, r.logView = st.Superblock.View, st.Superblock.LogView
 		r.commitMax = st.Superblock.CommitMax
 		r.checkpointOp = st.Superblock.CheckpointOp
+		r.snapshotTimestamp = st.Superblock.CheckpointTimestamp
+		r.lastTimestamp = st.Superblock.CheckpointTimestamp
 		r.durable = *st.Superblock
 	}
 	if st.Snapshot != nil {

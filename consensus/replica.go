@@ -154,7 +154,8 @@ func (r *Replica) SetNow(micros uint64) { r.nowMicros = micros }
 func (r *Replica) isPrimaryIndex() bool        { return primaryIndex(r.view, r.n) == r.id }
 func (r *Replica) primaryOf(view uint32) uint8 { return primaryIndex(view, r.n) }
 func (r *Replica) vsrState() VsrState {
-	return VsrState{View: r.view, LogView: r.logView, CommitMax: r.commitMax, CheckpointOp: r.checkpointOp}
+	return VsrState{View: r.view, LogView: r.logView, CommitMax: r.commitMax, CheckpointOp: r.checkpointOp,
+		CheckpointTimestamp: r.snapshotTimestamp}
 }
 
 // --- Ready / Advance ---
