@@ -34,7 +34,7 @@ func TestRandomFramesAlwaysAnswered(t *testing.T) {
 		session = r.login()
 	}
 	connect()
-	const frames = 1500
+	const frames = 1000
 	evictions := 0
 	for i := 0; i < frames; i++ {
 		h := wire.RequestHeader{Operation: ops[rng.Intn(len(ops))], Session: session, Request: uint64(rng.Intn(4))}
