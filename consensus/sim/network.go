@@ -52,12 +52,13 @@ type kindFilter struct {
 type partitionMode uint8
 
 const (
-	partitionUniformSize   partitionMode = iota // a random-size random subset vs the rest
-	partitionUniform                            // every replica picks a side at random
-	partitionIsolateSingle                      // one replica vs the rest
+	partitionUniformSize    partitionMode = iota // a random-size random subset vs the rest
+	partitionUniform                             // every replica picks a side at random
+	partitionIsolateSingle                       // one replica vs the rest
+	partitionIsolatePrimary                      // the current primary vs the rest
 )
 
-var partitionModeNames = [...]string{"uniform-size", "uniform", "isolate-single"}
+var partitionModeNames = [...]string{"uniform-size", "uniform", "isolate-single", "isolate-primary"}
 
 // healedLinkCapacityMax bounds a link's queue after the heal, large
 // enough that no burst the core sends (a repair chunk, a pipeline of
@@ -91,6 +92,9 @@ type network struct {
 	due             []packet
 	stats           networkStats
 	onEvent         func(format string, args ...any)
+	// primary names a replica that currently claims to be primary (-1:
+	// none); the isolate-primary partition mode targets it.
+	primary func() int
 }
 
 type networkStats struct {
@@ -187,8 +191,11 @@ func (nw *network) tick(now uint64) {
 }
 
 func (nw *network) startPartition() {
-	mode := partitionMode(nw.rng.intn(3))
+	mode := partitionMode(nw.rng.intn(4))
 	side := make([]bool, nw.n)
+	if mode == partitionIsolatePrimary && (nw.primary == nil || nw.primary() < 0) {
+		mode = partitionIsolateSingle
+	}
 	switch mode {
 	case partitionUniformSize:
 		size := nw.rng.between(1, nw.n-1)
@@ -202,6 +209,8 @@ func (nw *network) startPartition() {
 		}
 	case partitionIsolateSingle:
 		side[nw.rng.intn(nw.n)] = true
+	case partitionIsolatePrimary:
+		side[nw.primary()] = true
 	}
 	asymmetric := nw.rng.chance(nw.opts.AsymmetricProbability)
 	any := false

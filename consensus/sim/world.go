@@ -153,6 +153,14 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		w.clockSkewMicros = append(w.clockSkewMicros, int64(w.rng.between(-clockSkewMaxMicros, clockSkewMaxMicros)))
 	}
 	w.net.onEvent = w.logf
+	w.net.primary = func() int {
+		for i, nd := range w.nodes {
+			if g := nd.replicas[0].g; nd.up && g != nil && g.IsPrimary() {
+				return i
+			}
+		}
+		return -1
+	}
 	w.groups = []groupSpec{
 		{name: "metadata", id: 1 << 63, clientTableMax: scn.ClientTableMax},
 		{name: "partition", id: 7, clientTableMax: 0},
