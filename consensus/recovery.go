@@ -86,6 +86,9 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 		if op < r.commitMin {
 			continue
 		}
+		if !r.journal.canAppend(op, r.checkpointOp) {
+			return fmt.Errorf("consensus restart: entries up to op %d span more than journal_slots %d", op, len(r.journal.slots))
+		}
 		if op == r.commitMin {
 			// The entry at the snapshot op anchors the hash chain.
 			r.journal.put(p, r.checkpointOp)

@@ -164,3 +164,23 @@ func TestBackoffBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestRestartRejectsTooManyEntries(t *testing.T) {
+	cfg := DefaultConfig(0, 1)
+	cfg.PrepareQueueDepth = 2
+	cfg.JournalSlots = 4
+	var entries []Prepare
+	parent := uint64(0)
+	for op := uint64(1); op <= 5; op++ {
+		h := PrepareHeader{Op: op, Parent: parent}
+		h.Checksum = PrepareChecksum(&h, nil)
+		parent = h.Checksum
+		entries = append(entries, Prepare{Header: h})
+	}
+	if _, err := Restart(cfg, Restored{Entries: entries[:4]}); err != nil {
+		t.Fatalf("4 entries in 4 slots rejected: %v", err)
+	}
+	if _, err := Restart(cfg, Restored{Entries: entries}); err == nil {
+		t.Fatal("5 entries in 4 slots accepted")
+	}
+}
