@@ -26,7 +26,7 @@ func newInternalSession() *internalSession {
 	return &internalSession{client: consensus.Uint128{Lo: randomUint64() | 1, Hi: randomUint64() | 1<<63}}
 }
 
-// propose submits cmd as the node's own session.
+// proposeInternal submits cmd as the node's own session.
 func (n *Node) proposeInternal(ctx context.Context, cmd metadata.Command) (outcome, error) {
 	s := n.internal
 	s.mu.Lock()
