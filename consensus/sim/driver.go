@@ -193,9 +193,16 @@ func (d *replicaDriver) deliverReply(rep consensus.Reply) {
 func (d *replicaDriver) maybeCheckpoint() {
 	every := d.w.scn.CheckpointEveryOps
 	periodic := every > 0 && d.app.op >= d.lastCheckpointOp+every
-	// Journal pressure: the core cannot reuse a slot above its checkpoint,
-	// so the node checkpoints once half the journal holds unreleased ops.
-	pressure := d.g.Op() >= d.lastCheckpointOp+uint64(d.cfg.JournalSlots)/2 && d.app.op > d.lastCheckpointOp
+	// Journal pressure: the core cannot reuse a slot above its checkpoint.
+	// Ask the core as the node does; a core without the query gets a
+	// checkpoint once half the journal holds unreleased ops.
+	var pressure bool
+	if p, ok := d.g.(pressureReporter); ok {
+		pressure = p.NeedsCheckpoint()
+	} else {
+		pressure = d.g.Op() >= d.lastCheckpointOp+uint64(d.cfg.JournalSlots)/2
+	}
+	pressure = pressure && d.app.op > d.lastCheckpointOp
 	if !periodic && !pressure {
 		return
 	}
@@ -209,6 +216,9 @@ func (d *replicaDriver) maybeCheckpoint() {
 	d.lastCheckpointOp = snap.Op
 	d.w.cov.Checkpoints++
 	d.g.Checkpoint(snap)
+	if ce, ok := d.g.(checkpointErrorReporter); ok && ce.CheckpointError() != nil {
+		d.w.fail(d.group, d.node, checkContract, "Checkpoint at op %d (commit_min %d) rejected: %v", snap.Op, d.g.CommitMin(), ce.CheckpointError())
+	}
 	d.w.trace(evCheckpoint, d.node, d.group, snap.Op, d.app.hash)
 	for i := 0; d.g != nil && d.g.HasReady(); i++ {
 		if i >= readyLoopMax {
@@ -228,6 +238,12 @@ func (d *replicaDriver) maybeCheckpoint() {
 type replyRecorder interface {
 	RecordReply(client consensus.Uint128, request uint64, body []byte)
 }
+
+// pressureReporter says when the core's journal needs a checkpoint.
+type pressureReporter interface{ NeedsCheckpoint() bool }
+
+// checkpointErrorReporter says why the last Checkpoint was refused.
+type checkpointErrorReporter interface{ CheckpointError() error }
 
 // clientTableRestorer takes back the client table carried in a snapshot.
 type clientTableRestorer interface {
