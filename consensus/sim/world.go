@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"slices"
 
 	"github.com/lodestream/lodestream/consensus"
-	"github.com/zeebo/xxh3"
 )
 
 // Factory builds replicas; tests swap it to drive a deliberately broken core.
@@ -31,57 +29,6 @@ type RunOptions struct {
 	TickClock bool
 }
 
-// Coverage counts how often the faults and protocol paths a sweep is
-// meant to exercise actually happened.
-type Coverage struct {
-	CrashesMidPersist uint64 // crash with a Ready partly durable
-	TornRecords       uint64 // journal records left torn by a crash
-	CrashesMidSend    uint64
-	Restarts          uint64
-	StateTransfers    uint64 // snapshots installed from Ready.Snapshot
-	Checkpoints       uint64
-	Partitions        uint64
-	Clogs             uint64
-	Filters           uint64
-	Dropped           uint64 // packets lost (loss, partition, filter)
-	Duplicated        uint64
-	Evicted           uint64 // packets evicted from full links
-	CachedReplies     uint64 // deduplicated retries answered from the reply ring
-	Abandoned         uint64 // client requests given up (eviction, response budget)
-}
-
-func (c *Coverage) add(o Coverage) {
-	c.CrashesMidPersist += o.CrashesMidPersist
-	c.TornRecords += o.TornRecords
-	c.CrashesMidSend += o.CrashesMidSend
-	c.Restarts += o.Restarts
-	c.StateTransfers += o.StateTransfers
-	c.Checkpoints += o.Checkpoints
-	c.Partitions += o.Partitions
-	c.Clogs += o.Clogs
-	c.Filters += o.Filters
-	c.Dropped += o.Dropped
-	c.Duplicated += o.Duplicated
-	c.Evicted += o.Evicted
-	c.CachedReplies += o.CachedReplies
-	c.Abandoned += o.Abandoned
-}
-
-// Result summarises one run.
-type Result struct {
-	Seed         uint64
-	Scenario     Scenario
-	Ticks        uint64
-	CommittedOps uint64 // over both groups
-	ViewChanges  uint64 // highest view reached, summed over groups
-	Crashes      uint64
-	Coverage     Coverage
-	Acks         uint64
-	Events       uint64
-	TraceHash    uint64
-	Violations   []Violation
-}
-
 const violationsMax = 20 // stop collecting after this many
 
 type groupSpec struct {
@@ -94,16 +41,6 @@ type node struct {
 	up          bool
 	restartTick uint64
 	replicas    []*replicaDriver // one per group
-}
-
-type clientPacket struct {
-	deliverTick uint64
-	seq         uint64
-	client      int
-	node        int // request: destination; reply: unused
-	req         consensus.Request
-	rep         consensus.Reply
-	isReply     bool
 }
 
 // world is one deterministic run: one goroutine, virtual ticks, one PRNG.
@@ -417,158 +354,6 @@ func (w *world) replicaFor(nd *node, group uint64) *replicaDriver {
 		}
 	}
 	return nil
-}
-
-func (w *world) canCrash(i int) bool {
-	if w.healed || !w.nodes[i].up {
-		return false
-	}
-	down := 0
-	for _, nd := range w.nodes {
-		if !nd.up {
-			down++
-		}
-	}
-	return down < w.scn.MaxDown
-}
-
-// faultyCrashFactor: nodes with faulty storage crash this much more often
-// while carrying out a Ready, so torn tails and lost unsynced writes are
-// common rather than rare.
-const faultyCrashFactor = 4
-
-// planCrash decides whether, and where, the node dies while carrying out
-// the Ready it is about to process.
-func (w *world) planCrash(i, writes, messages int) crashPlan {
-	p := w.scn.CrashPerReady
-	if w.scn.FaultyStorage[i] {
-		p *= faultyCrashFactor
-	}
-	if p == 0 || !w.canCrash(i) || !w.rng.chance(p) {
-		return crashPlan{}
-	}
-	if w.scn.FaultyStorage[i] && writes > 0 && w.rng.chance(0.6) {
-		// Lost unsynced writes: a prefix of the Ready's writes survives, and
-		// the next journal record may be torn.
-		return crashPlan{point: crashMidPersist, at: w.rng.intn(writes), torn: w.rng.chance(0.5)}
-	}
-	switch w.rng.intn(4) {
-	case 0:
-		if writes == 0 {
-			return crashPlan{point: crashBeforeSend}
-		}
-		return crashPlan{point: crashMidPersist, at: 0} // nothing of it durable
-	case 1:
-		return crashPlan{point: crashBeforeSend}
-	case 2:
-		if messages == 0 {
-			return crashPlan{point: crashBeforeAdvance}
-		}
-		return crashPlan{point: crashMidSend, at: w.rng.intn(messages)}
-	default:
-		return crashPlan{point: crashBeforeAdvance}
-	}
-}
-
-func (w *world) crashNode(i int, why string) {
-	nd := w.nodes[i]
-	nd.up = false
-	for gi, d := range nd.replicas {
-		d.g = nil
-		d.pending = nil
-		w.checkers[gi].onCrash(i)
-	}
-	nd.restartTick = w.now + 1 + uint64(w.rng.expTicks(w.scn.DownTicksMean, 20*int(w.scn.DownTicksMean)))
-	w.crashes++
-	w.trace(evCrash, i, -1, nd.restartTick, 0)
-	w.logf("crash node %d (%s), restart at %d", i, why, nd.restartTick)
-}
-
-func (w *world) restartNode(i int) {
-	nd := w.nodes[i]
-	for _, d := range nd.replicas {
-		if err := d.start(true); err != nil {
-			w.fail(d.group, i, checkContract, "%v", err)
-			return
-		}
-	}
-	nd.up = true
-	w.cov.Restarts++
-	w.trace(evRestart, i, -1, 0, 0)
-	w.logf("restart node %d", i)
-	for _, d := range nd.replicas {
-		if nd.up && d.g != nil {
-			d.drain()
-		}
-	}
-}
-
-// findPrimary is the client's leader lookup: usually someone claiming to
-// be primary (possibly a stale one), sometimes any node.
-func (w *world) findPrimary(group int) int {
-	var claim []int
-	for i, nd := range w.nodes {
-		if nd.up && nd.replicas[group].g != nil && nd.replicas[group].g.IsPrimary() {
-			claim = append(claim, i)
-		}
-	}
-	if len(claim) > 0 && w.rng.chance(0.8) {
-		return claim[w.rng.intn(len(claim))]
-	}
-	return w.rng.intn(len(w.nodes))
-}
-
-func (w *world) clientLatency() uint64 { return uint64(w.rng.between(1, 3)) }
-
-func (w *world) sendRequest(c *simClient, to int, req consensus.Request) {
-	if w.rng.chance(w.scn.ClientDropProbability) {
-		return
-	}
-	w.clientSeq++
-	w.clientQueue = append(w.clientQueue, clientPacket{deliverTick: w.now + w.clientLatency(), seq: w.clientSeq, client: c.idx, node: to, req: req})
-}
-
-func (w *world) sendReply(client int, rep consensus.Reply) {
-	if w.rng.chance(w.scn.ClientDropProbability) {
-		return
-	}
-	w.clientSeq++
-	w.clientQueue = append(w.clientQueue, clientPacket{deliverTick: w.now + w.clientLatency(), seq: w.clientSeq, client: client, rep: rep, isReply: true})
-}
-
-func (w *world) deliverClientPackets() {
-	var due []clientPacket
-	kept := w.clientQueue[:0]
-	for _, p := range w.clientQueue {
-		if p.deliverTick <= w.now {
-			due = append(due, p)
-		} else {
-			kept = append(kept, p)
-		}
-	}
-	w.clientQueue = kept
-	slices.SortFunc(due, func(a, b clientPacket) int {
-		if a.deliverTick != b.deliverTick {
-			return int(a.deliverTick) - int(b.deliverTick)
-		}
-		return int(a.seq) - int(b.seq)
-	})
-	for _, p := range due {
-		c := w.clients[p.client]
-		if p.isReply {
-			c.onReply(w, p.rep)
-			continue
-		}
-		nd := w.nodes[p.node]
-		d := nd.replicas[c.group]
-		if !nd.up || d.g == nil {
-			continue
-		}
-		d.pending[p.req.Tag] = proposal{client: c.idx, clientID: c.id, request: p.req.Request, op: p.req.Operation, bodySum: xxh3.Hash(p.req.Body)}
-		w.trace(evPropose, p.node, c.group, p.req.Tag, p.req.Request)
-		d.g.Propose(p.req)
-		d.drain()
-	}
 }
 
 const (

@@ -1,0 +1,52 @@
+package sim
+
+// Coverage counts how often the faults and protocol paths a sweep is
+// meant to exercise actually happened.
+type Coverage struct {
+	CrashesMidPersist uint64 // crash with a Ready partly durable
+	TornRecords       uint64 // journal records left torn by a crash
+	CrashesMidSend    uint64
+	Restarts          uint64
+	StateTransfers    uint64 // snapshots installed from Ready.Snapshot
+	Checkpoints       uint64
+	Partitions        uint64
+	Clogs             uint64
+	Filters           uint64
+	Dropped           uint64 // packets lost (loss, partition, filter)
+	Duplicated        uint64
+	Evicted           uint64 // packets evicted from full links
+	CachedReplies     uint64 // deduplicated retries answered from the reply ring
+	Abandoned         uint64 // client requests given up (eviction, response budget)
+}
+
+func (c *Coverage) add(o Coverage) {
+	c.CrashesMidPersist += o.CrashesMidPersist
+	c.TornRecords += o.TornRecords
+	c.CrashesMidSend += o.CrashesMidSend
+	c.Restarts += o.Restarts
+	c.StateTransfers += o.StateTransfers
+	c.Checkpoints += o.Checkpoints
+	c.Partitions += o.Partitions
+	c.Clogs += o.Clogs
+	c.Filters += o.Filters
+	c.Dropped += o.Dropped
+	c.Duplicated += o.Duplicated
+	c.Evicted += o.Evicted
+	c.CachedReplies += o.CachedReplies
+	c.Abandoned += o.Abandoned
+}
+
+// Result summarises one run.
+type Result struct {
+	Seed         uint64
+	Scenario     Scenario
+	Ticks        uint64
+	CommittedOps uint64 // over both groups
+	ViewChanges  uint64 // highest view reached, summed over groups
+	Crashes      uint64
+	Coverage     Coverage
+	Acks         uint64
+	Events       uint64
+	TraceHash    uint64
+	Violations   []Violation
+}
