@@ -169,6 +169,9 @@ type VsrState struct {
 	// a restart it floors new prepare timestamps even when the journal no
 	// longer holds that op (0 = unknown).
 	CheckpointTimestamp uint64
+	// CheckpointChecksum is the identity checksum of prepare CheckpointOp:
+	// the hash-chain anchor when the journal no longer holds that op.
+	CheckpointChecksum uint64
 }
 
 // ReplyKind says how a proposal ended.
