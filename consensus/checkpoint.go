@@ -23,6 +23,7 @@ func (r *Replica) Checkpoint(s Snapshot) {
 		r.checkpointOp = s.Op
 		if h, ok := r.journal.header(s.Op); ok {
 			r.snapshotTimestamp = h.Timestamp
+			r.anchorChecksum = h.Checksum
 		}
 		if r.IsPrimary() {
 			r.promoteQueued() // a full journal may have room now

@@ -27,6 +27,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		r.commitMax = st.Superblock.CommitMax
 		r.checkpointOp = st.Superblock.CheckpointOp
 		r.snapshotTimestamp = st.Superblock.CheckpointTimestamp
+		r.anchorChecksum = st.Superblock.CheckpointChecksum
 		r.lastTimestamp = st.Superblock.CheckpointTimestamp
 		r.durable = *st.Superblock
 	}
@@ -44,6 +45,9 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	}
 	if r.commitMin < r.checkpointOp && st.Snapshot == nil {
 		return nil, fmt.Errorf("consensus restart: superblock checkpoint_op %d but no snapshot", r.checkpointOp)
+	}
+	if r.op == r.checkpointOp && r.op > 0 {
+		r.headChecksum = r.anchorChecksum // restoreEntries overrides it if the anchor entry is given
 	}
 	if err := r.restoreEntries(st.Entries); err != nil {
 		return nil, err
@@ -96,6 +100,7 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 			r.headChecksum = p.Header.Checksum
 			r.lastTimestamp = max(r.lastTimestamp, p.Header.Timestamp)
 			r.snapshotTimestamp = p.Header.Timestamp
+			r.anchorChecksum = p.Header.Checksum
 			continue
 		}
 		if op <= prevOp {

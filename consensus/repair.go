@@ -195,10 +195,10 @@ func (r *Replica) onRepairReply(m Message) {
 		return
 	}
 	if m.Kind == MsgRangeEvicted {
-		if m.Op > r.commitMin+1 && r.status == StatusNormal && !r.isPrimaryIndex() {
+		if m.Op > r.commitMin+1 && r.repairWanted() {
 			// The history we need is gone from the peer: state transfer.
 			r.repair.active = false
-			r.startTransfer()
+			r.startTransfer(m.From)
 		}
 		return
 	}

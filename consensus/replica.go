@@ -68,9 +68,11 @@ type Replica struct {
 	tableOp uint64
 	// recordedReplies holds RecordReply bodies until Advance folds their ops.
 	recordedReplies []recordedReply
-	// snapshotTimestamp is the prepare timestamp of the snapshot op (a floor
-	// for a replica that installs the snapshot by state transfer).
+	// snapshotTimestamp and anchorChecksum describe the prepare at the
+	// checkpoint op: the timestamp floor and hash-chain anchor once the
+	// journal no longer holds it (persisted in the superblock).
 	snapshotTimestamp uint64
+	anchorChecksum    uint64
 	// droppedMessages counts sends lost to the per-Ready outbox cap.
 	droppedMessages uint64
 	checkpointErr   error
@@ -155,7 +157,7 @@ func (r *Replica) isPrimaryIndex() bool        { return primaryIndex(r.view, r.n
 func (r *Replica) primaryOf(view uint32) uint8 { return primaryIndex(view, r.n) }
 func (r *Replica) vsrState() VsrState {
 	return VsrState{View: r.view, LogView: r.logView, CommitMax: r.commitMax, CheckpointOp: r.checkpointOp,
-		CheckpointTimestamp: r.snapshotTimestamp}
+		CheckpointTimestamp: r.snapshotTimestamp, CheckpointChecksum: r.anchorChecksum}
 }
 
 // --- Ready / Advance ---

@@ -25,15 +25,20 @@ type transferState struct {
 	size     uint64
 	checksum uint64
 	buf      []byte
-	timer    timer
-	stalls   uint32
+	// anchor of the offered snapshot: its op's prepare checksum and timestamp
+	anchorChecksum  uint64
+	anchorTimestamp uint64
+	timer           timer
+	stalls          uint32
 }
 
-func (r *Replica) startTransfer() {
-	if r.transfer.stage != transferIdle || r.status != StatusNormal || r.isPrimaryIndex() {
+// startTransfer pulls a checkpoint from peer: the primary for a Normal
+// backup, a canonical sender for a primary-elect missing released history.
+func (r *Replica) startTransfer(peer uint8) {
+	if r.transfer.stage != transferIdle || peer == r.id {
 		return
 	}
-	r.transfer = transferState{stage: transferAwaitingTarget, nonce: r.rng.nonce(), peer: r.primaryOf(r.view)}
+	r.transfer = transferState{stage: transferAwaitingTarget, nonce: r.rng.nonce(), peer: peer}
 	r.sendTransferRequest()
 }
 
@@ -71,15 +76,20 @@ func (r *Replica) tickTransfer() {
 	r.sendTransferRequest()
 }
 
-// onRequestStateTransfer: only a caught-up primary with a checkpoint offers.
+// onRequestStateTransfer: a caught-up primary with a checkpoint offers it;
+// so does a replica in a view change (to a primary-elect missing history).
+// A checkpoint only ever holds committed ops, so either is safe to serve.
 func (r *Replica) onRequestStateTransfer(m Message) {
-	available := r.IsPrimary() && r.snapshot != nil && r.commitMin == r.commitMax
+	available := r.snapshot != nil && !r.Transferring() &&
+		((r.IsPrimary() && r.commitMin == r.commitMax) || r.status == StatusViewChange)
 	reply := Message{Kind: MsgStateTransferTarget, To: m.From, View: r.view, Nonce: m.Nonce, Available: available}
 	if available {
 		reply.Op = r.snapshot.Op
 		reply.Offset = uint64(len(r.snapshot.Data)) // total size
 		reply.Commit = r.snapshot.Checksum
 		reply.Timestamp = r.snapshotTimestamp // floor for the receiver's prepare timestamps
+		reply.Prepare = &Prepare{Header: PrepareHeader{Op: r.snapshot.Op, Checksum: r.anchorChecksum,
+			Timestamp: r.snapshotTimestamp}} // the chain anchor (header only)
 	}
 	r.send(reply)
 }
@@ -96,7 +106,10 @@ func (r *Replica) onStateTransferTarget(m Message) {
 	}
 	t.stage = transferFetching
 	t.op, t.size, t.checksum = m.Op, m.Offset, m.Commit
-	r.lastTimestamp = max(r.lastTimestamp, m.Timestamp)
+	t.anchorTimestamp = m.Timestamp
+	if m.Prepare != nil && m.Prepare.Header.Op == m.Op {
+		t.anchorChecksum = m.Prepare.Header.Checksum
+	}
 	t.buf = make([]byte, 0, t.size)
 	t.stalls = 0
 	if t.size == 0 {
@@ -154,7 +167,9 @@ func (r *Replica) onStateChunk(m Message) {
 func (r *Replica) installTransferred() {
 	t := &r.transfer
 	snap := Snapshot{Op: t.op, Checksum: t.checksum, Data: t.buf}
-	r.snapshotTimestamp = r.lastTimestamp
+	r.lastTimestamp = max(r.lastTimestamp, t.anchorTimestamp)
+	r.snapshotTimestamp = t.anchorTimestamp
+	r.anchorChecksum = t.anchorChecksum
 	r.transfer = transferState{}
 	r.snapshot = &snap
 	r.pending.Snapshot = &snap
@@ -172,6 +187,12 @@ func (r *Replica) installTransferred() {
 	r.commitMax = max(r.commitMax, snap.Op)
 	r.op = max(r.op, snap.Op)
 	r.seenOp = max(r.seenOp, snap.Op)
+	if r.op == snap.Op && !r.journal.has(snap.Op) {
+		r.headChecksum = r.anchorChecksum
+	}
 	r.commitJournal()
 	r.requestRepairNow()
+	if r.status == StatusViewChange {
+		r.maybeStartView()
+	}
 }

@@ -183,6 +183,8 @@ func (r *Replica) maybeStartView() {
 		r.headChecksum = h.Checksum
 	case r.op == 0:
 		r.headChecksum = 0
+	case r.op == r.checkpointOp && r.anchorChecksum != 0:
+		r.headChecksum = r.anchorChecksum // the head is our checkpoint op
 	default:
 		ph, known := plan.header(r.op)
 		if !known {
