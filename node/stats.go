@@ -17,8 +17,8 @@ import (
 const clockTicksPerSecond = 100
 
 // stats gathers GetStats figures: process and host figures from /proc and
-// statfs, entity counts from the metadata state. Message and segment
-// figures are zero until the partition plane lands.
+// statfs, entity counts from the metadata state. Message, size and segment
+// figures are zero until the partition plane (and its segment files) lands.
 func (n *Node) stats() wire.Stats {
 	streams, topics, partitions, groups := n.state.Counts()
 	runFor := time.Since(n.startedAt)
@@ -29,7 +29,6 @@ func (n *Node) stats() wire.Stats {
 		StreamsCount:        uint32(streams),
 		TopicsCount:         uint32(topics),
 		PartitionsCount:     uint32(partitions),
-		SegmentsCount:       uint32(partitions), // one open segment per partition
 		ClientsCount:        uint32(n.sessions.count()),
 		ConsumerGroupsCount: uint32(groups),
 		OSName:              osName(),

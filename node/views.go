@@ -8,8 +8,8 @@ import (
 )
 
 // Conversions between the metadata state's views and the wire's response
-// and request types. Message and size statistics are zero until the
-// partition plane lands (messages issue).
+// and request types. Message, size and segment statistics are zero until
+// the partition plane lands (messages issue).
 
 func wireIdent(id wire.Identifier) metadata.Ident {
 	if id.Kind == wire.IdentString {
@@ -42,7 +42,7 @@ func wireTopicHeader(t metadata.Topic) wire.TopicHeader {
 func appendTopicDetails(b []byte, t metadata.Topic) []byte {
 	d := wire.TopicDetails{TopicHeader: wireTopicHeader(t)}
 	for _, p := range t.Partitions {
-		d.Partitions = append(d.Partitions, wire.Partition{ID: p.ID, CreatedAt: p.CreatedAt, SegmentsCount: 1})
+		d.Partitions = append(d.Partitions, wire.Partition{ID: p.ID, CreatedAt: p.CreatedAt})
 	}
 	return d.Append(b)
 }
