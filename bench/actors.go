@@ -102,6 +102,16 @@ func exchange(ctx context.Context, c *client.Client, code wire.CommandCode, body
 	}
 }
 
+// stopped reports whether ctx has ended or reached its deadline: the client sets the socket deadline
+// to the context's, so a read can time out a moment before ctx.Err() turns non-nil.
+func stopped(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -166,7 +176,7 @@ func runProducer(ctx context.Context, c *client.Client, cfg *Config, stream stre
 		}
 		sent := time.Now()
 		if _, err := exchange(ctx, c, wire.CodeSendMessages, body); err != nil {
-			if ctx.Err() == nil {
+			if !stopped(ctx) {
 				res.Err = fmt.Errorf("producer %d batch %d to %s: %w", plan.Index, batch, stream.Name, err)
 			}
 			break
@@ -222,7 +232,7 @@ func runConsumer(ctx context.Context, c *client.Client, cfg *Config, streams []s
 		sent := time.Now()
 		payload, err := exchange(ctx, c, wire.CodePollMessages, body)
 		if err != nil {
-			if ctx.Err() == nil {
+			if !stopped(ctx) {
 				res.Err = fmt.Errorf("consumer %d poll %s partition %d at offset %d: %w", plan.Index, s.Name,
 					t.Partition, offsets[next], err)
 			}
