@@ -165,13 +165,14 @@ type VsrState struct {
 	LogView      uint32
 	CommitMax    uint64
 	CheckpointOp uint64 // op of the latest application checkpoint (snapshot)
-	// CheckpointTimestamp is the prepare timestamp of op CheckpointOp: after
-	// a restart it floors new prepare timestamps even when the journal no
+	// AnchorTimestamp is the prepare timestamp of op CheckpointOp: after a
+	// restart it floors new prepare timestamps even when the journal no
 	// longer holds that op (0 = unknown).
-	CheckpointTimestamp uint64
-	// CheckpointChecksum is the identity checksum of prepare CheckpointOp:
-	// the hash-chain anchor when the journal no longer holds that op.
-	CheckpointChecksum uint64
+	AnchorTimestamp uint64
+	// AnchorChecksum is the identity checksum of prepare CheckpointOp (not
+	// the snapshot's data checksum): the hash-chain anchor when the journal
+	// no longer holds that op.
+	AnchorChecksum uint64
 }
 
 // ReplyKind says how a proposal ended.
