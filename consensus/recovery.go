@@ -26,9 +26,9 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		r.view, r.logView = st.Superblock.View, st.Superblock.LogView
 		r.commitMax = st.Superblock.CommitMax
 		r.checkpointOp = st.Superblock.CheckpointOp
-		r.snapshotTimestamp = st.Superblock.CheckpointTimestamp
-		r.anchorChecksum = st.Superblock.CheckpointChecksum
-		r.lastTimestamp = st.Superblock.CheckpointTimestamp
+		r.snapshotTimestamp = st.Superblock.AnchorTimestamp
+		r.anchorChecksum = st.Superblock.AnchorChecksum
+		r.lastTimestamp = st.Superblock.AnchorTimestamp
 		r.durable = *st.Superblock
 	}
 	if st.Snapshot != nil {

@@ -157,7 +157,7 @@ func (r *Replica) isPrimaryIndex() bool        { return primaryIndex(r.view, r.n
 func (r *Replica) primaryOf(view uint32) uint8 { return primaryIndex(view, r.n) }
 func (r *Replica) vsrState() VsrState {
 	return VsrState{View: r.view, LogView: r.logView, CommitMax: r.commitMax, CheckpointOp: r.checkpointOp,
-		CheckpointTimestamp: r.snapshotTimestamp, CheckpointChecksum: r.anchorChecksum}
+		AnchorTimestamp: r.snapshotTimestamp, AnchorChecksum: r.anchorChecksum}
 }
 
 // --- Ready / Advance ---
