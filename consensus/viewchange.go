@@ -137,7 +137,7 @@ func (r *Replica) onDoViewChange(m Message) {
 		}
 		return
 	}
-	if !r.isPrimaryIndex() || m.LogView > m.View {
+	if !r.isPrimaryIndex() || m.LogView > m.View || !suffixWellFormed(m.Op, m.Headers) {
 		return
 	}
 	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.Op, commit: min(m.Commit, m.Op),
@@ -396,4 +396,17 @@ func (r *Replica) tickViewChange() {
 			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Nonce: r.cfg.Incarnation})
 		}
 	}
+}
+
+// suffixWellFormed: header i of a suffix is op (head - i) or blank.
+func suffixWellFormed(head uint64, headers []PrepareHeader) bool {
+	if uint64(len(headers)) > head {
+		return false
+	}
+	for i := range headers {
+		if headers[i].Checksum != 0 && headers[i].Op != head-uint64(i) {
+			return false
+		}
+	}
+	return true
 }
