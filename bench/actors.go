@@ -83,7 +83,7 @@ func exchange(ctx context.Context, c *client.Client, code wire.CommandCode, body
 	for attempt := 1; ; attempt++ {
 		status, result, payload, err := c.Raw(ctx, op, code, body)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", code, err)
+			return nil, err // a *client.Error, which names the command
 		}
 		failed := status
 		if failed == wire.OK {
@@ -94,7 +94,7 @@ func exchange(ctx context.Context, c *client.Client, code wire.CommandCode, body
 			return payload, nil
 		case (failed == wire.ErrTransientNotCommitted || failed == wire.ErrTransientNotAccepted) && attempt < transientRetriesMax:
 			if err := sleepCtx(ctx, transientRetryPause); err != nil {
-				return nil, fmt.Errorf("%s: %w", code, err)
+				return nil, &client.Error{Code: failed, Command: code, Err: err}
 			}
 		default:
 			return nil, &client.Error{Code: failed, Command: code}

@@ -172,6 +172,8 @@ func (c *Config) Normalize() error {
 			perProducer := c.TotalDataBytes / uint64(c.Producers)
 			batchBytes := uint64(c.MessageSizeBytes) * uint64(c.MessagesPerBatch)
 			c.MessageBatches = int(max(1, (perProducer+batchBytes-1)/batchBytes))
+			// Consumed: a second Normalize (Run normalises again) sees plain batches.
+			c.TotalDataBytes = 0
 		}
 		if c.MessageBatches == 0 {
 			c.MessageBatches = DefaultMessageBatches

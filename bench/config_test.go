@@ -63,6 +63,10 @@ func TestNormalizeDerivesWorkloadShape(t *testing.T) {
 	if total.MessageBatches != 125 {
 		t.Errorf("--total-data 1GB over 8 producers: %d batches each, want 125", total.MessageBatches)
 	}
+	again := total
+	if err := again.Normalize(); err != nil || again != total {
+		t.Errorf("a second Normalize changed the config or failed (%v): %+v, first %+v", err, again, total)
+	}
 }
 
 func TestNormalizeRejectsBadFlags(t *testing.T) {

@@ -26,6 +26,9 @@ type fakeServer struct {
 	sends    int
 	// sendDelay slows SendMessages (rate and duration tests).
 	sendDelay time.Duration
+	// sendStatus, when set, answers every SendMessages from the failSendAfter-th on with it.
+	sendStatus    wire.ErrorCode
+	failSendAfter int
 }
 
 type fakeStream struct {
@@ -191,6 +194,10 @@ func (s *fakeServer) send(h wire.RequestHeader, body []byte) []byte {
 	}
 	s.mu.Lock()
 	delay := s.sendDelay
+	if s.sendStatus != wire.OK && s.sends >= s.failSendAfter {
+		s.mu.Unlock()
+		return wire.EncodeReply(nil, h, s.sendStatus, nil)
+	}
 	s.mu.Unlock()
 	if delay > 0 {
 		time.Sleep(delay)

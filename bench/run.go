@@ -105,12 +105,18 @@ func Run(ctx context.Context, cfg Config, out Output) (*Summary, error) {
 	for i, plan := range producers {
 		wg.Go(func() {
 			results[i] = runProducer(runCtx, conns[i], &cfg, streams[plan.Stream], plan, rec, batchInterval, live)
+			if results[i].Err != nil {
+				cancel() // fail fast: consumers would otherwise wait for messages that never come
+			}
 		})
 	}
 	for j, plan := range consumers {
 		k := len(producers) + j
 		wg.Go(func() {
 			results[k] = runConsumer(runCtx, conns[k], &cfg, streams, plan, rec, live)
+			if results[k].Err != nil {
+				cancel()
+			}
 		})
 	}
 	wg.Wait()
@@ -122,10 +128,10 @@ func Run(ctx context.Context, cfg Config, out Output) (*Summary, error) {
 	switch {
 	case ctx.Err() != nil:
 		summary.Complete, summary.StopReason = false, "interrupted"
+	case len(summary.Errors) > 0:
+		summary.Complete, summary.StopReason = false, "an actor failed; the others were stopped"
 	case runCtx.Err() != nil:
 		summary.Complete, summary.StopReason = false, fmt.Sprintf("--duration-max %s reached", cfg.DurationMax)
-	case len(summary.Errors) > 0:
-		summary.Complete, summary.StopReason = false, "an actor failed"
 	}
 	if len(summary.Errors) > 0 {
 		return &summary, fmt.Errorf("%d of %d actors failed; first: %s", len(summary.Errors), len(results), summary.Errors[0])

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lodestream/lodestream/wire"
 )
 
 func tinyConfig(w Workload, addr string) Config {
@@ -165,5 +167,31 @@ func TestRunRateLimit(t *testing.T) {
 	}
 	if s.Producers.MBPerSecond > 0.03 {
 		t.Errorf("rate-limited producers reached %.4f MB/s, limit 0.02", s.Producers.MBPerSecond)
+	}
+}
+
+func TestRunFailsFastWhenAnActorFails(t *testing.T) {
+	srv := newFakeServer(t)
+	srv.sendStatus, srv.failSendAfter = wire.ErrInvalidMessagesCount, 5
+	cfg := tinyConfig(PinnedProducerAndConsumer, srv.addr())
+	cfg.MessageBatches = 1000
+	started := time.Now()
+	s, err := Run(runCtx(t), cfg, Output{})
+	if err == nil || !strings.Contains(err.Error(), "InvalidMessagesCount") {
+		t.Fatalf("Run = %v, want the producer's InvalidMessagesCount", err)
+	}
+	if took := time.Since(started); took > 5*time.Second {
+		t.Errorf("a failed producer left the run going for %s", took)
+	}
+	if s == nil || s.Complete || !strings.Contains(s.StopReason, "actor failed") {
+		t.Fatalf("summary %+v, want an incomplete run naming the failure", s)
+	}
+	for _, a := range s.Actors {
+		if a.Kind == actorKindConsumer && a.Error != "" {
+			t.Errorf("consumer %d reported %q; stopped consumers must not report errors", a.Index, a.Error)
+		}
+	}
+	if srv.streamCount() != 0 {
+		t.Errorf("%d streams left after a failed run", srv.streamCount())
 	}
 }
