@@ -16,7 +16,7 @@ import (
 // offset. It stores whole stamped batches and answers polls with the batches from the offset on
 // (trimming the first), count-limited by whole batches like a segment reader would.
 type fakeServer struct {
-	t  *testing.T
+	t  testing.TB
 	ln net.Listener
 
 	mu       sync.Mutex
@@ -29,6 +29,8 @@ type fakeServer struct {
 	// sendStatus, when set, answers every SendMessages from the failSendAfter-th on with it.
 	sendStatus    wire.ErrorCode
 	failSendAfter int
+	// sink answers SendMessages OK without decoding or storing (client-cost benchmarks).
+	sink bool
 }
 
 type fakeStream struct {
@@ -40,7 +42,7 @@ type fakeStream struct {
 	durability string
 }
 
-func newFakeServer(t *testing.T) *fakeServer {
+func newFakeServer(t testing.TB) *fakeServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -188,6 +190,9 @@ func (s *fakeServer) handle(h wire.RequestHeader, body []byte) []byte {
 }
 
 func (s *fakeServer) send(h wire.RequestHeader, body []byte) []byte {
+	if s.sink {
+		return wire.EncodeReply(nil, h, wire.OK, nil)
+	}
 	req, err := wire.DecodeSendMessages(body)
 	if err != nil {
 		return wire.EncodeReply(nil, h, wire.ErrorCodeOf(err), nil)
