@@ -31,6 +31,8 @@ type fakeServer struct {
 	failSendAfter int
 	// sink answers SendMessages OK without decoding or storing (client-cost benchmarks).
 	sink bool
+	// refuseDurability answers a CreateTopic carrying "durability" with UnsupportedOptionKey.
+	refuseDurability bool
 }
 
 type fakeStream struct {
@@ -109,6 +111,11 @@ func replyOK(req wire.RequestHeader, payload []byte) []byte {
 	return wire.EncodeReply(nil, req, wire.OK, body)
 }
 
+// replyRejected answers a metadata request with a committed rejection in its result section.
+func replyRejected(req wire.RequestHeader, code wire.ErrorCode) []byte {
+	return wire.EncodeReply(nil, req, wire.OK, wire.AppendResultRejection(nil, code))
+}
+
 func (s *fakeServer) findStream(id wire.Identifier) (uint32, *fakeStream) {
 	for k, st := range s.streams {
 		if (id.Kind == wire.IdentNumeric && id.Numeric == k) || (id.Kind == wire.IdentString && id.Name == st.name) {
@@ -162,6 +169,9 @@ func (s *fakeServer) handle(h wire.RequestHeader, body []byte) []byte {
 			return wire.EncodeReply(nil, h, wire.ErrStreamIDNotFound, nil)
 		}
 		if o, ok := r.Options.Get("durability"); ok {
+			if s.refuseDurability {
+				return replyRejected(h, wire.ErrUnsupportedOptionKey)
+			}
 			st.durability = string(o.Value)
 		}
 		st.topicName = r.Name

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -193,5 +194,19 @@ func TestRunFailsFastWhenAnActorFails(t *testing.T) {
 	}
 	if srv.streamCount() != 0 {
 		t.Errorf("%d streams left after a failed run", srv.streamCount())
+	}
+}
+
+func TestRunReportsRefusedDurability(t *testing.T) {
+	srv := newFakeServer(t)
+	srv.refuseDurability = true
+	cfg := tinyConfig(PinnedProducer, srv.addr())
+	cfg.Durability = DurabilityPersisted
+	_, err := Run(runCtx(t), cfg, Output{})
+	if !errors.Is(err, ErrDurabilityUnsupported) || !strings.Contains(err.Error(), "durability=persisted") {
+		t.Fatalf("Run = %v, want ErrDurabilityUnsupported naming durability=persisted", err)
+	}
+	if srv.streamCount() != 0 {
+		t.Errorf("%d streams left after the refused topic", srv.streamCount())
 	}
 }
