@@ -162,8 +162,7 @@ func (d *replicaDriver) installSnapshot(snap *consensus.Snapshot) {
 	w.checkers[d.group].onSnapshotInstalled(d.node, app.op, app.hash, d.app.op)
 	d.app = app
 	d.restoreClientTable("state transfer install")
-	d.store.installSnapshot(*snap)
-	w.checkers[d.group].onSnapshotDurable(d.node, snap.Op)
+	w.checkers[d.group].onSnapshotDurable(d.node, snap.Op) // made durable with the Ready's writes
 	d.lastCheckpointOp = snap.Op
 	w.cov.StateTransfers++
 	w.trace(evSnapshot, d.node, d.group, snap.Op, app.hash)

@@ -18,6 +18,12 @@ import (
 // Only writes of the Ready in progress can be lost: the driver persists
 // (and fsyncs) a Ready before it sends its messages, so everything a
 // crash may cut was never revealed to anyone.
+//
+// Checkpoints follow upstream's order (spec §4.3): snapshot file, then the
+// superblock naming it (checkpoint_op and its anchor), then the journal is
+// drained up to min(snapshot op, superblock checkpoint_op). A crash in
+// between leaves a newer snapshot than the superblock names, with the
+// journal still holding the ops in between.
 type storage struct {
 	log        [][]byte // framed records in write order
 	superblock *consensus.VsrState
@@ -25,6 +31,7 @@ type storage struct {
 
 	superblockWrites uint64
 	tornRecords      uint64
+	drained          uint64 // journal entries at or below were dropped
 
 	// index mirrors what a replay would return (op -> checksum) so the
 	// quorum audit can ask cheaply whether an op is durable here.
@@ -59,7 +66,8 @@ const (
 type writeKind uint8
 
 const (
-	writeTruncate writeKind = iota
+	writeSnapshot writeKind = iota // a state-transfer snapshot, made durable first
+	writeTruncate
 	writeEntry
 	writeSuperblock
 )
@@ -69,12 +77,17 @@ type write struct {
 	truncate   uint64
 	entry      consensus.Prepare
 	superblock consensus.VsrState
+	snapshot   consensus.Snapshot
 }
 
 // planWrites lists a Ready's durable writes in the order the driver
-// issues them: truncate, entries in op order, then the superblock.
+// issues them: a state-transfer snapshot, truncate, entries in op order,
+// then the superblock (which may name the snapshot).
 func planWrites(rd *consensus.Ready) []write {
-	ws := make([]write, 0, len(rd.Entries)+2)
+	ws := make([]write, 0, len(rd.Entries)+3)
+	if rd.Snapshot != nil {
+		ws = append(ws, write{kind: writeSnapshot, snapshot: *rd.Snapshot})
+	}
 	if rd.Truncate != 0 {
 		ws = append(ws, write{kind: writeTruncate, truncate: rd.Truncate})
 	}
@@ -107,12 +120,16 @@ func (s *storage) apply(w write) {
 		sb := w.superblock
 		s.superblock = &sb
 		s.superblockWrites++
+		s.drain()
+	case writeSnapshot:
+		s.installSnapshot(w.snapshot)
 	}
 }
 
 // applyTorn models a crash in the middle of w. A journal record is left
 // with a damaged tail (its checksum fails on restart); a superblock write
-// leaves the other copy, i.e. the previous superblock, in force.
+// leaves the other copy, i.e. the previous superblock, in force; a snapshot
+// write (temp file, rename) leaves the previous snapshot.
 func (s *storage) applyTorn(w write, g *rng) {
 	if w.kind != writeEntry {
 		return
@@ -128,31 +145,47 @@ func (s *storage) applyTorn(w write, g *rng) {
 	s.tornRecords++
 }
 
-// installSnapshot durably replaces the snapshot (write temp, rename) and
-// rewrites the journal without the entries the snapshot covers.
+// installSnapshot durably replaces the snapshot (write temp, rename). The
+// journal is drained only once a superblock names the checkpoint.
 func (s *storage) installSnapshot(snap consensus.Snapshot) {
 	c := snap
 	c.Data = slices.Clone(snap.Data)
 	s.snapshot = &c
-	s.compact()
+	s.drain()
 }
 
-// compact rewrites the journal as its live entries above the snapshot,
-// the way a WAL reclaims space after a checkpoint. The rewrite is atomic.
+// drainFloor is the op up to which the journal may be dropped: covered by
+// the durable snapshot and named by the durable superblock.
+func (s *storage) drainFloor() uint64 {
+	if s.snapshot == nil || s.superblock == nil {
+		return 0
+	}
+	return min(s.snapshot.Op, s.superblock.CheckpointOp)
+}
+
+// drain drops journal entries at or below the drain floor, rewriting the
+// journal atomically, the way a WAL reclaims space after a checkpoint.
+func (s *storage) drain() {
+	if floor := s.drainFloor(); floor > s.drained {
+		s.drained = floor
+		s.compact()
+	}
+}
+
+// compact rewrites the journal as its live entries above the drained
+// floor. The rewrite is atomic.
 func (s *storage) compact() {
 	entries, _ := s.replay()
-	floor := uint64(0)
-	if s.snapshot != nil {
-		floor = s.snapshot.Op
-	}
 	log := make([][]byte, 0, len(entries))
+	kept := entries[:0]
 	for _, e := range entries {
-		if e.Header.Op > floor {
+		if e.Header.Op > s.drained {
 			log = append(log, frameRecord(recordEntry, encodePrepare(e)))
+			kept = append(kept, e)
 		}
 	}
 	s.log = log
-	s.reindex(entries)
+	s.reindex(kept)
 }
 
 // maybeCompact keeps the record log within a small factor of its live
@@ -212,7 +245,8 @@ func cmpEntryOp(p consensus.Prepare, op uint64) int {
 // restore is what the restart path reads back: it cuts the journal at the
 // first record that fails its checksum (so later appends follow the valid
 // prefix, as a real WAL truncates its file) and returns the superblock,
-// the snapshot and the entries above the snapshot.
+// the snapshot and the entries from the snapshot's op on (the entry at the
+// snapshot op, when the journal still holds it, anchors the hash chain).
 func (s *storage) restore() (consensus.Restored, int) {
 	entries, valid := s.replay()
 	cut := len(s.log) - valid
@@ -232,7 +266,7 @@ func (s *storage) restore() (consensus.Restored, int) {
 		floor = snap.Op
 	}
 	for _, e := range entries {
-		if e.Header.Op > floor {
+		if e.Header.Op >= floor {
 			st.Entries = append(st.Entries, e)
 		}
 	}
