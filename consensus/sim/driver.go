@@ -83,6 +83,9 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 	w := d.w
 	chk := w.checkers[d.group]
 	d.verifyChecksums(rd)
+	if rd.Truncate != 0 {
+		w.cov.Truncations++
+	}
 	writes := planWrites(rd)
 	plan := w.planCrash(d.node, len(writes), len(rd.Messages))
 

@@ -1,5 +1,11 @@
 package sim
 
+import (
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
 // Coverage counts how often the faults and protocol paths a sweep is
 // meant to exercise actually happened.
 type Coverage struct {
@@ -14,9 +20,11 @@ type Coverage struct {
 	Filters           uint64
 	Dropped           uint64 // packets lost (loss, partition, filter)
 	Duplicated        uint64
-	Evicted           uint64 // packets evicted from full links
-	CachedReplies     uint64 // deduplicated retries answered from the reply ring
-	Abandoned         uint64 // client requests given up (eviction, response budget)
+	Evicted           uint64     // packets evicted from full links
+	CachedReplies     uint64     // deduplicated retries answered from the reply ring
+	Abandoned         uint64     // client requests given up (eviction, response budget)
+	Truncations       uint64     // Ready.Truncate: a divergent suffix removed
+	Delivered         [32]uint64 // replica messages delivered, by kind
 }
 
 func (c *Coverage) add(o Coverage) {
@@ -34,6 +42,26 @@ func (c *Coverage) add(o Coverage) {
 	c.Evicted += o.Evicted
 	c.CachedReplies += o.CachedReplies
 	c.Abandoned += o.Abandoned
+	c.Truncations += o.Truncations
+	for i := range c.Delivered {
+		c.Delivered[i] += o.Delivered[i]
+	}
+}
+
+// deliveredString lists the message kinds delivered, e.g.
+// "Prepare:120 PrepareOk:118 ...".
+func (c *Coverage) deliveredString() string {
+	var b []byte
+	for k, n := range c.Delivered {
+		if n == 0 {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = fmt.Appendf(b, "%s:%d", messageKindName(consensus.MessageKind(k)), n)
+	}
+	return string(b)
 }
 
 // Result summarises one run.

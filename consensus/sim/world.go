@@ -330,6 +330,9 @@ func (w *world) step() {
 		if d == nil || d.g == nil {
 			continue
 		}
+		if int(p.msg.Kind) < len(w.cov.Delivered) {
+			w.cov.Delivered[p.msg.Kind]++
+		}
 		w.traceMessage(evDeliver, &p.msg)
 		d.g.Step(p.msg)
 		d.drain()
