@@ -21,23 +21,30 @@ func (w *world) allClientsDone() bool {
 // converged: in every group all replicas are up, Normal, in one view,
 // and have applied exactly the ops the cluster committed.
 func (w *world) converged() bool {
-	for gi, chk := range w.checkers {
-		top := chk.maxCommitted()
-		var view uint32
-		for i, nd := range w.nodes {
-			d := nd.replicas[gi]
-			if !nd.up || d.g == nil {
-				return false
-			}
-			g := d.g
-			if g.Status() != consensus.StatusNormal || g.CommitMin() != top || g.CommitMax() != top || g.HasReady() {
-				return false
-			}
-			if i == 0 {
-				view = g.View()
-			} else if g.View() != view {
-				return false
-			}
+	for gi := range w.checkers {
+		if !w.groupConverged(gi) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *world) groupConverged(gi int) bool {
+	top := w.checkers[gi].maxCommitted()
+	var view uint32
+	for i, nd := range w.nodes {
+		d := nd.replicas[gi]
+		if !nd.up || d.g == nil {
+			return false
+		}
+		g := d.g
+		if g.Status() != consensus.StatusNormal || g.CommitMin() != top || g.CommitMax() != top || g.HasReady() {
+			return false
+		}
+		if i == 0 {
+			view = g.View()
+		} else if g.View() != view {
+			return false
 		}
 	}
 	return true
@@ -65,6 +72,9 @@ func (w *world) checkLiveness() {
 // reportDivergence explains why replicas did not converge after heal.
 func (w *world) reportDivergence() {
 	for gi := range w.groups {
+		if w.groupConverged(gi) {
+			continue
+		}
 		w.fail(gi, -1, checkConvergence, "replicas did not reach commit %d within %d ticks of the workload settling: %s",
 			w.checkers[gi].maxCommitted(), w.scn.ConvergenceTicks, w.describeGroup(gi))
 	}

@@ -32,6 +32,22 @@ type Scenario struct {
 	PrepareQueueDepth        uint32
 	CheckpointEveryOps       uint64 // 0: never checkpoint
 	TestingReplicationQuorum uint8
+	Timing                   Timing
+}
+
+// Timing is the replicas' timer configuration, in ticks.
+type Timing struct {
+	PrepareRetransmit, CommitBroadcast, HeartbeatTimeout     uint32
+	ViewChangeRetransmit, ViewChangeStatus, RequestStartView uint32
+	ViewProbeAttemptsMax, RepairRetry, RepairGapDebounce     uint32
+	RepairChunkMax                                           uint32
+}
+
+// defaultTiming is the documented defaults (spec §3.3).
+var defaultTiming = Timing{
+	PrepareRetransmit: 25, CommitBroadcast: 50, HeartbeatTimeout: 500,
+	ViewChangeRetransmit: 50, ViewChangeStatus: 500, RequestStartView: 100,
+	ViewProbeAttemptsMax: 5, RepairRetry: 100, RepairGapDebounce: 100, RepairChunkMax: 128,
 }
 
 // String is the one-line summary printed with a run.
@@ -42,11 +58,11 @@ func (s Scenario) String() string {
 			faulty++
 		}
 	}
-	return fmt.Sprintf("n=%d fault_ticks=%d clients=%d journal_slots=%d depth=%d checkpoint_every=%d client_table=%d drop=%.3f dup=%.3f latency=%d+%d partition_p=%.4f clog_p=%.4f filter_p=%.4f crash_tick_p=%.5f crash_ready_p=%.4f max_down=%d faulty_storage=%d",
+	return fmt.Sprintf("n=%d fault_ticks=%d clients=%d journal_slots=%d depth=%d checkpoint_every=%d client_table=%d drop=%.3f dup=%.3f latency=%d+%d partition_p=%.4f clog_p=%.4f filter_p=%.4f crash_tick_p=%.5f crash_ready_p=%.4f max_down=%d faulty_storage=%d timing=%v",
 		s.Replicas, s.FaultTicks, s.ClientsPerGroup, s.JournalSlots, s.PrepareQueueDepth, s.CheckpointEveryOps,
 		s.ClientTableMax, s.Network.DropProbability, s.Network.DuplicateProbability, s.Network.LatencyMinTicks,
 		s.Network.LatencyMeanTicks, s.Network.PartitionProbability, s.Network.ClogProbability, s.Network.FilterProbability, s.CrashPerTick,
-		s.CrashPerReady, s.MaxDown, faulty)
+		s.CrashPerReady, s.MaxDown, faulty, s.Timing)
 }
 
 // NewScenario derives a randomised scenario from seed. The draws happen
@@ -118,6 +134,21 @@ func NewScenario(seed uint64) Scenario {
 	s.CheckpointEveryOps = []uint64{0, 8, 32, 100}[g.intn(4)]
 	if s.CheckpointEveryOps == 0 && s.JournalSlots < 256 {
 		s.CheckpointEveryOps = uint64(s.JournalSlots / 2) // a small journal needs checkpoints to release slots
+	}
+	// Drawn last so adding it kept every earlier draw (and seed) intact.
+	s.Timing = defaultTiming
+	if g.chance(0.3) { // tight timers: races between timeouts and traffic
+		t := &s.Timing
+		t.PrepareRetransmit = uint32(g.between(3, 25))
+		t.CommitBroadcast = uint32(g.between(5, 50))
+		t.HeartbeatTimeout = t.CommitBroadcast * uint32(g.between(3, 10))
+		t.ViewChangeRetransmit = uint32(g.between(5, 50))
+		t.ViewChangeStatus = uint32(g.between(50, 500))
+		t.RequestStartView = uint32(g.between(10, 100))
+		t.ViewProbeAttemptsMax = uint32(g.between(1, 5))
+		t.RepairRetry = uint32(g.between(10, 100))
+		t.RepairGapDebounce = uint32(g.between(1, 100))
+		t.RepairChunkMax = []uint32{1, 4, 16, 128}[g.intn(4)]
 	}
 	return s
 }
