@@ -85,6 +85,10 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 	d.verifyChecksums(rd)
 	if rd.Truncate != 0 {
 		w.cov.Truncations++
+		w.trace(evTruncate, d.node, d.group, rd.Truncate, 0)
+	}
+	for i := range rd.Entries {
+		w.trace(evJournal, d.node, d.group, rd.Entries[i].Header.Op, rd.Entries[i].Header.Checksum)
 	}
 	writes := planWrites(rd)
 	plan := w.planCrash(d.node, len(writes), len(rd.Messages))

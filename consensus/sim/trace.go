@@ -23,12 +23,15 @@ const (
 	evCheckpoint
 	evClientAck
 	evHeal
+	evTruncate
+	evJournal
 )
 
 var evNames = map[evKind]string{
 	evSend: "send", evDeliver: "deliver", evCommit: "commit", evReply: "reply", evPropose: "propose",
 	evCrash: "crash", evRestart: "restart", evRestore: "restore", evSnapshot: "snapshot",
-	evCheckpoint: "checkpoint", evClientAck: "client-ack", evHeal: "heal",
+	evCheckpoint: "checkpoint", evClientAck: "client-ack", evHeal: "heal", evTruncate: "truncate",
+	evJournal: "journal",
 }
 
 const (
