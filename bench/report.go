@@ -212,11 +212,14 @@ func (s *Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  %d producers, %d consumers, %d streams x %d partitions, %d-byte messages, %d messages/batch, "+
 		"%d batches/producer, durability=%s, rate limit %s\n", p.Producers, p.Consumers, p.Streams, p.Partitions,
 		p.MessageSizeBytes, p.MessagesPerBatch, p.MessageBatches, p.Durability, rate)
-	warm := "not applied (the run ended inside it): figures cover the whole run"
-	if s.WarmupApplied {
-		warm = "excluded from the figures"
+	warm := fmt.Sprintf("warm-up %.1f s not applied (the run ended inside it): figures cover the whole run", p.WarmupSeconds)
+	switch {
+	case p.WarmupSeconds == 0:
+		warm = "no warm-up"
+	case s.WarmupApplied:
+		warm = fmt.Sprintf("warm-up %.1f s excluded from the figures", p.WarmupSeconds)
 	}
-	fmt.Fprintf(&b, "  elapsed %.2f s, warm-up %.1f s %s\n", s.ElapsedSeconds, p.WarmupSeconds, warm)
+	fmt.Fprintf(&b, "  elapsed %.2f s, %s\n", s.ElapsedSeconds, warm)
 	if !s.Complete {
 		fmt.Fprintf(&b, "  INCOMPLETE: %s\n", s.StopReason)
 	}
