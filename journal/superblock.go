@@ -18,17 +18,21 @@ import (
 //	parent_checksum u64 = 0 | payload_len u32 (<= 4096) | payload |
 //	XXH3-64 over all preceding bytes
 //
-// Payload (VsrState, 66 bytes): cluster u128 @0, replica_id u8 @16,
+// Payload (VsrState, 82 bytes): cluster u128 @0, replica_id u8 @16,
 // replica_count u8 @17, view u32 @18, log_view u32 @22, commit_max u64 @26,
 // checkpoint_op u64 @34, checkpoint_checksum u128 @42, offset_frontier u64
-// @58. A 58-byte legacy payload (no frontier) is accepted.
+// @58, anchor_timestamp u64 @66, anchor_checksum u64 @74. The anchors
+// extend server-design's 66-byte payload by length (the version stays 1):
+// the 66-byte form (no anchors) and the 58-byte legacy form (no frontier,
+// no anchors) are still read, the missing fields as 0.
 const (
 	superblockMagic           uint32 = 0x53424C4B
 	superblockVersion         uint16 = 1
 	superblockHeaderBytes            = 28
 	superblockTrailerBytes           = 8
-	superblockPayloadBytes           = 66
-	superblockLegacyPayload          = 58
+	superblockPayloadBytes           = 82 // written
+	superblockFrontierPayload        = 66 // server-design §3.7, no anchors
+	superblockLegacyPayload          = 58 // no frontier, no anchors
 	superblockPayloadBytesMax        = 4096
 )
 
@@ -148,6 +152,8 @@ func encodeSuperblock(seq uint64, st *SuperblockState) []byte {
 	le.PutUint64(p[42:], st.CheckpointChecksum.Lo)
 	le.PutUint64(p[50:], st.CheckpointChecksum.Hi)
 	le.PutUint64(p[58:], st.OffsetFrontier)
+	le.PutUint64(p[66:], st.AnchorTimestamp)
+	le.PutUint64(p[74:], st.AnchorChecksum)
 	return le.AppendUint64(b, xxh3.Hash(b))
 }
 
@@ -170,8 +176,11 @@ func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
 	if v := le.Uint16(b[4:]); v != superblockVersion {
 		return 0, nil, fmt.Errorf("unknown version %d", v)
 	}
-	if payloadLen != superblockPayloadBytes && payloadLen != superblockLegacyPayload {
-		return 0, nil, fmt.Errorf("payload length %d is neither %d nor legacy %d", payloadLen, superblockPayloadBytes, superblockLegacyPayload)
+	switch payloadLen {
+	case superblockPayloadBytes, superblockFrontierPayload, superblockLegacyPayload:
+	default:
+		return 0, nil, fmt.Errorf("payload length %d is none of %d, %d (no anchors) or %d (legacy)",
+			payloadLen, superblockPayloadBytes, superblockFrontierPayload, superblockLegacyPayload)
 	}
 	p := b[superblockHeaderBytes : superblockHeaderBytes+payloadLen]
 	st := &SuperblockState{}
@@ -180,8 +189,11 @@ func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
 	st.View, st.LogView = le.Uint32(p[18:]), le.Uint32(p[22:])
 	st.CommitMax, st.CheckpointOp = le.Uint64(p[26:]), le.Uint64(p[34:])
 	st.CheckpointChecksum = consensus.Uint128{Lo: le.Uint64(p[42:]), Hi: le.Uint64(p[50:])}
-	if payloadLen == superblockPayloadBytes {
+	if payloadLen >= superblockFrontierPayload {
 		st.OffsetFrontier = le.Uint64(p[58:])
+	}
+	if payloadLen >= superblockPayloadBytes {
+		st.AnchorTimestamp, st.AnchorChecksum = le.Uint64(p[66:]), le.Uint64(p[74:])
 	}
 	if st.LogView > st.View {
 		return 0, nil, fmt.Errorf("log_view %d above view %d", st.LogView, st.View)

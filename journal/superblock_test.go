@@ -16,7 +16,8 @@ var testIdentity = Identity{Cluster: consensus.Uint128{Lo: 0xabc, Hi: 0xdef}, Re
 
 func sbState(view uint32, commit uint64) SuperblockState {
 	return SuperblockState{Identity: testIdentity,
-		VsrState:           consensus.VsrState{View: view, LogView: view, CommitMax: commit, CheckpointOp: commit / 2},
+		VsrState: consensus.VsrState{View: view, LogView: view, CommitMax: commit, CheckpointOp: commit / 2,
+			AnchorTimestamp: commit*1000 + 7, AnchorChecksum: commit ^ 0x5a5a5a5a5a5a5a5a},
 		CheckpointChecksum: consensus.Uint128{Lo: commit, Hi: 1}, OffsetFrontier: commit * 3}
 }
 
@@ -68,7 +69,7 @@ func TestSuperblockLayout(t *testing.T) {
 	st.LogView = 6
 	b := encodeSuperblock(42, &st)
 	le := binary.LittleEndian
-	if len(b) != 28+66+8 || le.Uint32(b) != 0x53424C4B || le.Uint16(b[4:]) != 1 || le.Uint64(b[8:]) != 42 || le.Uint32(b[24:]) != 66 {
+	if len(b) != 28+82+8 || le.Uint32(b) != 0x53424C4B || le.Uint16(b[4:]) != 1 || le.Uint64(b[8:]) != 42 || le.Uint32(b[24:]) != 82 {
 		t.Fatalf("header fields wrong: % x", b[:28])
 	}
 	p := b[28:]
@@ -77,16 +78,11 @@ func TestSuperblockLayout(t *testing.T) {
 		le.Uint64(p[50:]) != 1 || le.Uint64(p[58:]) != 210 {
 		t.Fatalf("payload fields wrong: % x", p[:66])
 	}
-	if le.Uint64(b[94:]) != xxh3.Hash(b[:94]) {
-		t.Fatal("trailer is not XXH3 of the preceding bytes")
+	if le.Uint64(p[66:]) != 70007 || le.Uint64(p[74:]) != 70^0x5a5a5a5a5a5a5a5a {
+		t.Fatalf("anchor fields wrong: % x", p[66:82])
 	}
-	// Legacy 58-byte payload: accepted with frontier 0.
-	legacy := append([]byte(nil), b[:28+58]...)
-	le.PutUint32(legacy[24:], 58)
-	legacy = le.AppendUint64(legacy, xxh3.Hash(legacy))
-	_, got, err := decodeSuperblock(legacy)
-	if err != nil || got.OffsetFrontier != 0 || got.CommitMax != 70 {
-		t.Fatalf("legacy record: %+v %v", got, err)
+	if le.Uint64(b[110:]) != xxh3.Hash(b[:110]) {
+		t.Fatal("trailer is not XXH3 of the preceding bytes")
 	}
 	// log_view above view is rejected on read and write.
 	bad := sbState(3, 1)
@@ -97,6 +93,55 @@ func TestSuperblockLayout(t *testing.T) {
 	sb, _, _ := OpenSuperblock(t.TempDir(), testIdentity)
 	if err := sb.Write(bad); err == nil {
 		t.Fatal("log_view > view written")
+	}
+}
+
+// shortenedRecord re-frames the first payloadLen bytes of a current
+// record's payload, as an older build wrote it.
+func shortenedRecord(full []byte, payloadLen int) []byte {
+	le := binary.LittleEndian
+	rec := append([]byte(nil), full[:28+payloadLen]...)
+	le.PutUint32(rec[24:], uint32(payloadLen))
+	return le.AppendUint64(rec, xxh3.Hash(rec))
+}
+
+// TestSuperblockAnchorsRoundTrip: the checkpoint anchors (timestamp and
+// prepare checksum of the op at checkpoint_op) survive a write and a
+// reopen; records of the earlier 66- and 58-byte forms still read, with
+// the fields they lack as zero.
+func TestSuperblockAnchorsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	sb, _, _ := OpenSuperblock(dir, testIdentity)
+	want := sbState(5, 900)
+	want.AnchorTimestamp, want.AnchorChecksum = 1_764_460_800_000_123, 0xfedcba9876543210
+	if err := sb.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := OpenSuperblock(dir, testIdentity)
+	if err != nil || got.AnchorTimestamp != want.AnchorTimestamp || got.AnchorChecksum != want.AnchorChecksum || *got != want {
+		t.Fatalf("reopened %+v err %v, want %+v", got, err, want)
+	}
+
+	full := encodeSuperblock(3, &want)
+	for _, tc := range []struct {
+		payloadLen   int
+		wantFrontier uint64
+	}{{66, want.OffsetFrontier}, {58, 0}} {
+		_, got, err := decodeSuperblock(shortenedRecord(full, tc.payloadLen))
+		if err != nil {
+			t.Fatalf("%d-byte payload: %v", tc.payloadLen, err)
+		}
+		if got.AnchorTimestamp != 0 || got.AnchorChecksum != 0 || got.OffsetFrontier != tc.wantFrontier ||
+			got.CommitMax != want.CommitMax || got.CheckpointOp != want.CheckpointOp || got.CheckpointChecksum != want.CheckpointChecksum {
+			t.Fatalf("%d-byte payload decoded %+v", tc.payloadLen, got)
+		}
+	}
+	// Any other payload length is unreadable (74 would be a torn anchor pair).
+	for _, n := range []int{57, 59, 65, 67, 74, 81, 83} {
+		rec := shortenedRecord(append(full[:len(full)-8:len(full)-8], make([]byte, 8)...), n)
+		if _, _, err := decodeSuperblock(rec); err == nil {
+			t.Fatalf("%d-byte payload decoded", n)
+		}
 	}
 }
 
