@@ -309,7 +309,7 @@ func (w *WAL) TruncateFrom(from uint64) error {
 			}
 		} else if cut >= 0 {
 			// A kept op was written after a dropped one: not a clean tail.
-			return w.rewriteLocked(func(op uint64) bool { return op < from }, "truncate")
+			return w.rewriteLocked(func(op uint64) bool { return op < from }, nil, "truncate")
 		}
 	}
 	if cut < 0 {
@@ -348,28 +348,53 @@ func (w *WAL) Compact(upToOp uint64) error {
 	if !drop {
 		return nil
 	}
-	return w.rewriteLocked(func(op uint64) bool { return op > upToOp }, "compact")
+	return w.rewriteLocked(func(op uint64) bool { return op > upToOp }, nil, "compact")
 }
 
-// rewriteLocked keeps the latest record of every op passing keep, in op
-// order: written to journal.wal.tmp, fsynced, renamed over the WAL, dir
-// fsynced. The old file stays intact until the rename.
-func (w *WAL) rewriteLocked(keep func(op uint64) bool, what string) error {
+// rewriteLocked keeps the latest record of every op passing keep, plus
+// extra (a record of extra supersedes a kept one of the same op; within
+// extra the last wins), in op order: written to journal.wal.tmp, fsynced,
+// renamed over the WAL, dir fsynced. The old file stays intact until the
+// rename, so a crash leaves either the old or the new file. A failure
+// poisons the WAL: after a rename whose directory fsync failed, the open
+// handle would point at the replaced file.
+func (w *WAL) rewriteLocked(keep func(op uint64) bool, extra []consensus.Prepare, what string) error {
+	fresh := make(map[uint64]*consensus.Prepare, len(extra))
+	for i := range extra {
+		op := extra[i].Header.Op
+		if prepareFixedBytes+len(extra[i].Body)+walHeaderBytes > WALEntryBytesMax {
+			return fmt.Errorf("WAL %s: op %d is %d bytes, above the %d-byte entry bound", what, op, len(extra[i].Body), WALEntryBytesMax)
+		}
+		fresh[op] = &extra[i]
+	}
+	ops := make([]uint64, 0, len(w.live)+len(fresh))
+	for op := range w.live {
+		if _, replaced := fresh[op]; keep(op) && !replaced {
+			ops = append(ops, op)
+		}
+	}
+	for op := range fresh {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
 	var buf []byte
-	var records []walEntryLoc
-	for _, op := range sortedOps(w.live) {
-		if !keep(op) {
-			continue
+	records := make([]walEntryLoc, 0, len(ops))
+	for _, op := range ops {
+		start := len(buf)
+		if p, ok := fresh[op]; ok {
+			buf = appendEntry(buf, p)
+		} else {
+			loc := w.live[op]
+			rec := make([]byte, loc.size)
+			if _, err := w.f.ReadAt(rec, loc.offset); err != nil {
+				return fmt.Errorf("WAL %s: read op %d: %w", what, op, err)
+			}
+			buf = append(buf, rec...)
 		}
-		loc := w.live[op]
-		rec := make([]byte, loc.size)
-		if _, err := w.f.ReadAt(rec, loc.offset); err != nil {
-			return fmt.Errorf("WAL %s: read op %d: %w", what, op, err)
-		}
-		records = append(records, walEntryLoc{op: op, offset: int64(len(buf)), size: loc.size})
-		buf = append(buf, rec...)
+		records = append(records, walEntryLoc{op: op, offset: int64(start), size: int64(len(buf) - start)})
 	}
 	if err := replaceFile(w.path, buf); err != nil {
+		w.poisoned = true
 		return fmt.Errorf("WAL %s: %w", what, err)
 	}
 	f, err := os.OpenFile(w.path, os.O_RDWR, 0o644)
