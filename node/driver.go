@@ -29,10 +29,15 @@ var errDriverStopped = errors.New("metadata group driver stopped")
 // durableLog is what the driver persists for its group.
 type durableLog interface {
 	Append(entries ...consensus.Prepare) error // one fsync per call
-	TruncateFrom(op uint64) error
+	// TruncateAndAppend removes ops >= from and appends entries as ONE
+	// durable step: a crash must never leave the journal truncated without
+	// the re-appended entries (consensus Ready.Truncate contract).
+	TruncateAndAppend(from uint64, entries []consensus.Prepare) error
 	WriteSuperblock(st consensus.VsrState) error
 	WriteSnapshot(s consensus.Snapshot) error
-	Compact(upToOp uint64) error
+	// Compact releases entries below checkpointOp, which the superblock now
+	// names; the entry AT checkpointOp stays (the restart's chain anchor).
+	Compact(checkpointOp uint64) error
 }
 
 // applier applies committed ops (in op order, exactly once) and returns the
@@ -98,8 +103,11 @@ type driver struct {
 	byKey          map[proposalKey]*proposal
 	bodies         map[uint64][]byte // op -> reply body, for local proposals
 	lastCheckpoint uint64
-	lastCompacted  uint64
-	appliedOp      uint64
+	// rejectedCheckpoint is the op of the last snapshot consensus refused;
+	// not retried until another op is applied.
+	rejectedCheckpoint uint64
+	lastCompacted      uint64
+	appliedOp          uint64
 }
 
 func newDriver(log *slog.Logger, g consensus.Group, store durableLog, app applier, appliedOp uint64) *driver {
@@ -252,11 +260,10 @@ func (d *driver) processReady() error {
 
 func (d *driver) persist(rd consensus.Ready) error {
 	if rd.Truncate != 0 {
-		if err := d.store.TruncateFrom(rd.Truncate); err != nil {
-			return fmt.Errorf("truncate metadata journal from op %d: %w", rd.Truncate, err)
+		if err := d.store.TruncateAndAppend(rd.Truncate, rd.Entries); err != nil {
+			return fmt.Errorf("truncate metadata journal from op %d and re-append %d entries: %w", rd.Truncate, len(rd.Entries), err)
 		}
-	}
-	if len(rd.Entries) > 0 {
+	} else if len(rd.Entries) > 0 {
 		if err := d.store.Append(rd.Entries...); err != nil {
 			return fmt.Errorf("append %d metadata journal entries: %w", len(rd.Entries), err)
 		}
@@ -265,7 +272,7 @@ func (d *driver) persist(rd consensus.Ready) error {
 		if err := d.store.WriteSuperblock(*rd.Superblock); err != nil {
 			return fmt.Errorf("write metadata superblock: %w", err)
 		}
-		// The superblock now names the checkpoint: entries at or below it can go.
+		// The superblock now names the checkpoint: entries below it can go.
 		if cp := rd.Superblock.CheckpointOp; cp > d.lastCompacted {
 			if err := d.store.Compact(cp); err != nil {
 				return fmt.Errorf("compact metadata journal up to op %d: %w", cp, err)
@@ -300,8 +307,21 @@ func (d *driver) maybeCheckpoint() error {
 	return d.checkpoint()
 }
 
+// checkpointErrorReporter is implemented by groups that validate the
+// snapshot handed to Checkpoint and say why they rejected it.
+type checkpointErrorReporter interface {
+	CheckpointError() error
+}
+
+// checkpoint hands consensus a snapshot of the applied state and, once
+// consensus accepted it, makes it durable in snapshot.bin (before the next
+// Ready, whose superblock names it, is persisted). Consensus validates
+// first so a rejected snapshot (one not matching what was applied and
+// advanced) never reaches the disk, where a restart would load it. A
+// rejection is a driver bug: it is logged, the previous checkpoint stays
+// in force, and the next applied op tries again.
 func (d *driver) checkpoint() error {
-	if d.appliedOp == d.lastCheckpoint {
+	if d.appliedOp == d.lastCheckpoint || d.appliedOp == d.rejectedCheckpoint {
 		return nil
 	}
 	var table []byte
@@ -310,10 +330,18 @@ func (d *driver) checkpoint() error {
 	}
 	s := consensus.Snapshot{Op: d.appliedOp, Data: d.app.checkpointData(table)}
 	s.Checksum = snapshotChecksum(s.Data)
+	d.group.Checkpoint(s)
+	if ce, ok := d.group.(checkpointErrorReporter); ok {
+		if err := ce.CheckpointError(); err != nil {
+			d.rejectedCheckpoint = s.Op
+			d.log.Error("metadata checkpoint rejected by consensus; snapshot not written, previous checkpoint kept",
+				"op", s.Op, "commit_min", d.group.CommitMin(), "checkpoint_op", d.lastCheckpoint, "err", err)
+			return nil
+		}
+	}
 	if err := d.store.WriteSnapshot(s); err != nil {
 		return fmt.Errorf("write metadata snapshot at op %d: %w", s.Op, err)
 	}
-	d.group.Checkpoint(s)
 	d.lastCheckpoint = s.Op
 	d.log.Info("metadata checkpoint written", "op", s.Op, "bytes", len(s.Data))
 	return nil

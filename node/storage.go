@@ -3,15 +3,24 @@ package node
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
 )
 
+// metaLockFileName is the lock file guarding the metadata directory: one
+// server process per data directory.
+const metaLockFileName = ".lock"
+
 // metaStorage is the metadata group's durable state in <system.path>/metadata:
-// journal.wal (fsync per append), superblock.{a,b}, snapshot.bin.
+// journal.wal (fsync per append), superblock.{a,b}, snapshot.bin, and the
+// .lock file held (flock) for the process's lifetime.
 type metaStorage struct {
 	dir        string
+	lock       *os.File
 	wal        *journal.WAL
 	superblock *journal.Superblock
 	identity   journal.Identity
@@ -22,10 +31,19 @@ type metaStorage struct {
 
 var _ durableLog = (*metaStorage)(nil)
 
-// openMetaStorage opens the metadata directory and reads back what a
-// restart needs, verifying that the superblock and the snapshot pair up
-// (server-design §4.7).
-func openMetaStorage(dir string, id journal.Identity) (*metaStorage, recovered, error) {
+// openMetaStorage locks the metadata directory, opens it and reads back
+// what a restart needs, verifying that the superblock and the snapshot
+// pair up (server-design §4.7).
+func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec recovered, err error) {
+	lock, err := lockMetaDir(dir)
+	if err != nil {
+		return nil, recovered{}, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Close() // releases the flock
+		}
+	}()
 	snap, err := journal.ReadSnapshot(dir)
 	if err != nil {
 		return nil, recovered{}, fmt.Errorf("metadata snapshot: %w", err)
@@ -34,8 +52,8 @@ func openMetaStorage(dir string, id journal.Identity) (*metaStorage, recovered, 
 	if err != nil {
 		return nil, recovered{}, fmt.Errorf("metadata superblock: %w", err)
 	}
-	rec := recovered{snapshot: snap}
-	st := &metaStorage{dir: dir, superblock: sb, identity: id}
+	rec = recovered{snapshot: snap}
+	st = &metaStorage{dir: dir, lock: lock, superblock: sb, identity: id}
 	if sbState != nil {
 		vsr := sbState.VsrState
 		rec.superblock = &vsr
@@ -57,13 +75,78 @@ func openMetaStorage(dir string, id journal.Identity) (*metaStorage, recovered, 
 		return nil, recovered{}, fmt.Errorf("metadata journal: %w", err)
 	}
 	st.wal = wal
-	rec.entries = entries
+	rec.entries = entriesFromSnapshotOp(entries, snap)
 	return st, rec, nil
+}
+
+// entriesFromSnapshotOp keeps the journal entries consensus.Restart wants:
+// those at or above the snapshot op. The entry AT the snapshot op anchors
+// the hash chain and the timestamp floor (it is what survives when the
+// superblock write after the snapshot was torn); entries below it are
+// left over from a checkpoint whose compaction had not run yet.
+func entriesFromSnapshotOp(entries []consensus.Prepare, snap *consensus.Snapshot) []consensus.Prepare {
+	if snap == nil {
+		return entries
+	}
+	for i := range entries {
+		if entries[i].Header.Op >= snap.Op {
+			return entries[i:]
+		}
+	}
+	return nil
+}
+
+// lockMetaDir creates dir if needed and takes an exclusive, non-blocking
+// flock on dir/.lock, so a second server on the same data directory
+// refuses to boot instead of interleaving writes with the first. The lock
+// lives as long as the returned file (the kernel drops it when the
+// process dies, so a crash never leaves a stale lock).
+func lockMetaDir(dir string) (*os.File, error) {
+	if err := ensureMetaDir(dir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, metaLockFileName)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open metadata lock %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("metadata directory %s is locked by another process (is another server running on this data directory?): %w", dir, err)
+		}
+		return nil, fmt.Errorf("lock metadata directory %s: %w", dir, err)
+	}
+	return f, nil
+}
+
+// ensureMetaDir creates dir (and parents) and fsyncs the parent when it
+// had to create it, so the directory entry survives a crash.
+func ensureMetaDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create metadata directory %s: %w", dir, err)
+	}
+	parent, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		return fmt.Errorf("open %s for fsync: %w", filepath.Dir(dir), err)
+	}
+	defer parent.Close()
+	if err := parent.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", filepath.Dir(dir), err)
+	}
+	return nil
 }
 
 func (s *metaStorage) Append(entries ...consensus.Prepare) error { return s.wal.Append(entries...) }
 
-func (s *metaStorage) TruncateFrom(op uint64) error { return s.wal.TruncateFrom(op) }
+// TruncateAndAppend carries out a Ready's Truncate and its re-appended
+// Entries as one durable step (journal.WAL.TruncateAndAppend).
+func (s *metaStorage) TruncateAndAppend(from uint64, entries []consensus.Prepare) error {
+	return s.wal.TruncateAndAppend(from, entries)
+}
 
 func (s *metaStorage) WriteSuperblock(v consensus.VsrState) error {
 	if v.CheckpointOp != s.snapshotOp {
@@ -82,11 +165,25 @@ func (s *metaStorage) WriteSnapshot(snap consensus.Snapshot) error {
 	return nil
 }
 
-func (s *metaStorage) Compact(upToOp uint64) error { return s.wal.Compact(upToOp) }
-
-func (s *metaStorage) Close() error {
-	if s.wal == nil {
+// Compact releases the journal entries a durable checkpoint covers: every
+// op below checkpointOp. The entry at checkpointOp stays as the restart's
+// hash-chain and timestamp anchor (handed back by entriesFromSnapshotOp).
+func (s *metaStorage) Compact(checkpointOp uint64) error {
+	if checkpointOp == 0 {
 		return nil
 	}
-	return errors.Join(s.wal.Close())
+	return s.wal.Compact(checkpointOp - 1)
+}
+
+// Close closes the journal and then releases the directory lock.
+func (s *metaStorage) Close() error {
+	var errs []error
+	if s.wal != nil {
+		errs = append(errs, s.wal.Close())
+	}
+	if s.lock != nil {
+		errs = append(errs, s.lock.Close())
+		s.lock = nil
+	}
+	return errors.Join(errs...)
 }
