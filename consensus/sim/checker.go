@@ -37,6 +37,7 @@ const (
 	checkContract          = "contract"              // driver contract (Ready shape, constructor errors)
 	checkCommitBelowQuorum = "commit-without-quorum" // first commit of an op while durable on fewer than a replication quorum
 	checkPersistBeforeSend = "persist-before-send"   // a message revealed a view or prepare not yet durable
+	checkUnanswered        = "unanswered-proposal"   // a Propose never got its Reply
 	checkCachedReply       = "cached-reply"          // (d) a deduplicated retry replays another op or other bytes
 	checkSnapshotAgreement = "snapshot-agreement"    // replicas checkpointing one op made different snapshots
 	checkClientTable       = "client-table"          // converged replicas hold different client tables

@@ -80,7 +80,7 @@ func (w *world) deliverClientPackets() {
 		if !nd.up || d.g == nil {
 			continue
 		}
-		d.pending[p.req.Tag] = proposal{client: c.idx, clientID: c.id, request: p.req.Request, op: p.req.Operation, bodySum: xxh3.Hash(p.req.Body)}
+		d.pending[p.req.Tag] = proposal{client: c.idx, clientID: c.id, request: p.req.Request, op: p.req.Operation, bodySum: xxh3.Hash(p.req.Body), tick: w.now}
 		w.trace(evPropose, p.node, c.group, p.req.Tag, p.req.Request)
 		d.g.Propose(p.req)
 		d.drain()

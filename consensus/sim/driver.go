@@ -18,6 +18,7 @@ type proposal struct {
 	op       consensus.Operation
 	bodySum  uint64
 	clientID consensus.Uint128
+	tick     uint64 // when it was proposed
 }
 
 // replicaDriver runs one group's replica on one node the way the real

@@ -33,3 +33,21 @@ func TestPersistBeforeSendCheck(t *testing.T) {
 		t.Fatalf("StartView/DVC above the durable log_view not flagged: %v", w.violations)
 	}
 }
+
+func TestUnansweredProposalCheck(t *testing.T) {
+	w := newWorld(NewScenario(3), RunOptions{})
+	for _, nd := range w.nodes {
+		for _, d := range nd.replicas {
+			d.pending = map[uint64]proposal{}
+		}
+	}
+	w.checkAnswered()
+	if len(w.violations) != 0 {
+		t.Fatalf("no pending proposal, got %v", w.violations)
+	}
+	w.nodes[0].replicas[1].pending[7] = proposal{tick: 42}
+	w.checkAnswered()
+	if len(w.violations) != 1 || w.violations[0].Check != checkUnanswered {
+		t.Fatalf("a proposal left unanswered was not flagged: %v", w.violations)
+	}
+}

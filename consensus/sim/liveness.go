@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -19,7 +20,8 @@ func (w *world) allClientsDone() bool {
 }
 
 // converged: in every group all replicas are up, Normal, in one view,
-// and have applied exactly the ops the cluster committed.
+// hold nothing uncommitted, and have applied exactly the ops the cluster
+// committed.
 func (w *world) converged() bool {
 	for gi := range w.checkers {
 		if !w.groupConverged(gi) {
@@ -38,7 +40,7 @@ func (w *world) groupConverged(gi int) bool {
 			return false
 		}
 		g := d.g
-		if g.Status() != consensus.StatusNormal || g.CommitMin() != top || g.CommitMax() != top || g.HasReady() {
+		if g.Status() != consensus.StatusNormal || g.Op() != top || g.CommitMin() != top || g.CommitMax() != top || g.HasReady() {
 			return false
 		}
 		if i == 0 {
@@ -112,6 +114,26 @@ func (w *world) checkClientTables() {
 				w.fail(gi, i, checkClientTable, "at commit %d the client table differs from replica 0's: %s",
 					w.checkers[gi].maxCommitted(), describeDiff(append(make([]byte, 16), first...), append(make([]byte, 16), table...)))
 			}
+		}
+	}
+}
+
+// checkAnswered: once the cluster has settled, every proposal a live
+// replica took has been answered ("every Propose ends in exactly one
+// Reply"); one still waiting was silently dropped.
+func (w *world) checkAnswered() {
+	for i, nd := range w.nodes {
+		for gi, d := range nd.replicas {
+			if len(d.pending) == 0 {
+				continue
+			}
+			oldestTag, oldestTick := uint64(0), uint64(math.MaxUint64)
+			for tag, p := range d.pending {
+				if p.tick < oldestTick || (p.tick == oldestTick && tag < oldestTag) {
+					oldestTag, oldestTick = tag, p.tick
+				}
+			}
+			w.fail(gi, i, checkUnanswered, "%d proposal(s) never answered; oldest tag %d proposed at tick %d", len(d.pending), oldestTag, oldestTick)
 		}
 	}
 }

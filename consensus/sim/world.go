@@ -221,6 +221,7 @@ func Run(seed uint64, opts RunOptions) (res Result) {
 			}
 			if w.allClientsDone() && w.converged() {
 				w.checkClientTables()
+				w.checkAnswered()
 				return
 			}
 		}
