@@ -60,6 +60,9 @@ func (n *Node) applyCommitted(p consensus.Prepare, local *proposal) []byte {
 	if err != nil {
 		n.log.Error("committed metadata op does not decode; committed as InvalidCommand", "op", h.Op, "err", err)
 	}
+	if res.OK() && n.plane != nil {
+		n.plane.reconcile(n.state)
+	}
 	var extra any
 	if local != nil {
 		extra = local.extra

@@ -29,7 +29,7 @@ func (n *Node) handleNonReplicated(c *transport.Conn, s *session, hdr wire.Reque
 	}
 	switch hdr.Code {
 	case wire.CodePollMessages:
-		n.sendStatus(c, hdr, n.pollStatus(v, body))
+		n.handlePoll(c, v, hdr, body)
 		return
 	case wire.CodeFlushUnsavedBuffer:
 		// The server has no unsaved buffer to flush (wire-protocol §3.2).
@@ -106,7 +106,7 @@ func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte,
 			}
 			var out []byte
 			for _, s := range n.state.Streams() {
-				ws := wireStream(s)
+				ws := n.streamWithStats(s)
 				out = ws.Append(out)
 			}
 			return out, wire.OK
@@ -132,7 +132,7 @@ func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte,
 			if !allowed(metadata.PermReadTopic, t.StreamID, t.ID) {
 				return nil, wire.ErrUnauthorized
 			}
-			return appendTopicDetails(nil, t), wire.OK
+			return n.appendTopicDetailsWithStats(nil, t), wire.OK
 		case wire.CodeGetConsumerGroups:
 			t, code := n.state.GetTopic(stream, topic)
 			if code != metadata.CodeOK {
@@ -174,7 +174,7 @@ func (n *Node) readIdent(v sessionView, r wire.IdentRequest, allowed func(metada
 		if !allowed(metadata.PermReadStream, s.ID, 0) {
 			return nil, wire.ErrUnauthorized
 		}
-		return appendStreamDetails(nil, s), wire.OK
+		return n.appendStreamDetailsWithStats(nil, s), wire.OK
 	case wire.CodeGetTopics:
 		s, ok := n.state.GetStream(id)
 		if !ok {
@@ -185,7 +185,7 @@ func (n *Node) readIdent(v sessionView, r wire.IdentRequest, allowed func(metada
 		}
 		headers := make([]wire.TopicHeader, 0, len(s.Topics))
 		for _, t := range s.Topics {
-			headers = append(headers, wireTopicHeader(t))
+			headers = append(headers, n.topicHeaderWithStats(t))
 		}
 		return wire.AppendTopics(nil, headers), wire.OK
 	case wire.CodeGetUser:

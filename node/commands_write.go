@@ -144,14 +144,18 @@ func (n *Node) metadataCommand(v sessionView, req wire.Request) (metadata.Comman
 }
 
 // truncateCommand resolves DeleteSegments to the offset below which
-// messages are deleted. Until the partition plane holds messages, a
-// partition's only segment is its open one, which is never deleted, so the
-// watermark stays where it is; apply still validates the target.
+// messages are deleted: the end of the n oldest segments of this node's log,
+// so every replica applies the same watermark. It never moves backwards.
 func (n *Node) truncateCommand(r wire.DeleteSegmentsRequest) metadata.TruncatePartition {
 	stream, topic := wireIdent(r.Stream), wireIdent(r.Topic)
 	cmd := metadata.TruncatePartition{Stream: stream, Topic: topic, PartitionID: r.PartitionID}
 	if p, code := n.state.GetPartition(stream, topic, r.PartitionID); code == metadata.CodeOK {
 		cmd.UpToOffset = p.DeletedUpToOffset
+		if t, code := n.state.GetTopic(stream, topic); code == metadata.CodeOK {
+			if e := n.plane.entry(partitionKey{t.StreamID, t.ID, r.PartitionID}); e != nil && e.log != nil {
+				cmd.UpToOffset = max(cmd.UpToOffset, e.log.SegmentEndOffset(int(r.SegmentsCount)))
+			}
+		}
 	}
 	return cmd
 }

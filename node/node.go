@@ -52,6 +52,7 @@ type Node struct {
 	tcp         *transport.TCPServer
 	startedAt   time.Time
 	dataDir     string
+	plane       *partitionPlane
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -111,6 +112,25 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 
+	// The partition plane: shard loops first (reconcile hands them groups),
+	// then every partition metadata knows is opened or created.
+	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig())
+	shardCtx, stopShards := context.WithCancel(context.Background())
+	var shardsWG sync.WaitGroup
+	for _, sh := range n.plane.shards {
+		shardsWG.Add(1)
+		go func() {
+			defer shardsWG.Done()
+			sh.run(shardCtx)
+		}()
+	}
+	defer func() {
+		// After the metadata driver: its applies may still hand work to shards.
+		stopShards()
+		shardsWG.Wait()
+	}()
+	n.plane.reconcile(n.state)
+
 	tlsConfig, err := tcpTLS(cfg)
 	if err != nil {
 		return err
@@ -148,6 +168,11 @@ func Run(ctx context.Context, opts Options) error {
 	go func() {
 		defer wg.Done()
 		n.patCleanerLoop(serveCtx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.retentionLoop(serveCtx)
 	}()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- tcp.Serve(serveCtx, n) }()

@@ -1,114 +1,203 @@
 package node
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
 	"github.com/lodestream/lodestream/metadata"
-	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/wire"
+	"github.com/zeebo/xxh3"
 )
 
-// The partition plane (message logs, consumer offsets) arrives with the
-// messages issue. Until then its commands get every answer that metadata
-// alone decides — body errors, unresolvable targets, authorization — and
-// FeatureUnavailable (5) for the rest. Answers that follow from "nothing
-// can have been stored" are given as such: GetConsumerOffset answers "no
-// offset" and DeleteConsumerOffset answers ConsumerOffsetNotFound.
+// The partition plane: one consensus group and one partitions.Log per
+// partition, driven by a small fixed pool of shard loops (partition_shard.go).
+// The metadata apply step tells the plane what changed (reconcile); the
+// connection goroutines admit sends and offset writes (partition_send.go,
+// partition_offsets.go) and serve polls straight from the logs
+// (partition_read.go).
 
-// handlePartitionWrite serves SendMessages, StoreConsumerOffset and
-// DeleteConsumerOffset (status channel answers, wire-protocol §4.4.5).
-func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.RequestHeader, body []byte) {
-	v := s.view()
-	if !v.bound {
-		n.evict(c, s, hdr.Client, wire.EvictNoSession)
-		return
-	}
-	n.sendStatus(c, hdr, n.partitionWriteStatus(v, hdr.Operation, body))
+// partitionKey names a partition by its numeric ids.
+type partitionKey struct{ stream, topic, partition uint32 }
+
+// groupID packs the partition namespace (server-design §1.1):
+// stream<<32 | topic<<20 | partition.
+func (k partitionKey) groupID() uint64 {
+	return uint64(k.stream)<<32 | uint64(k.topic&0xFFF)<<20 | uint64(k.partition&0xFFFFF)
 }
 
-func (n *Node) partitionWriteStatus(v sessionView, op wire.Operation, body []byte) wire.ErrorCode {
-	switch op {
-	case wire.OpSendMessages:
-		req, err := wire.DecodeSendMessagesMetadata(body)
-		if err != nil {
-			return bodyErrorCode(err)
-		}
-		t, code := n.state.GetTopic(wireIdent(req.Stream), wireIdent(req.Topic))
-		if code != metadata.CodeOK || len(t.Partitions) == 0 {
-			return wire.ErrResourceNotFound // every unresolvable target collapses to 20
-		}
-		if req.Partitioning.Kind == wire.PartitioningPartitionID && int(req.Partitioning.PartitionID) >= len(t.Partitions) {
-			return wire.ErrResourceNotFound
-		}
-		if !n.state.Authorize(v.userID, metadata.PermSend, t.StreamID, t.ID) {
-			return wire.ErrUnauthorized
-		}
-		return wire.ErrFeatureUnavailable
-	case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
-		code, _ := wire.CodeForOperation(op)
-		decoded, err := wire.DecodeRequestBody(code, body)
-		if err != nil {
-			return bodyErrorCode(err)
-		}
-		req := decoded.(wire.ConsumerOffsetRequest)
-		t, ok := n.offsetTarget(req.Consumer, req.Stream, req.Topic, req.Partition)
-		if !ok {
-			return wire.ErrResourceNotFound
-		}
-		if !n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
-			return wire.ErrUnauthorized
-		}
-		if op == wire.OpDeleteConsumerOffset {
-			return wire.ErrConsumerOffsetNotFound
-		}
-		return wire.ErrFeatureUnavailable
-	}
-	return wire.ErrInvalidCommand
+type topicKey struct{ stream, topic uint32 }
+
+// partitionEntry is one served (or quarantined) partition.
+type partitionEntry struct {
+	key      partitionKey
+	revision uint64 // metadata CreatedRevision: a re-created partition is a new entry
+	dir      string
+	log      *partitions.Log // nil when quarantined
+	// quarantine is the error that keeps this partition out of service.
+	quarantine error
+	persisted  bool // topic durability = persisted: sync before replying
+	shard      *partitionShard
+
+	// Owned by the shard goroutine.
+	group         partitionGroup
+	lastTimestamp uint64 // monotone append time (µs)
+	marker        partitionMarker
 }
 
-// offsetTarget resolves a consumer-offset target: topic, partition (if
-// given) and, for a group consumer, the group.
-func (n *Node) offsetTarget(consumer wire.Consumer, stream, topic wire.Identifier, partition wire.OptPartition) (metadata.Topic, bool) {
-	t, code := n.state.GetTopic(wireIdent(stream), wireIdent(topic))
-	if code != metadata.CodeOK {
-		return t, false
-	}
-	if partition.Present && int(partition.ID) >= len(t.Partitions) {
-		return t, false
-	}
-	if consumer.Kind == wire.ConsumerKindGroup {
-		if _, code := n.state.GetConsumerGroup(wireIdent(stream), wireIdent(topic), wireIdent(consumer.ID)); code != metadata.CodeOK {
-			return t, false
-		}
-	}
-	return t, true
+// partitionMarker is the small durable record of which metadata-driven
+// changes a partition's files already reflect, so a restart neither re-purges
+// nor misses a purge or a DeleteSegments watermark.
+type partitionMarker struct {
+	Revision        uint64
+	PurgeGeneration uint64
+	DeletedUpTo     uint64
 }
 
-// readConsumerOffset answers GetConsumerOffset: no offset can have been
-// stored yet, so the answer is "none" (empty body) for every target the
-// user may read.
-func (n *Node) readConsumerOffset(v sessionView, r wire.ConsumerOffsetRequest) ([]byte, wire.ErrorCode) {
-	if t, ok := n.offsetTarget(r.Consumer, r.Stream, r.Topic, r.Partition); ok &&
-		!n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
-		return nil, wire.ErrUnauthorized
-	}
-	return nil, wire.OK
+const markerFileName = "partition.meta"
+const markerFileBytes = 32
+
+func (m partitionMarker) encode() []byte {
+	b := make([]byte, markerFileBytes)
+	binary.LittleEndian.PutUint64(b[0:], m.Revision)
+	binary.LittleEndian.PutUint64(b[8:], m.PurgeGeneration)
+	binary.LittleEndian.PutUint64(b[16:], m.DeletedUpTo)
+	binary.LittleEndian.PutUint64(b[24:], xxh3.Hash(b[:24]))
+	return b
 }
 
-// pollStatus answers PollMessages with the addressing errors of §4.5
-// (1009/2010/3007), authorization, or FeatureUnavailable.
-func (n *Node) pollStatus(v sessionView, body []byte) wire.ErrorCode {
-	req, err := wire.DecodePollMessages(body)
+func readMarker(dir string) (partitionMarker, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, markerFileName))
+	if err != nil || len(b) != markerFileBytes || binary.LittleEndian.Uint64(b[24:]) != xxh3.Hash(b[:24]) {
+		return partitionMarker{}, false
+	}
+	return partitionMarker{
+		Revision:        binary.LittleEndian.Uint64(b[0:]),
+		PurgeGeneration: binary.LittleEndian.Uint64(b[8:]),
+		DeletedUpTo:     binary.LittleEndian.Uint64(b[16:]),
+	}, true
+}
+
+// writeMarker replaces the marker durably (tmp, fsync, rename, dir fsync).
+func writeMarker(dir string, m partitionMarker) error {
+	tmp := filepath.Join(dir, markerFileName+".tmp")
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return bodyErrorCode(err)
+		return fmt.Errorf("write partition marker: %w", err)
 	}
-	t, code := n.state.GetTopic(wireIdent(req.Stream), wireIdent(req.Topic))
-	if code != metadata.CodeOK {
-		return wire.ErrorCode(code)
+	_, werr := f.Write(m.encode())
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return fmt.Errorf("write partition marker %s: %w", tmp, err)
 	}
-	if req.Partition.Present && int(req.Partition.ID) >= len(t.Partitions) {
-		return wire.ErrPartitionNotFound
+	if err := os.Rename(tmp, filepath.Join(dir, markerFileName)); err != nil {
+		return fmt.Errorf("install partition marker in %s: %w", dir, err)
 	}
-	if !n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
-		return wire.ErrUnauthorized
+	return syncDirectory(dir)
+}
+
+func syncDirectory(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open directory %s: %w", dir, err)
 	}
-	return wire.ErrFeatureUnavailable
+	serr := d.Sync()
+	cerr := d.Close()
+	if err := errors.Join(serr, cerr); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// partitionPlane owns every partition of this node.
+type partitionPlane struct {
+	log     *slog.Logger
+	root    string // <data>/streams
+	shards  []*partitionShard
+	cursors sync.Map // topicKey -> *wire.BalancedCursor
+
+	mu      sync.RWMutex
+	entries map[partitionKey]*partitionEntry
+
+	// reconcileMu serialises reconcile passes (metadata apply and boot).
+	reconcileMu  sync.Mutex
+	lastRevision uint64
+	reconciled   bool
+}
+
+func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig) *partitionPlane {
+	p := &partitionPlane{
+		log:     log,
+		root:    filepath.Join(dataDir, "streams"),
+		entries: make(map[partitionKey]*partitionEntry),
+	}
+	for i := 0; i < shardCount; i++ {
+		p.shards = append(p.shards, newPartitionShard(log.With("shard", i), cfg))
+	}
+	return p
+}
+
+func (p *partitionPlane) partitionDir(k partitionKey) string {
+	return filepath.Join(p.root, strconv.FormatUint(uint64(k.stream), 10), "topics",
+		strconv.FormatUint(uint64(k.topic), 10), "partitions", strconv.FormatUint(uint64(k.partition), 10))
+}
+
+// shardFor picks the owning shard by a hash of the group id.
+func (p *partitionPlane) shardFor(k partitionKey) *partitionShard {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], k.groupID())
+	return p.shards[xxh3.Hash(b[:])%uint64(len(p.shards))]
+}
+
+// entry returns the served partition, or nil.
+func (p *partitionPlane) entry(k partitionKey) *partitionEntry {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.entries[k]
+}
+
+// cursor returns the topic's balanced-partitioning cursor.
+func (p *partitionPlane) cursor(k topicKey) *wire.BalancedCursor {
+	if c, ok := p.cursors.Load(k); ok {
+		return c.(*wire.BalancedCursor)
+	}
+	c, _ := p.cursors.LoadOrStore(k, &wire.BalancedCursor{})
+	return c.(*wire.BalancedCursor)
+}
+
+// topicLogs returns the open logs of a topic's partitions (stats, retention).
+func (p *partitionPlane) topicLogs(k topicKey) []*partitions.Log {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []*partitions.Log
+	for pk, e := range p.entries {
+		if pk.stream == k.stream && pk.topic == k.topic && e.log != nil {
+			out = append(out, e.log)
+		}
+	}
+	return out
+}
+
+// partitionStats returns a partition's log figures (zero when not served).
+func (p *partitionPlane) partitionStats(k partitionKey) partitions.Stats {
+	if e := p.entry(k); e != nil && e.log != nil {
+		return e.log.Stats()
+	}
+	return partitions.Stats{}
+}
+
+// logOptions builds a partition's log options from its topic.
+func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
+	return partitions.Options{
+		SegmentSizeBytes: t.Options.SegmentSize,
+		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted,
+		Logger:           p.log,
+	}
 }

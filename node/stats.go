@@ -37,6 +37,8 @@ func (n *Node) stats() wire.Stats {
 		ServerVersion:       ServerVersion,
 		ServerSemver:        semver(ServerVersion),
 	}
+	tot := n.planeTotals()
+	st.MessagesSizeBytes, st.MessagesCount, st.SegmentsCount = tot.sizeBytes, tot.messages, tot.segments
 	st.Hostname, _ = os.Hostname()
 	if cpuSeconds, ok := processCPUSeconds(); ok && runFor > 0 {
 		st.CPUUsage = float32(cpuSeconds / runFor.Seconds() * 100)

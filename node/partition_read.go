@@ -1,0 +1,121 @@
+package node
+
+import (
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/wire"
+)
+
+var lastStrategy = wire.PollingStrategy{Kind: wire.PollLast}
+
+// pollReplyReserve is the reply header plus the poll reply prefix, written
+// after the records are in place.
+const pollReplyReserve = wire.HeaderSize + wire.PollMessagesReplyPrefixSize
+
+// pollInitialBytes is the first allocation of a poll reply (grown by the
+// log as records are copied in).
+const pollInitialBytes = 64 << 10
+
+// handlePoll serves PollMessages from the partition log on the connection's
+// goroutine (partitions.Log supports polls concurrent with appends): one
+// reply buffer, the records copied into it once.
+func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHeader, body []byte) {
+	req, err := wire.DecodePollMessages(body)
+	if err != nil {
+		n.sendStatus(c, hdr, bodyErrorCode(err))
+		return
+	}
+	t, code := n.state.GetTopic(wireIdent(req.Stream), wireIdent(req.Topic))
+	if code != metadata.CodeOK {
+		n.sendStatus(c, hdr, wire.ErrorCode(code))
+		return
+	}
+	if req.Partition.Present && int(req.Partition.ID) >= len(t.Partitions) {
+		n.sendStatus(c, hdr, wire.ErrPartitionNotFound)
+		return
+	}
+	if !n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
+		n.sendStatus(c, hdr, wire.ErrUnauthorized)
+		return
+	}
+	target, res := n.resolveConsumer(v, t, req.Consumer, req.Partition)
+	switch res {
+	case memberNoGroup:
+		n.sendStatus(c, hdr, wire.ErrConsumerGroupIDNotFound)
+		return
+	case memberNotJoined, memberNotAssigned:
+		// Re-sync sentinel (§4.5): the client re-joins / re-syncs.
+		n.sendOK(c, hdr, wire.AppendPollMessagesReply(nil, wire.PollResyncPartitionID, 0, 0, nil))
+		return
+	}
+	if len(t.Partitions) == 0 {
+		n.sendOK(c, hdr, wire.AppendPollMessagesReply(nil, target.partition, 0, 0, nil))
+		return
+	}
+	e := n.plane.entry(partitionKey{t.StreamID, t.ID, target.partition})
+	if e == nil {
+		n.sendStatus(c, hdr, wire.ErrPartitionNotFound)
+		return
+	}
+	if e.log == nil {
+		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
+		return
+	}
+	buf := make([]byte, pollReplyReserve, pollInitialBytes)
+	pr, err := e.log.PollInto(buf, partitions.PollQuery{
+		Strategy: req.Strategy, Count: req.Count, ConsumerKind: target.kind, ConsumerID: target.id,
+	})
+	if err != nil {
+		n.log.Warn("poll failed", "dir", e.dir, "err", err)
+		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
+		return
+	}
+	frame := pr.Appended
+	wire.PutPollMessagesReplyPrefix(frame[wire.HeaderSize:], target.partition, pr.CurrentOffset, pr.MessagesCount)
+	rh := wire.ReplyTo(hdr, wire.OK)
+	rh.Size = uint32(len(frame))
+	wire.PutReplyHeader(frame, rh)
+	c.Send(frame)
+	if req.AutoCommit && pr.MessagesCount > 0 {
+		n.autoCommit(e, target, pr.LastOffset)
+	}
+}
+
+// readConsumerOffset answers GetConsumerOffset from the offsets store:
+// empty body when no offset is stored. Any client may read a group's
+// offset; the partition defaults to 0.
+func (n *Node) readConsumerOffset(v sessionView, r wire.ConsumerOffsetRequest) ([]byte, wire.ErrorCode) {
+	t, code := n.state.GetTopic(wireIdent(r.Stream), wireIdent(r.Topic))
+	if code != metadata.CodeOK {
+		return nil, wire.ErrorCode(code)
+	}
+	if r.Partition.Present && int(r.Partition.ID) >= len(t.Partitions) {
+		return nil, wire.ErrPartitionNotFound
+	}
+	if !n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
+		return nil, wire.ErrUnauthorized
+	}
+	partition := uint32(0)
+	if r.Partition.Present {
+		partition = r.Partition.ID
+	}
+	kind, id := wire.ConsumerKindSingle, singleConsumerID(r.Consumer.ID)
+	if r.Consumer.Kind == wire.ConsumerKindGroup {
+		g, code := n.state.GetConsumerGroup(metadata.ByID(t.StreamID), metadata.ByID(t.ID), wireIdent(r.Consumer.ID))
+		if code != metadata.CodeOK {
+			return nil, wire.OK
+		}
+		kind, id = wire.ConsumerKindGroup, g.ID
+	}
+	e := n.plane.entry(partitionKey{t.StreamID, t.ID, partition})
+	if e == nil || e.log == nil {
+		return nil, wire.OK
+	}
+	stored, ok := e.log.ConsumerOffset(kind, id)
+	if !ok {
+		return nil, wire.OK
+	}
+	o := wire.ConsumerOffset{PartitionID: partition, CurrentOffset: e.log.Stats().CurrentOffset, StoredOffset: stored}
+	return o.Append(nil), wire.OK
+}

@@ -1,0 +1,248 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/partitions"
+)
+
+// desiredPartition is what metadata says a partition should be.
+type desiredPartition struct {
+	topic metadata.Topic
+	part  metadata.Partition
+}
+
+// reconcile brings the served partitions in line with the metadata state:
+// opens (or creates) logs of new partitions, deletes those metadata removed
+// (or re-created under another revision), applies purges and DeleteSegments
+// watermarks. It runs on the metadata driver after each applied change and
+// once at boot; it is a no-op when the state revision did not move.
+func (p *partitionPlane) reconcile(state *metadata.State) {
+	p.reconcileMu.Lock()
+	defer p.reconcileMu.Unlock()
+	rev := state.Revision()
+	if p.reconciled && rev == p.lastRevision {
+		return
+	}
+	boot := !p.reconciled
+	p.reconciled, p.lastRevision = true, rev
+
+	desired := make(map[partitionKey]desiredPartition)
+	streams := state.Streams()
+	for _, s := range streams {
+		for _, t := range s.Topics {
+			for _, part := range t.Partitions {
+				desired[partitionKey{s.ID, t.ID, part.ID}] = desiredPartition{topic: t, part: part}
+			}
+		}
+	}
+
+	p.mu.RLock()
+	var gone []*partitionEntry
+	for k, e := range p.entries {
+		if d, ok := desired[k]; !ok || d.part.CreatedRevision != e.revision {
+			gone = append(gone, e)
+		}
+	}
+	p.mu.RUnlock()
+	for _, e := range gone {
+		p.remove(e)
+	}
+
+	for k, d := range desired {
+		e := p.entry(k)
+		if e == nil {
+			e = p.open(k, d)
+		}
+		if e.log == nil {
+			continue
+		}
+		part := d.part
+		e.shard.do(func() { p.applyWatermarks(e, part) })
+	}
+	if boot || len(gone) > 0 {
+		p.sweep(streams)
+	}
+}
+
+// open opens (or creates) a partition's log and registers its group with
+// the owning shard. A quarantined log is registered as a tombstone.
+func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntry {
+	e := &partitionEntry{
+		key: k, revision: d.part.CreatedRevision, dir: p.partitionDir(k),
+		persisted: d.topic.Options.Durability == metadata.DurabilityPersisted,
+		shard:     p.shardFor(k),
+	}
+	if err := p.prepareDir(e, d.part); err != nil {
+		e.quarantine = err
+		p.log.Error("partition not served", "stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
+	} else if l, err := partitions.Open(e.dir, p.logOptions(d.topic)); err != nil {
+		e.quarantine = err
+		if errors.Is(err, partitions.ErrQuarantined) {
+			p.log.Error("partition quarantined: its requests are refused until it is repaired",
+				"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
+		} else {
+			p.log.Error("open partition log", "stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
+		}
+	} else {
+		e.log = l
+		e.lastTimestamp = lastAppendTime(l)
+	}
+	if e.log != nil {
+		group, err := consensus.New(p.groupConfig(k))
+		if err != nil {
+			e.quarantine = fmt.Errorf("partition group: %w", err)
+			_ = e.log.Close()
+			e.log = nil
+		} else {
+			e.group = group
+		}
+	}
+	e.shard.do(func() {
+		if e.log != nil {
+			e.shard.groups[e] = struct{}{}
+		}
+	})
+	p.mu.Lock()
+	p.entries[k] = e
+	p.mu.Unlock()
+	return e
+}
+
+// lastAppendTime is the newest stored append time, so restarts keep
+// timestamps monotone per partition.
+func lastAppendTime(l *partitions.Log) uint64 {
+	res, err := l.Poll(partitions.PollQuery{Strategy: lastStrategy, Count: 1})
+	if err != nil || res.MessagesCount == 0 || len(res.Records) < 24 {
+		return 0
+	}
+	return leU64(res.Records[16:])
+}
+
+// prepareDir makes sure the directory belongs to this incarnation: a marker
+// of another revision (a partition deleted and re-created while the node was
+// down) or none at all means the files are stale.
+func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) error {
+	m, ok := readMarker(e.dir)
+	if ok && m.Revision == part.CreatedRevision {
+		e.marker = m
+		return nil
+	}
+	if err := os.RemoveAll(e.dir); err != nil {
+		return fmt.Errorf("clear stale partition directory %s: %w", e.dir, err)
+	}
+	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+		return fmt.Errorf("create partition directory %s: %w", e.dir, err)
+	}
+	// A fresh partition has nothing to purge or truncate.
+	e.marker = partitionMarker{Revision: part.CreatedRevision, PurgeGeneration: part.PurgeGeneration,
+		DeletedUpTo: part.DeletedUpToOffset}
+	if err := writeMarker(e.dir, e.marker); err != nil {
+		return err
+	}
+	return syncDirectory(filepath.Dir(e.dir))
+}
+
+// applyWatermarks (shard goroutine) applies a purge generation or a
+// DeleteSegments watermark the files do not reflect yet.
+func (p *partitionPlane) applyWatermarks(e *partitionEntry, part metadata.Partition) {
+	if _, ok := e.shard.groups[e]; !ok || e.log == nil {
+		return
+	}
+	m := e.marker
+	if part.PurgeGeneration > m.PurgeGeneration {
+		if _, err := e.log.Purge(); err != nil {
+			p.log.Error("purge partition", "dir", e.dir, "err", err)
+			return
+		}
+		e.lastTimestamp = 0
+		m.PurgeGeneration = part.PurgeGeneration
+		m.DeletedUpTo = part.DeletedUpToOffset
+	}
+	if part.DeletedUpToOffset > m.DeletedUpTo {
+		if _, err := e.log.DeleteSegmentsBefore(part.DeletedUpToOffset); err != nil {
+			p.log.Error("delete segments", "dir", e.dir, "up_to_offset", part.DeletedUpToOffset, "err", err)
+			return
+		}
+		m.DeletedUpTo = part.DeletedUpToOffset
+	}
+	if m != e.marker {
+		if err := writeMarker(e.dir, m); err != nil {
+			p.log.Error("record partition watermarks", "dir", e.dir, "err", err)
+			return
+		}
+		e.marker = m
+	}
+}
+
+// remove stops serving a partition and deletes its files.
+func (p *partitionPlane) remove(e *partitionEntry) {
+	p.mu.Lock()
+	if p.entries[e.key] == e {
+		delete(p.entries, e.key)
+	}
+	p.mu.Unlock()
+	e.shard.do(func() {
+		delete(e.shard.groups, e)
+		if e.log != nil {
+			if err := e.log.Delete(); err != nil {
+				p.log.Error("delete partition log", "dir", e.dir, "err", err)
+			}
+			return
+		}
+		if err := os.RemoveAll(e.dir); err != nil {
+			p.log.Error("delete partition directory", "dir", e.dir, "err", err)
+		}
+	})
+}
+
+// sweep removes stream, topic and partition directories metadata no longer
+// knows (deleted while the node was down, or emptied by deletes).
+func (p *partitionPlane) sweep(streams []metadata.Stream) {
+	known := make(map[string]bool)
+	for _, s := range streams {
+		sd := filepath.Join(p.root, strconv.FormatUint(uint64(s.ID), 10))
+		known[sd] = true
+		for _, t := range s.Topics {
+			td := filepath.Join(sd, "topics", strconv.FormatUint(uint64(t.ID), 10))
+			known[td] = true
+			for _, part := range t.Partitions {
+				known[filepath.Join(td, "partitions", strconv.FormatUint(uint64(part.ID), 10))] = true
+			}
+		}
+	}
+	removeUnknown := func(pattern string) {
+		paths, _ := filepath.Glob(pattern)
+		for _, path := range paths {
+			if known[path] {
+				continue
+			}
+			p.log.Info("removing partition data metadata no longer knows", "path", path)
+			if err := os.RemoveAll(path); err != nil {
+				p.log.Error("remove orphan partition data", "path", path, "err", err)
+			}
+		}
+	}
+	removeUnknown(filepath.Join(p.root, "*"))
+	removeUnknown(filepath.Join(p.root, "*", "topics", "*"))
+	removeUnknown(filepath.Join(p.root, "*", "topics", "*", "partitions", "*"))
+}
+
+// groupConfig is a partition group's consensus configuration: one replica,
+// no client table (ClientTableMax = 0: the partition plane).
+func (p *partitionPlane) groupConfig(k partitionKey) consensus.Config {
+	cfg := consensus.DefaultConfig(0, 1)
+	cfg.GroupID = k.groupID()
+	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
+	cfg.JournalSlots = p.shards[0].cfg.journalSlots
+	cfg.ClientTableMax = 0
+	cfg.Seed = randomUint64()
+	cfg.Incarnation = consensus.Uint128{Lo: randomUint64() | 1, Hi: randomUint64()}
+	return cfg
+}

@@ -1,0 +1,82 @@
+package node
+
+import (
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// handlePartitionWrite serves SendMessages, StoreConsumerOffset and
+// DeleteConsumerOffset: admission on the connection goroutine, then the
+// partition's group commits and the shard loop applies.
+func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.RequestHeader, body []byte) {
+	v := s.view()
+	if !v.bound {
+		n.evict(c, s, hdr.Client, wire.EvictNoSession)
+		return
+	}
+	switch hdr.Operation {
+	case wire.OpSendMessages:
+		n.handleSendMessages(c, v, hdr, body)
+	case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
+		n.handleOffsetWrite(c, v, hdr, body)
+	default:
+		n.sendStatus(c, hdr, wire.ErrInvalidCommand)
+	}
+}
+
+// handleSendMessages: decode + verify every checksum (status = the batch
+// error's code), resolve (every resolution error is 20, §4.4.5), authorize
+// (41), pick the partition, propose and wait. Reply: one confirmation.
+func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.RequestHeader, body []byte) {
+	req, err := wire.DecodeSendMessages(body)
+	if err != nil {
+		n.sendStatus(c, hdr, sendErrorCode(err))
+		return
+	}
+	t, code := n.state.GetTopic(wireIdent(req.Stream), wireIdent(req.Topic))
+	if code != metadata.CodeOK || len(t.Partitions) == 0 {
+		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
+		return
+	}
+	if !n.state.Authorize(v.userID, metadata.PermSend, t.StreamID, t.ID) {
+		n.sendStatus(c, hdr, wire.ErrUnauthorized)
+		return
+	}
+	pid, err := wire.ResolvePartition(req.Partitioning, uint32(len(t.Partitions)),
+		n.plane.cursor(topicKey{t.StreamID, t.ID}))
+	if err != nil {
+		code := wire.ErrorCodeOf(err)
+		if code == wire.ErrPartitionNotFound || code == wire.ErrNoPartitions {
+			code = wire.ErrResourceNotFound
+		}
+		n.sendStatus(c, hdr, code)
+		return
+	}
+	e := n.plane.entry(partitionKey{t.StreamID, t.ID, pid})
+	if e == nil {
+		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
+		return
+	}
+	if e.log == nil {
+		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
+		return
+	}
+	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: req.Batch})
+	if out.code != wire.OK {
+		n.sendStatus(c, hdr, out.code)
+		return
+	}
+	n.sendOK(c, hdr, wire.AppendSendMessagesReply(nil, &wire.SendConfirmation{
+		StreamID: t.StreamID, TopicID: t.ID, PartitionID: pid, BaseOffset: out.baseOffset,
+	}))
+}
+
+// sendErrorCode is the status for a SendMessages body that failed decoding
+// or verification: the specific code when there is one.
+func sendErrorCode(err error) wire.ErrorCode {
+	if code := wire.ErrorCodeOf(err); code != wire.OK {
+		return code
+	}
+	return bodyErrorCode(err)
+}

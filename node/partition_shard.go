@@ -1,0 +1,398 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// Shard loop bounds.
+const (
+	partitionProposalQueueMax = 4096 // proposals waiting for a shard loop
+	partitionProposalBatchMax = 512  // proposals admitted per loop turn (one Ready, one sync covers them)
+	partitionReadyRoundsMax   = 64   // Ready batches drained per group per turn
+	partitionControlQueueMax  = 64   // metadata-driven changes waiting for a shard loop
+	partitionWaitDuration     = 10 * time.Second
+)
+
+// partitionGroup is what a shard needs from a partition's consensus group:
+// the Group contract plus the wall clock and the checkpoint pressure hook.
+type partitionGroup interface {
+	consensus.Group
+	SetNow(micros uint64)
+	NeedsCheckpoint() bool
+}
+
+// partitionGroupConfig sizes every partition group.
+type partitionGroupConfig struct {
+	prepareQueueDepth uint32
+	journalSlots      uint32
+}
+
+// partitionProposal is one partition-plane write waiting for its outcome.
+type partitionProposal struct {
+	entry *partitionEntry
+	op    wire.Operation
+	body  []byte
+	done  chan partitionOutcome // buffered 1; nil = fire and forget (auto-commit)
+}
+
+// partitionOutcome is a write's result: wire.OK and the batch's base offset,
+// or the code to answer.
+type partitionOutcome struct {
+	code       wire.ErrorCode
+	baseOffset uint64
+}
+
+type shardControl struct {
+	fn   func()
+	done chan struct{}
+}
+
+// partitionShard is one loop owning a set of partition groups: it ticks
+// them every 10 ms, feeds them proposals, and carries out their Readys
+// (apply in op order, sync persisted topics once per Ready, reply, Advance,
+// Checkpoint).
+type partitionShard struct {
+	log       *slog.Logger
+	cfg       partitionGroupConfig
+	proposals chan *partitionProposal
+	controls  chan shardControl
+	stopped   chan struct{}
+
+	// Owned by the loop goroutine (or by the caller of do after stop).
+	groups  map[*partitionEntry]struct{}
+	nextTag uint64
+	waiting map[uint64]*partitionProposal
+	touched []*partitionEntry
+	results map[uint64]partitionOutcome // op -> outcome of the group being processed
+}
+
+func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig) *partitionShard {
+	return &partitionShard{
+		log:       log,
+		cfg:       cfg,
+		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
+		controls:  make(chan shardControl, partitionControlQueueMax),
+		stopped:   make(chan struct{}),
+		groups:    make(map[*partitionEntry]struct{}),
+		waiting:   make(map[uint64]*partitionProposal),
+		results:   make(map[uint64]partitionOutcome),
+	}
+}
+
+// do runs fn on the shard's goroutine and waits for it; after the loop has
+// stopped fn runs on the caller's goroutine (nothing else touches the shard).
+func (s *partitionShard) do(fn func()) {
+	c := shardControl{fn: fn, done: make(chan struct{})}
+	select {
+	case <-s.stopped:
+		fn()
+		return
+	case s.controls <- c:
+	}
+	select {
+	case <-c.done:
+	case <-s.stopped:
+		<-c.done // the loop finishes the control it took before stopping
+	}
+}
+
+// submit hands a proposal to the loop: false when the queue is full or the
+// shard stopped (the write never entered a pipeline: 58).
+func (s *partitionShard) submit(p *partitionProposal) bool {
+	select {
+	case <-s.stopped:
+		return false
+	default:
+	}
+	select {
+	case s.proposals <- p:
+		return true
+	default:
+		return false
+	}
+}
+
+// propose submits and waits for the outcome (bounded).
+func (s *partitionShard) propose(ctx context.Context, p *partitionProposal) partitionOutcome {
+	p.done = make(chan partitionOutcome, 1)
+	if !s.submit(p) {
+		return partitionOutcome{code: wire.ErrTransientNotAccepted}
+	}
+	timer := time.NewTimer(partitionWaitDuration)
+	defer timer.Stop()
+	select {
+	case out := <-p.done:
+		return out
+	case <-ctx.Done():
+		return partitionOutcome{code: wire.ErrTransientNotCommitted}
+	case <-timer.C:
+		return partitionOutcome{code: wire.ErrTransientNotCommitted}
+	}
+}
+
+// run drives the shard until ctx is cancelled, then finishes what was
+// admitted, syncs and closes every log.
+func (s *partitionShard) run(ctx context.Context) {
+	ticker := time.NewTicker(tickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.drain()
+			return
+		case <-ticker.C:
+			now := nowMicros()
+			for e := range s.groups {
+				e.group.SetNow(now)
+				e.group.Tick()
+				if e.group.HasReady() {
+					s.touch(e)
+				}
+			}
+		case c := <-s.controls:
+			c.fn()
+			close(c.done)
+		case p := <-s.proposals:
+			s.admit(p)
+		batch:
+			for i := 1; i < partitionProposalBatchMax; i++ {
+				select {
+				case p := <-s.proposals:
+					s.admit(p)
+				default:
+					break batch
+				}
+			}
+		}
+		s.processTouched()
+	}
+}
+
+// drain carries out every admitted proposal, then syncs and closes the logs
+// (graceful shutdown flushes everything).
+func (s *partitionShard) drain() {
+	for {
+		select {
+		case c := <-s.controls:
+			c.fn()
+			close(c.done)
+			continue
+		case p := <-s.proposals:
+			s.admit(p)
+			continue
+		default:
+		}
+		break
+	}
+	s.processTouched()
+	for tag, p := range s.waiting {
+		p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
+		delete(s.waiting, tag)
+	}
+	close(s.stopped)
+	for e := range s.groups {
+		if e.log != nil {
+			if err := e.log.Close(); err != nil {
+				s.log.Error("close partition log at shutdown", "dir", e.dir, "err", err)
+			}
+		}
+	}
+	// Proposals that raced the stop get a definite answer.
+	for {
+		select {
+		case p := <-s.proposals:
+			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+		default:
+			return
+		}
+	}
+}
+
+func (p *partitionProposal) reply(out partitionOutcome) {
+	if p.done != nil {
+		p.done <- out
+	}
+}
+
+func (s *partitionShard) touch(e *partitionEntry) {
+	for _, t := range s.touched {
+		if t == e {
+			return
+		}
+	}
+	s.touched = append(s.touched, e)
+}
+
+func (s *partitionShard) admit(p *partitionProposal) {
+	e := p.entry
+	if _, ok := s.groups[e]; !ok || e.log == nil {
+		// Deleted (or quarantined) between admission and now.
+		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
+		return
+	}
+	s.nextTag++
+	s.waiting[s.nextTag] = p
+	e.group.SetNow(nowMicros())
+	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag})
+	s.touch(e)
+}
+
+func (s *partitionShard) processTouched() {
+	for i, e := range s.touched {
+		if _, ok := s.groups[e]; ok {
+			s.process(e)
+		}
+		s.touched[i] = nil
+	}
+	s.touched = s.touched[:0]
+}
+
+// process drains a group's Readys. Partition prepares are not persisted by
+// the driver (no prepare WAL yet): the committed batch itself is written to
+// the segment file before its reply, and synced first on persisted topics.
+func (s *partitionShard) process(e *partitionEntry) {
+	for round := 0; round < partitionReadyRoundsMax && e.group.HasReady(); round++ {
+		rd := e.group.Ready()
+		if rd.Snapshot != nil {
+			s.log.Error("partition group asked to install a state transfer snapshot; not supported by a one-replica node",
+				"dir", e.dir, "op", rd.Snapshot.Op)
+		}
+		appended := false
+		for i := range rd.Committed {
+			out, wrote := s.apply(e, &rd.Committed[i])
+			appended = appended || wrote
+			s.results[rd.Committed[i].Header.Op] = out
+		}
+		if appended && e.persisted {
+			if err := e.log.Sync(); err != nil {
+				s.log.Error("sync partition log", "dir", e.dir, "err", err)
+				for op, out := range s.results {
+					if out.code == wire.OK {
+						s.results[op] = partitionOutcome{code: wire.ErrCannotAppendMessage}
+					}
+				}
+			}
+		}
+		for _, r := range rd.Replies {
+			p, ok := s.waiting[r.Tag]
+			if !ok {
+				continue
+			}
+			delete(s.waiting, r.Tag)
+			switch r.Kind {
+			case consensus.ReplyCommitted:
+				out, ok := s.results[r.Op]
+				if !ok {
+					out = partitionOutcome{code: wire.ErrTransientNotCommitted}
+				}
+				p.reply(out)
+			case consensus.ReplyNotAccepted, consensus.ReplyDropped:
+				p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+			default:
+				p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
+			}
+		}
+		clear(s.results)
+		e.group.Advance(rd)
+		if len(rd.Committed) > 0 {
+			s.checkpoint(e)
+		}
+	}
+}
+
+// checkpoint hands consensus a tiny snapshot descriptor (the log's next
+// offset) so the in-memory journal may reuse the slots of applied ops.
+func (s *partitionShard) checkpoint(e *partitionEntry) {
+	if !e.group.NeedsCheckpoint() {
+		return
+	}
+	data := binary.LittleEndian.AppendUint64(nil, e.log.NextOffset())
+	e.group.Checkpoint(consensus.Snapshot{Op: e.group.CommitMin(), Data: data, Checksum: snapshotChecksum(data)})
+}
+
+// apply carries out one committed partition op; wrote reports a log append.
+func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out partitionOutcome, wrote bool) {
+	switch wire.Operation(p.Header.Operation) {
+	case wire.OpSendMessages:
+		return s.applySend(e, p)
+	case wire.OpStoreConsumerOffset:
+		kind, id, offset, ok := decodeOffsetOp(p.Body, true)
+		if !ok {
+			return partitionOutcome{code: wire.ErrInvalidCommand}, false
+		}
+		if err := e.log.StoreConsumerOffset(kind, id, offset); err != nil {
+			s.log.Error("store consumer offset", "dir", e.dir, "err", err)
+			return partitionOutcome{code: wire.ErrCannotWriteToFile}, false
+		}
+		return partitionOutcome{code: wire.OK}, false
+	case wire.OpDeleteConsumerOffset:
+		kind, id, _, ok := decodeOffsetOp(p.Body, false)
+		if !ok {
+			return partitionOutcome{code: wire.ErrInvalidCommand}, false
+		}
+		if err := e.log.DeleteConsumerOffset(kind, id); err != nil {
+			if errors.Is(err, partitions.ErrConsumerOffsetNotFound) {
+				return partitionOutcome{code: wire.ErrConsumerOffsetNotFound}, false
+			}
+			s.log.Error("delete consumer offset", "dir", e.dir, "err", err)
+			return partitionOutcome{code: wire.ErrCannotDeleteConsumerOffsetFile}, false
+		}
+		return partitionOutcome{code: wire.OK}, false
+	}
+	return partitionOutcome{code: wire.ErrInvalidCommand}, false
+}
+
+// applySend stamps the committed batch in place (partition id, base offset =
+// the log's next offset, base timestamp = the prepare timestamp made
+// monotone per partition) and appends it.
+func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (partitionOutcome, bool) {
+	ts := max(p.Header.Timestamp, e.lastTimestamp)
+	base := e.log.NextOffset()
+	if err := wire.StampBatch(p.Body, e.key.partition, base, ts); err != nil {
+		s.log.Error("stamp committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
+		return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
+	}
+	if _, err := e.log.Append(p.Body); err != nil {
+		s.log.Error("append committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
+		return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
+	}
+	e.lastTimestamp = ts
+	return partitionOutcome{code: wire.OK, baseOffset: base}, true
+}
+
+// Offset op bodies (ours, inside a partition prepare): [kind u8][id u32]
+// and, for a store, [offset u64].
+func encodeOffsetOp(kind wire.ConsumerKind, id uint32, offset uint64, store bool) []byte {
+	b := make([]byte, 0, 13)
+	b = append(b, byte(kind))
+	b = binary.LittleEndian.AppendUint32(b, id)
+	if store {
+		b = binary.LittleEndian.AppendUint64(b, offset)
+	}
+	return b
+}
+
+func decodeOffsetOp(b []byte, store bool) (wire.ConsumerKind, uint32, uint64, bool) {
+	want := 5
+	if store {
+		want = 13
+	}
+	if len(b) != want {
+		return 0, 0, 0, false
+	}
+	kind := wire.ConsumerKind(b[0])
+	id := binary.LittleEndian.Uint32(b[1:])
+	var offset uint64
+	if store {
+		offset = binary.LittleEndian.Uint64(b[5:])
+	}
+	return kind, id, offset, true
+}
