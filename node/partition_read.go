@@ -84,14 +84,15 @@ func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHead
 
 // readConsumerOffset answers GetConsumerOffset from the offsets store:
 // empty body when no offset is stored. Any client may read a group's
-// offset; the partition defaults to 0.
+// offset; the partition defaults to 0. An unresolvable target has no offset
+// either (the Go SDK suite expects no error for a missing stream).
 func (n *Node) readConsumerOffset(v sessionView, r wire.ConsumerOffsetRequest) ([]byte, wire.ErrorCode) {
 	t, code := n.state.GetTopic(wireIdent(r.Stream), wireIdent(r.Topic))
 	if code != metadata.CodeOK {
-		return nil, wire.ErrorCode(code)
+		return nil, wire.OK
 	}
 	if r.Partition.Present && int(r.Partition.ID) >= len(t.Partitions) {
-		return nil, wire.ErrPartitionNotFound
+		return nil, wire.OK
 	}
 	if !n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
 		return nil, wire.ErrUnauthorized
