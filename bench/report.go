@@ -209,9 +209,13 @@ func (s *Summary) WriteText(w io.Writer) error {
 	if p.RateLimitMBps > 0 {
 		rate = fmt.Sprintf("%.1f MB/s", p.RateLimitMBps)
 	}
+	batches := "reading what is stored"
+	if p.Producers > 0 {
+		batches = fmt.Sprintf("%d batches/producer", p.MessageBatches)
+	}
 	fmt.Fprintf(&b, "  %d producers, %d consumers, %d streams x %d partitions, %d-byte messages, %d messages/batch, "+
-		"%d batches/producer, durability=%s, rate limit %s\n", p.Producers, p.Consumers, p.Streams, p.Partitions,
-		p.MessageSizeBytes, p.MessagesPerBatch, p.MessageBatches, p.Durability, rate)
+		"%s, durability=%s, rate limit %s\n", p.Producers, p.Consumers, p.Streams, p.Partitions,
+		p.MessageSizeBytes, p.MessagesPerBatch, batches, p.Durability, rate)
 	warm := fmt.Sprintf("warm-up %.1f s not applied (the run ended inside it): figures cover the whole run", p.WarmupSeconds)
 	switch {
 	case p.WarmupSeconds == 0:
