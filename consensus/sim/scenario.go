@@ -152,3 +152,22 @@ func NewScenario(seed uint64) Scenario {
 	}
 	return s
 }
+
+// Profiles reshape every seed's scenario for a targeted hunt; the default
+// sweep uses none. A failing seed found under a profile reproduces only
+// with the same profile (the repro line names it).
+var Profiles = map[string]func(*Scenario){
+	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
+	// faulty-storage node, frequent partitions; repair chunks of at least 4.
+	"crashy": func(s *Scenario) {
+		s.Replicas = []int{2, 3, 5}[s.Seed%3]
+		s.CrashPerTick = 0.002
+		s.CrashPerReady = 0.01
+		s.MaxDown = s.Replicas
+		s.Network.PartitionProbability = 0.003
+		s.Network.UnpartitionProbability = 0.01
+		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+		s.FaultyStorage = make([]bool, s.Replicas)
+		s.FaultyStorage[int(s.Seed%uint64(s.Replicas))] = true
+	},
+}

@@ -18,6 +18,7 @@ var (
 	flagFirst     = flag.Uint64("sim.first", 1, "TestSimSweep: first seed of the sweep")
 	flagTicks     = flag.Int("sim.ticks", 0, "override the faulty-phase length in ticks (0: per seed)")
 	flagVerbose   = flag.Bool("sim.v", false, "print the event trace of each run")
+	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy)")
 	flagTickClock = flag.Bool("sim.tickclock", false, "withhold the wall clock (SetNow) from the core")
 	flagWorkers   = flag.Int("sim.workers", 0, "seeds run in parallel (0: GOMAXPROCS); each run stays single-threaded")
 )
@@ -30,6 +31,9 @@ func reproLine(seed uint64) string {
 	}
 	if *flagTickClock {
 		line += " -sim.tickclock"
+	}
+	if *flagProfile != "" {
+		line += " -sim.profile=" + *flagProfile
 	}
 	return line
 }
@@ -128,8 +132,15 @@ func TestSimSweep(t *testing.T) {
 			seeds = append(seeds, *flagFirst+uint64(i))
 		}
 	}
+	var profile func(*Scenario)
+	if *flagProfile != "" {
+		var ok bool
+		if profile, ok = Profiles[*flagProfile]; !ok {
+			t.Fatalf("unknown -sim.profile %q", *flagProfile)
+		}
+	}
 	opts := func(uint64) RunOptions {
-		o := RunOptions{Factory: CoreFactory(), FaultTicks: *flagTicks, TickClock: *flagTickClock}
+		o := RunOptions{Factory: CoreFactory(), FaultTicks: *flagTicks, TickClock: *flagTickClock, Mutate: profile}
 		if *flagVerbose && len(seeds) == 1 {
 			o.Verbose = os.Stdout
 		}
