@@ -158,7 +158,11 @@ func runProducer(ctx context.Context, c *client.Client, cfg *Config, stream stre
 		return res
 	}
 	messages, bytes := uint64(cfg.MessagesPerBatch), cfg.BatchPayloadBytes()
+	// Stagger paced producers over one interval so they do not send in lockstep bursts.
 	paceStart := time.Now()
+	if batchInterval > 0 && cfg.Producers > 1 {
+		paceStart = paceStart.Add(time.Duration(plan.Index) * batchInterval / time.Duration(cfg.Producers))
+	}
 	for batch := range plan.Batches {
 		if batchInterval > 0 {
 			due := paceStart.Add(time.Duration(batch) * batchInterval)
