@@ -173,6 +173,15 @@ type VsrState struct {
 	// the snapshot's data checksum): the hash-chain anchor when the journal
 	// no longer holds that op.
 	AnchorChecksum uint64
+	// ViewHeaders are the headers of log_view's log as the replica adopted
+	// it (the StartView suffix, from its head op downwards, at most 128;
+	// Checksum 0 = blank). They are durable together with LogView, so a
+	// replica that restarts before its journal covers the view's head still
+	// reports that head and its headers in a DoViewChange (present bit clear
+	// where it lacks the body) instead of a shorter log that a merge would
+	// take as canonical. Nil in a superblock written before they existed.
+	// The slice is never mutated after it is handed out.
+	ViewHeaders []PrepareHeader
 }
 
 // ReplyKind says how a proposal ended.

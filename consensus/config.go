@@ -14,6 +14,10 @@ const (
 	transferStallRetries   = 5
 )
 
+// ViewHeadersMax bounds VsrState.ViewHeaders (the StartView suffix kept
+// durable with log_view): the same bound as a DVC / StartView suffix.
+const ViewHeadersMax = dvcSuffixHeadersMax
+
 // DefaultConfig returns a Config with the documented defaults (spec §3.3, §6.1)
 // for the given replica. Seed and Incarnation are left for the caller.
 func DefaultConfig(replicaID, replicaCount uint8) Config {

@@ -29,7 +29,12 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		r.snapshotTimestamp = st.Superblock.AnchorTimestamp
 		r.anchorChecksum = st.Superblock.AnchorChecksum
 		r.lastTimestamp = st.Superblock.AnchorTimestamp
+		if err := validateViewHeaders(st.Superblock.ViewHeaders); err != nil {
+			return nil, fmt.Errorf("consensus restart: superblock: %w", err)
+		}
 		r.durable = *st.Superblock
+		r.viewHeaders = append([]PrepareHeader(nil), st.Superblock.ViewHeaders...)
+		r.durable.ViewHeaders = r.viewHeaders // same slice: no rewrite at boot
 	}
 	if st.Snapshot != nil {
 		if SnapshotChecksum(st.Snapshot.Data) != st.Snapshot.Checksum {
@@ -51,6 +56,9 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	}
 	if err := r.restoreEntries(st.Entries); err != nil {
 		return nil, err
+	}
+	if cfg.ReplicaCount > 1 {
+		r.restoreViewHead()
 	}
 	if st.Superblock == nil && r.op > 0 {
 		if h, ok := r.journal.header(r.op); ok {
@@ -74,8 +82,11 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 
 // restoreEntries loads the journal after the snapshot (plus, if given, the
 // entry at the snapshot op, which anchors the chain), stopping at the
-// first hash-chain break. Ops missing in between are marked unprovable: a
-// lost entry may have been acknowledged, so it must never be nacked.
+// first hash-chain break or disagreement with the durable view headers.
+// Ops missing in between are marked unprovable: a lost entry may have been
+// acknowledged, so it must never be nacked. With n > 1 so are the durable
+// entries cut at a break, and the head stays at the highest of them, so
+// the DVC reports them as blanks rather than implicit nacks.
 func (r *Replica) restoreEntries(entries []Prepare) error {
 	if len(entries) > len(r.journal.slots) {
 		return fmt.Errorf("consensus restart: %d entries exceed journal_slots %d", len(entries), len(r.journal.slots))
@@ -106,8 +117,20 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 		if op <= prevOp {
 			return fmt.Errorf("consensus restart: entries not in op order at op %d", op)
 		}
-		if prev, ok := r.journal.header(op - 1); ok && prev.Checksum != p.Header.Parent {
-			break // chain break: the tail after it is not trustworthy
+		prev, prevOK := r.journal.header(op - 1)
+		vh, vhOK := r.viewHeaderAt(op)
+		if (prevOK && prev.Checksum != p.Header.Parent) || (vhOK && vh.Checksum != p.Header.Checksum) {
+			// Chain break: the tail from here is not trustworthy, but it is
+			// durable and may have been acknowledged.
+			if r.n > 1 {
+				// Bounded: entries span at most journal_slots ops.
+				last := min(entries[len(entries)-1].Header.Op, prevOp+uint64(len(r.journal.slots)))
+				for lost := prevOp + 1; lost <= last; lost++ {
+					r.unprovable[lost] = struct{}{}
+				}
+				r.op = max(r.op, last)
+			}
+			break
 		}
 		for gap := prevOp + 1; gap < op; gap++ {
 			r.unprovable[gap] = struct{}{}
@@ -122,6 +145,28 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 	}
 	r.seenOp = r.op
 	return nil
+}
+
+// restoreViewHead raises the head to log_view's durable head (finding 6):
+// the ops between the journal head and the view headers' head belong to
+// the view's log even though their bodies never arrived, so the DVC must
+// report them (header, present clear, no nack) rather than a shorter log.
+func (r *Replica) restoreViewHead() {
+	for _, h := range r.viewHeaders {
+		if h.Checksum != 0 {
+			r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
+			r.commitMax = max(r.commitMax, h.Commit)
+		}
+	}
+	head := viewHeadersHead(r.viewHeaders)
+	if head <= r.op {
+		return
+	}
+	r.op = head
+	r.seenOp = max(r.seenOp, head)
+	if h, ok := r.viewHeaderAt(head); ok {
+		r.headChecksum = h.Checksum
+	}
 }
 
 func (r *Replica) broadcastProbe() {

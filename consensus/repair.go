@@ -7,9 +7,13 @@ type repairState struct {
 	peer          uint8
 	from, to      uint64
 	missingBefore uint64 // lowest missing op when the request left (progress test)
-	retryTimer    timer
-	debounce      timer
-	rotation      uint32 // picks the next canonical sender while a new view assembles
+	// doneTo is the last op the peer said it served (RepairDone), valid
+	// when doneSeen: a RepairDone may overtake the chunk's RepairPrepares.
+	doneTo     uint64
+	doneSeen   bool
+	retryTimer timer
+	debounce   timer
+	rotation   uint32 // picks the next canonical sender while a new view assembles
 }
 
 // repairTarget is the highest op this replica wants to hold.
@@ -55,10 +59,13 @@ func (r *Replica) requestRepairNow() {
 	r.sendRepairRequest()
 }
 
-func (r *Replica) repairPeer() (uint8, bool) {
+// repairPeer picks who serves op `from`: the view's primary when Normal;
+// while a new view assembles, in turn one of the senders that reported the
+// canonical header of `from` with its body, else one that knows `from`
+// committed, else a canonical sender.
+func (r *Replica) repairPeer(from uint64) (uint8, bool) {
 	if r.status == StatusViewChange && r.vc.plan != nil {
-		// Canonical senders hold only canonical entries: ask them in turn.
-		peers := r.vc.plan.canonical &^ (1 << r.id)
+		peers := r.viewChangeSources(from) &^ (1 << r.id)
 		if peers == 0 {
 			return 0, false
 		}
@@ -74,13 +81,59 @@ func (r *Replica) repairPeer() (uint8, bool) {
 	return r.primaryOf(r.view), true
 }
 
+// viewChangeSources returns the DVC senders able to serve op's body (bit
+// per replica). A canonical sender may hold only the header of an op
+// (view headers without the body), so the body comes from whoever reported
+// the canonical header with its present bit; below the merged commit,
+// a sender whose own commit covers op holds the committed entry (its
+// journal is a subset of its log_view's log, whose committed prefix every
+// later log shares). Canonical senders are the last resort.
+func (r *Replica) viewChangeSources(op uint64) uint32 {
+	plan := r.vc.plan
+	canon, known := r.viewChangeHeader(op)
+	var present, committed uint32
+	for i := range r.vc.dvcs {
+		d := &r.vc.dvcs[i]
+		if h, inSuffix, blank := d.headerAt(op); known && inSuffix && !blank && h.Checksum == canon.Checksum &&
+			bitAt(d.present, d.op-op) {
+			present |= 1 << d.replica
+		}
+		if op <= plan.commitMax && d.commit >= op {
+			committed |= 1 << d.replica
+		}
+	}
+	switch {
+	case present&^(1<<r.id) != 0:
+		return present
+	case committed&^(1<<r.id) != 0:
+		return committed
+	default:
+		return plan.canonical
+	}
+}
+
+// viewChangeHeader is the canonical header of op while a new view
+// assembles: the merged one from the commit point up, below it the one
+// canonical senders reported, if any.
+func (r *Replica) viewChangeHeader(op uint64) (PrepareHeader, bool) {
+	plan := r.vc.plan
+	if h, ok := plan.header(op); ok {
+		return h, true
+	}
+	if op >= plan.base {
+		return PrepareHeader{}, false
+	}
+	h := canonicalHeader(r.vc.dvcs, plan.logView, op)
+	return h, h.Checksum != 0
+}
+
 func (r *Replica) sendRepairRequest() {
 	from := r.firstMissing(r.repairTarget())
 	if from == 0 {
 		r.repair.active = false
 		return
 	}
-	peer, ok := r.repairPeer()
+	peer, ok := r.repairPeer(from)
 	if !ok {
 		return
 	}
@@ -90,6 +143,7 @@ func (r *Replica) sendRepairRequest() {
 	r.repair.peer = peer
 	r.repair.from, r.repair.to = from, to
 	r.repair.missingBefore = from
+	r.repair.doneTo, r.repair.doneSeen = 0, false
 	r.repair.retryTimer.start(r.ticks, uint64(r.cfg.RepairRetryTicks))
 	r.send(Message{Kind: MsgRequestPrepares, To: peer, View: r.view, Op: from, ToOp: to, Nonce: r.repair.nonce})
 }
@@ -155,7 +209,7 @@ func (r *Replica) onRepairPrepare(m Message) {
 		if r.vc.plan == nil {
 			return
 		}
-		if canon, ok := r.vc.plan.header(h.Op); ok && canon.Checksum != h.Checksum {
+		if canon, ok := r.viewChangeHeader(h.Op); ok && canon.Checksum != h.Checksum {
 			return
 		}
 	} else if r.status != StatusNormal || r.isPrimaryIndex() {
@@ -185,6 +239,28 @@ func (r *Replica) onRepairPrepare(m Message) {
 	} else {
 		r.maybeStartView()
 	}
+	r.continueRepair()
+}
+
+// continueRepair asks for the next chunk as soon as the journal covers the
+// requested range (or what the peer said it served), whichever of the
+// chunk's RepairPrepares and its RepairDone arrived last (finding 5).
+func (r *Replica) continueRepair() {
+	if !r.repair.active {
+		return
+	}
+	next := r.firstMissing(r.repairTarget())
+	if next == 0 {
+		r.repair.active = false
+		return
+	}
+	covered := r.repair.to
+	if r.repair.doneSeen {
+		covered = min(covered, r.repair.doneTo)
+	}
+	if next > covered && next > r.repair.missingBefore {
+		r.sendRepairRequest()
+	}
 }
 
 // onRepairReply handles RepairDone and RangeEvicted. Completion is judged
@@ -202,6 +278,7 @@ func (r *Replica) onRepairReply(m Message) {
 		}
 		return
 	}
+	r.repair.doneTo, r.repair.doneSeen = m.Op, true
 	next := r.firstMissing(r.repairTarget())
 	if next == 0 {
 		r.repair.active = false

@@ -29,6 +29,9 @@ type Replica struct {
 	// unprovable marks ops whose entry was dropped without proof it was never
 	// acknowledged (restart gaps, unverifiable stale entries): never nacked.
 	unprovable map[uint64]struct{}
+	// viewHeaders: log_view's log suffix as adopted (see viewheaders.go),
+	// durable together with log_view.
+	viewHeaders []PrepareHeader
 
 	lastTimestamp uint64 // µs; prepares are stamped strictly above it
 	nowMicros     uint64 // driver-supplied wall clock (SetNow), else ticks x 10 ms
@@ -157,7 +160,7 @@ func (r *Replica) isPrimaryIndex() bool        { return primaryIndex(r.view, r.n
 func (r *Replica) primaryOf(view uint32) uint8 { return primaryIndex(view, r.n) }
 func (r *Replica) vsrState() VsrState {
 	return VsrState{View: r.view, LogView: r.logView, CommitMax: r.commitMax, CheckpointOp: r.checkpointOp,
-		AnchorTimestamp: r.snapshotTimestamp, AnchorChecksum: r.anchorChecksum}
+		AnchorTimestamp: r.snapshotTimestamp, AnchorChecksum: r.anchorChecksum, ViewHeaders: r.viewHeaders}
 }
 
 // --- Ready / Advance ---
@@ -167,11 +170,18 @@ func (r *Replica) HasReady() bool {
 	return r.inflight != nil || !r.pending.IsEmpty() || r.superblockDirty()
 }
 
-// superblockDirty: view or log_view moved past what is durable. commit_max
-// and checkpoint_op alone do not force a write (they are recoverable from
-// the journal and snapshot) but ride along with any write.
+// superblockDirty: view, log_view, checkpoint_op or the view headers moved
+// past what is durable. commit_max alone does not force a write (it is
+// recoverable from the journal's commit stamps) but rides along with any
+// write. View headers are compared by identity: setViewHeaders always
+// allocates a new slice.
 func (r *Replica) superblockDirty() bool {
-	return r.view != r.durable.View || r.logView != r.durable.LogView || r.checkpointOp != r.durable.CheckpointOp
+	return r.view != r.durable.View || r.logView != r.durable.LogView || r.checkpointOp != r.durable.CheckpointOp ||
+		!sameSlice(r.viewHeaders, r.durable.ViewHeaders)
+}
+
+func sameSlice(a, b []PrepareHeader) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Ready returns the next batch; the same batch until Advance.

@@ -83,9 +83,11 @@ func (r *Replica) sendDVC(d dvcRecord) {
 }
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
-// max(commit, 1), at most 128, blanks for missing ops. A nack proves the
-// replica never prepared the op (missing above commit, not an unprovable
-// loss); present says it can serve the body.
+// max(commit, 1), at most 128. A missing body is reported by its view
+// header when log_view's StartView named it (present clear, never nacked:
+// it belongs to the view's log), else as a blank. A nack proves the
+// replica never prepared the op (missing above commit, not in the view
+// headers, not an unprovable loss); present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
 	commit := min(r.commitMax, r.op)
 	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit}
@@ -102,6 +104,8 @@ func (r *Replica) buildDVC() dvcRecord {
 		if h, ok := r.journal.header(op); ok {
 			d.headers = append(d.headers, h)
 			setBit(&d.present, i)
+		} else if vh, ok := r.viewHeaderAt(op); ok {
+			d.headers = append(d.headers, vh)
 		} else {
 			d.headers = append(d.headers, PrepareHeader{Op: op, Operation: OperationReserved})
 			if _, lost := r.unprovable[op]; op > commit && !lost {
@@ -172,7 +176,11 @@ func (r *Replica) maybeStartView() {
 		return
 	}
 	if missing := r.firstMissing(plan.head); missing != 0 {
-		r.requestRepairNow()
+		// One session at a time: re-requesting on every repaired entry
+		// would drop the rest of the chunk in flight (new nonce).
+		if !r.repair.active {
+			r.requestRepairNow()
+		}
 		return
 	}
 	// The next prepare's parent: the head's checksum, from the journal or
@@ -194,6 +202,11 @@ func (r *Replica) maybeStartView() {
 	}
 	r.status = StatusNormal
 	r.logView = r.view
+	// The journal covers commit_min+1..head (checked above) and those
+	// entries precede this superblock write, so log_view becomes durable
+	// only with its whole log; the view headers ride along for uniformity.
+	_, suffix := r.startViewSuffix()
+	r.setViewHeaders(r.op, suffix)
 	r.vc.plan = nil
 	r.stopViewChangeTimers()
 	r.repair.active = false
@@ -239,12 +252,18 @@ func (r *Replica) stopViewChangeTimers() {
 // sendStartView tells `to` the current view's log (head, commit, suffix).
 // nonce echoes a probe's incarnation (zero when broadcast).
 func (r *Replica) sendStartView(to uint8, nonce Uint128) {
-	commit := min(r.commitMax, r.op)
+	commit, headers := r.startViewSuffix()
+	r.send(Message{Kind: MsgStartView, To: to, View: r.view, Op: r.op, Commit: commit, Headers: headers, Nonce: nonce})
+}
+
+// startViewSuffix is the primary's log suffix for a StartView: headers
+// from op down to max(commit, 1), at most 128, blank where released.
+func (r *Replica) startViewSuffix() (commit uint64, headers []PrepareHeader) {
+	commit = min(r.commitMax, r.op)
 	low := max(commit, 1)
 	if r.op >= dvcSuffixHeadersMax && low < r.op-(dvcSuffixHeadersMax-1) {
 		low = r.op - (dvcSuffixHeadersMax - 1)
 	}
-	var headers []PrepareHeader
 	if r.op > 0 {
 		headers = make([]PrepareHeader, 0, r.op-low+1)
 		for op := r.op; op >= low && op > 0; op-- {
@@ -253,7 +272,7 @@ func (r *Replica) sendStartView(to uint8, nonce Uint128) {
 			headers = append(headers, h)
 		}
 	}
-	r.send(Message{Kind: MsgStartView, To: to, View: r.view, Op: r.op, Commit: commit, Headers: headers, Nonce: nonce})
+	return commit, headers
 }
 
 // onStartView: a backup adopts the new primary's log (spec §3.5 step 7).
@@ -293,6 +312,10 @@ func (r *Replica) onStartView(m Message) {
 		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	}
 	r.reconcileJournal(m.Op, suffix)
+	// log_view = v becomes durable with v's head headers (finding 6): if
+	// this replica crashes before repair fills the journal, its DVC still
+	// reports the view's head instead of a shorter, canonical-looking log.
+	r.setViewHeaders(m.Op, m.Headers)
 	r.op = m.Op
 	r.seenOp = m.Op
 	r.heartbeatView, r.heartbeatCounter = m.View, 0

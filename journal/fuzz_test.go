@@ -45,6 +45,8 @@ func FuzzOpenWAL(f *testing.F) {
 func FuzzDecodeSuperblock(f *testing.F) {
 	st := sbState(3, 30)
 	f.Add(encodeSuperblock(1, &st))
+	st.ViewHeaders = viewHeadersFor(40, 4)
+	f.Add(encodeSuperblock(2, &st))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		seq, got, err := decodeSuperblock(b)
 		if err != nil {

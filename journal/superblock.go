@@ -21,20 +21,30 @@ import (
 // Payload (VsrState, 82 bytes): cluster u128 @0, replica_id u8 @16,
 // replica_count u8 @17, view u32 @18, log_view u32 @22, commit_max u64 @26,
 // checkpoint_op u64 @34, checkpoint_checksum u128 @42, offset_frontier u64
-// @58, anchor_timestamp u64 @66, anchor_checksum u64 @74. The anchors
-// extend server-design's 66-byte payload by length (the version stays 1):
-// the 66-byte form (no anchors) and the 58-byte legacy form (no frontier,
-// no anchors) are still read, the missing fields as 0.
+// @58, anchor_timestamp u64 @66, anchor_checksum u64 @74, then, only when
+// there are view headers: view_header_count u16 @82 (1..128) and that many
+// headers of viewHeaderBytes each (the WAL's prepare encoding with an empty
+// body: header fields, body_len u32 = 0), the durable StartView suffix of
+// log_view (consensus.VsrState.ViewHeaders). The anchors and the view
+// headers extend server-design's 66-byte payload by length (the version
+// stays 1): the 82-byte form (no view headers), the 66-byte form (no
+// anchors) and the 58-byte legacy form (no frontier, no anchors) are still
+// read, the missing fields as zero.
 const (
 	superblockMagic           uint32 = 0x53424C4B
 	superblockVersion         uint16 = 1
 	superblockHeaderBytes            = 28
 	superblockTrailerBytes           = 8
-	superblockPayloadBytes           = 82 // written
+	superblockPayloadBytes           = 82 // written when there are no view headers
 	superblockFrontierPayload        = 66 // server-design §3.7, no anchors
 	superblockLegacyPayload          = 58 // no frontier, no anchors
-	superblockPayloadBytesMax        = 4096
+	superblockViewHeadersAt          = 84 // first view header, after the u16 count @82
+	viewHeaderBytes                  = prepareFixedBytes
+	superblockPayloadBytesMax        = 16384
 )
+
+// The largest payload (128 view headers) must fit the read bound.
+var _ [superblockPayloadBytesMax - (superblockViewHeadersAt + consensus.ViewHeadersMax*viewHeaderBytes)]struct{}
 
 // Identity is what a superblock must match at boot.
 type Identity struct {
@@ -112,6 +122,9 @@ func (sb *Superblock) Write(st SuperblockState) error {
 	if st.LogView > st.View {
 		return fmt.Errorf("superblock write: log_view %d above view %d", st.LogView, st.View)
 	}
+	if n := len(st.ViewHeaders); n > consensus.ViewHeadersMax {
+		return fmt.Errorf("superblock write: %d view headers exceed the bound %d", n, consensus.ViewHeadersMax)
+	}
 	target := 0
 	if sb.newest == 0 {
 		target = 1
@@ -134,12 +147,16 @@ func (sb *Superblock) Sequence() uint64 {
 
 func encodeSuperblock(seq uint64, st *SuperblockState) []byte {
 	le := binary.LittleEndian
-	b := make([]byte, superblockHeaderBytes+superblockPayloadBytes, superblockHeaderBytes+superblockPayloadBytes+superblockTrailerBytes)
+	payloadLen := superblockPayloadBytes
+	if len(st.ViewHeaders) > 0 {
+		payloadLen = superblockViewHeadersAt + len(st.ViewHeaders)*viewHeaderBytes
+	}
+	b := make([]byte, superblockHeaderBytes+superblockPayloadBytes, superblockHeaderBytes+payloadLen+superblockTrailerBytes)
 	le.PutUint32(b[0:], superblockMagic)
 	le.PutUint16(b[4:], superblockVersion)
 	le.PutUint64(b[8:], seq)
 	le.PutUint64(b[16:], 0) // parent_checksum
-	le.PutUint32(b[24:], superblockPayloadBytes)
+	le.PutUint32(b[24:], uint32(payloadLen))
 	p := b[superblockHeaderBytes:]
 	le.PutUint64(p[0:], st.Cluster.Lo)
 	le.PutUint64(p[8:], st.Cluster.Hi)
@@ -154,6 +171,12 @@ func encodeSuperblock(seq uint64, st *SuperblockState) []byte {
 	le.PutUint64(p[58:], st.OffsetFrontier)
 	le.PutUint64(p[66:], st.AnchorTimestamp)
 	le.PutUint64(p[74:], st.AnchorChecksum)
+	if len(st.ViewHeaders) > 0 {
+		b = le.AppendUint16(b, uint16(len(st.ViewHeaders)))
+		for i := range st.ViewHeaders {
+			b = appendPrepare(b, &consensus.Prepare{Header: st.ViewHeaders[i]})
+		}
+	}
 	return le.AppendUint64(b, xxh3.Hash(b))
 }
 
@@ -176,11 +199,12 @@ func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
 	if v := le.Uint16(b[4:]); v != superblockVersion {
 		return 0, nil, fmt.Errorf("unknown version %d", v)
 	}
-	switch payloadLen {
-	case superblockPayloadBytes, superblockFrontierPayload, superblockLegacyPayload:
+	switch {
+	case payloadLen == superblockPayloadBytes, payloadLen == superblockFrontierPayload, payloadLen == superblockLegacyPayload:
+	case payloadLen > superblockViewHeadersAt && (payloadLen-superblockViewHeadersAt)%viewHeaderBytes == 0:
 	default:
-		return 0, nil, fmt.Errorf("payload length %d is none of %d, %d (no anchors) or %d (legacy)",
-			payloadLen, superblockPayloadBytes, superblockFrontierPayload, superblockLegacyPayload)
+		return 0, nil, fmt.Errorf("payload length %d is none of %d + n x %d (view headers), %d, %d (no anchors) or %d (legacy)",
+			payloadLen, superblockViewHeadersAt, viewHeaderBytes, superblockPayloadBytes, superblockFrontierPayload, superblockLegacyPayload)
 	}
 	p := b[superblockHeaderBytes : superblockHeaderBytes+payloadLen]
 	st := &SuperblockState{}
@@ -195,8 +219,38 @@ func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
 	if payloadLen >= superblockPayloadBytes {
 		st.AnchorTimestamp, st.AnchorChecksum = le.Uint64(p[66:]), le.Uint64(p[74:])
 	}
+	if payloadLen > superblockViewHeadersAt {
+		headers, err := decodeViewHeaders(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		st.ViewHeaders = headers
+	}
 	if st.LogView > st.View {
 		return 0, nil, fmt.Errorf("log_view %d above view %d", st.LogView, st.View)
 	}
 	return le.Uint64(b[8:]), st, nil
+}
+
+// decodeViewHeaders reads the view headers of a payload longer than the
+// 84-byte prefix; the count must match the length and stay within
+// consensus.ViewHeadersMax.
+func decodeViewHeaders(p []byte) ([]consensus.PrepareHeader, error) {
+	count := int(binary.LittleEndian.Uint16(p[82:]))
+	if count == 0 || count > consensus.ViewHeadersMax {
+		return nil, fmt.Errorf("view header count %d must be 1..%d", count, consensus.ViewHeadersMax)
+	}
+	if want := superblockViewHeadersAt + count*viewHeaderBytes; len(p) != want {
+		return nil, fmt.Errorf("%d view headers need a %d-byte payload, have %d", count, want, len(p))
+	}
+	headers := make([]consensus.PrepareHeader, count)
+	for i := range headers {
+		at := superblockViewHeadersAt + i*viewHeaderBytes
+		e, err := decodePrepare(p[at : at+viewHeaderBytes])
+		if err != nil {
+			return nil, fmt.Errorf("view header %d: %w", i, err)
+		}
+		headers[i] = e.Header
+	}
+	return headers, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestSuperblockAlternatesSlots(t *testing.T) {
 			t.Fatalf("write %d: slot %s seq %d err %v", i+1, slot, seq, err)
 		}
 		_, st, err := OpenSuperblock(dir, testIdentity)
-		if err != nil || *st != sbState(uint32(i+1), uint64(10*(i+1))) {
+		if err != nil || !reflect.DeepEqual(*st, sbState(uint32(i+1), uint64(10*(i+1)))) {
 			t.Fatalf("write %d: reopened %+v err %v", i+1, st, err)
 		}
 	}
@@ -118,7 +119,7 @@ func TestSuperblockAnchorsRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, got, err := OpenSuperblock(dir, testIdentity)
-	if err != nil || got.AnchorTimestamp != want.AnchorTimestamp || got.AnchorChecksum != want.AnchorChecksum || *got != want {
+	if err != nil || got.AnchorTimestamp != want.AnchorTimestamp || got.AnchorChecksum != want.AnchorChecksum || !reflect.DeepEqual(*got, want) {
 		t.Fatalf("reopened %+v err %v, want %+v", got, err, want)
 	}
 
@@ -210,5 +211,95 @@ func TestSuperblockCrashBeforeRename(t *testing.T) {
 	}
 	if _, st, _ := OpenSuperblock(dir, testIdentity); st.View != 3 {
 		t.Fatalf("after recovery write: %+v", st)
+	}
+}
+
+// viewHeadersFor is a StartView suffix of n headers from head downwards,
+// every field set, with a blank (released) slot at the bottom.
+func viewHeadersFor(head uint64, n int) []consensus.PrepareHeader {
+	hs := make([]consensus.PrepareHeader, n)
+	for i := range hs {
+		op := head - uint64(i)
+		hs[i] = consensus.PrepareHeader{View: 4, Op: op, Commit: op - 1, Timestamp: op * 1000, Parent: op ^ 0x77,
+			Checksum: op ^ 0x99, Client: consensus.Uint128{Lo: op, Hi: 3}, Session: 5, Request: op + 2, ReqSum: 11,
+			Operation: 30, UserID: 7}
+	}
+	if n > 1 {
+		hs[n-1] = consensus.PrepareHeader{Op: head - uint64(n-1)}
+	}
+	return hs
+}
+
+// TestSuperblockViewHeadersRoundTrip: the view headers (the StartView
+// suffix made durable with log_view, consensus finding 6) survive a write
+// and a reopen, up to the 128-header bound; a superblock without them keeps
+// the 82-byte payload, and an 82-byte record reads with none.
+func TestSuperblockViewHeadersRoundTrip(t *testing.T) {
+	for _, n := range []int{1, 3, consensus.ViewHeadersMax} {
+		dir := t.TempDir()
+		sb, _, _ := OpenSuperblock(dir, testIdentity)
+		want := sbState(6, 200)
+		want.ViewHeaders = viewHeadersFor(300, n)
+		if err := sb.Write(want); err != nil {
+			t.Fatalf("%d headers: %v", n, err)
+		}
+		_, got, err := OpenSuperblock(dir, testIdentity)
+		if err != nil || !reflect.DeepEqual(*got, want) {
+			t.Fatalf("%d headers: reopened %+v err %v, want %+v", n, got, err, want)
+		}
+		rec := encodeSuperblock(1, &want)
+		if pl := binary.LittleEndian.Uint32(rec[24:]); pl != uint32(84+n*93) {
+			t.Fatalf("%d headers: payload length %d, want %d", n, pl, 84+n*93)
+		}
+	}
+	plain := sbState(6, 200)
+	rec := encodeSuperblock(1, &plain)
+	if pl := binary.LittleEndian.Uint32(rec[24:]); pl != 82 {
+		t.Fatalf("no view headers: payload length %d, want 82", pl)
+	}
+	if _, got, err := decodeSuperblock(rec); err != nil || got.ViewHeaders != nil {
+		t.Fatalf("82-byte payload: %+v %v", got, err)
+	}
+	over := sbState(6, 200)
+	over.ViewHeaders = viewHeadersFor(300, consensus.ViewHeadersMax+1)
+	sb, _, _ := OpenSuperblock(t.TempDir(), testIdentity)
+	if err := sb.Write(over); err == nil || !strings.Contains(err.Error(), "view headers exceed") {
+		t.Fatalf("129 view headers written: %v", err)
+	}
+}
+
+// TestSuperblockViewHeadersMalformed: a count that disagrees with the
+// payload length, a zero or oversized count, or a header with a body
+// length is unreadable, never a panic.
+func TestSuperblockViewHeadersMalformed(t *testing.T) {
+	st := sbState(6, 200)
+	st.ViewHeaders = viewHeadersFor(50, 3)
+	good := encodeSuperblock(1, &st)
+	reframe := func(mutate func(p []byte) []byte) []byte {
+		le := binary.LittleEndian
+		p := mutate(append([]byte(nil), good[28:len(good)-8]...))
+		rec := append(append([]byte(nil), good[:28]...), p...)
+		le.PutUint32(rec[24:], uint32(len(p)))
+		return le.AppendUint64(rec, xxh3.Hash(rec))
+	}
+	cases := map[string]func(p []byte) []byte{
+		"count above the headers": func(p []byte) []byte { binary.LittleEndian.PutUint16(p[82:], 4); return p },
+		"count below the headers": func(p []byte) []byte { binary.LittleEndian.PutUint16(p[82:], 2); return p },
+		"zero count":              func(p []byte) []byte { binary.LittleEndian.PutUint16(p[82:], 0); return p },
+		"count over the bound": func(p []byte) []byte {
+			binary.LittleEndian.PutUint16(p[82:], 129)
+			return append(p, make([]byte, 126*93)...)
+		},
+		"header with a body length": func(p []byte) []byte { binary.LittleEndian.PutUint32(p[84+89:], 1); return p },
+		"torn last header":          func(p []byte) []byte { return p[:len(p)-1] },
+		"count without headers":     func(p []byte) []byte { return p[:84] },
+	}
+	for name, mutate := range cases {
+		if _, got, err := decodeSuperblock(reframe(mutate)); err == nil {
+			t.Fatalf("%s: decoded %+v", name, got)
+		}
+	}
+	if _, _, err := decodeSuperblock(reframe(func(p []byte) []byte { return p })); err != nil {
+		t.Fatalf("unchanged record: %v", err)
 	}
 }
