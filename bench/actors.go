@@ -243,7 +243,7 @@ func runConsumer(ctx context.Context, c *client.Client, cfg *Config, streams []s
 			break
 		}
 		finished := time.Now()
-		count, err := countPolledMessages(payload)
+		count, err := checkPollReply(cfg, payload, offsets[next])
 		if err != nil {
 			res.Err = fmt.Errorf("consumer %d poll %s partition %d at offset %d: %w", plan.Index, s.Name,
 				t.Partition, offsets[next], err)
@@ -299,4 +299,27 @@ func countPolledMessages(payload []byte) (uint64, error) {
 		return 0, errors.New("poll reply records hold a different message count than the prefix declares")
 	}
 	return counted, nil
+}
+
+// checkPollReply returns the reply's message count: by record headers only, or with cfg.Verify by a
+// full decode (batch checksums) that also requires consecutive offsets from the polled one and
+// payloads of --message-size bytes.
+func checkPollReply(cfg *Config, payload []byte, from uint64) (uint64, error) {
+	if !cfg.Verify {
+		return countPolledMessages(payload)
+	}
+	reply, err := wire.DecodePollMessagesReply(payload)
+	if err != nil {
+		return 0, fmt.Errorf("verify: %w", err)
+	}
+	for i, m := range reply.Messages {
+		if want := from + uint64(i); m.Offset != want {
+			return 0, fmt.Errorf("verify: message %d of the reply has offset %d, want %d", i, m.Offset, want)
+		}
+		if len(m.Payload) != cfg.MessageSizeBytes {
+			return 0, fmt.Errorf("verify: message at offset %d has a %d-byte payload, want %d", m.Offset,
+				len(m.Payload), cfg.MessageSizeBytes)
+		}
+	}
+	return uint64(len(reply.Messages)), nil
 }

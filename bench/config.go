@@ -92,6 +92,8 @@ type Config struct {
 	DurationMax      time.Duration
 	Keep             bool
 	Recreate         bool
+	// Verify makes consumers check every polled batch checksum, offset and payload size.
+	Verify bool
 }
 
 // DefaultConfig returns the upstream iggy-bench defaults for w.

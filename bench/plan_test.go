@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lodestream/lodestream/wire"
@@ -111,5 +112,39 @@ func TestCountPolledMessages(t *testing.T) {
 	}
 	if _, err := countPolledMessages(reply[:10]); err == nil {
 		t.Error("a reply shorter than its prefix was accepted")
+	}
+}
+
+func TestCheckPollReplyVerify(t *testing.T) {
+	cfg := DefaultConfig(PinnedConsumer)
+	cfg.MessageSizeBytes, cfg.Verify = 3, true
+	messages := []wire.BatchMessageInput{{Payload: []byte("abc")}, {Payload: []byte("def")}}
+	batch, err := wire.AppendBatch(nil, messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wire.StampBatch(batch, 0, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	reply := wire.AppendPollMessagesReply(nil, 0, 12, 2, batch)
+	if n, err := checkPollReply(&cfg, reply, 10); err != nil || n != 2 {
+		t.Fatalf("valid reply from offset 10: %d, %v", n, err)
+	}
+	if _, err := checkPollReply(&cfg, reply, 9); err == nil || !strings.Contains(err.Error(), "offset 10, want 9") {
+		t.Errorf("reply starting past the polled offset: %v", err)
+	}
+	cfg.MessageSizeBytes = 4
+	if _, err := checkPollReply(&cfg, reply, 10); err == nil || !strings.Contains(err.Error(), "3-byte payload") {
+		t.Errorf("payload of the wrong size: %v", err)
+	}
+	cfg.MessageSizeBytes = 3
+	corrupt := append([]byte(nil), reply...)
+	corrupt[wire.PollMessagesReplyPrefixSize+wire.BatchHeaderSize] ^= 0xFF // first frame's checksum
+	if _, err := checkPollReply(&cfg, corrupt, 10); err == nil {
+		t.Error("a reply whose batch checksum no longer matches was accepted")
+	}
+	cfg.Verify = false
+	if n, err := checkPollReply(&cfg, corrupt, 10); err != nil || n != 2 {
+		t.Errorf("without --verify only headers are checked: %d, %v", n, err)
 	}
 }

@@ -62,6 +62,7 @@ type Params struct {
 	Durability        string  `json:"durability"`
 	WarmupSeconds     float64 `json:"warmup_seconds"`
 	DurationMaxSecond float64 `json:"duration_max_seconds"`
+	Verify            bool    `json:"verify"`
 }
 
 // Summary is the result of a run; it is printed as text or JSON.
@@ -114,7 +115,7 @@ func summarize(cfg *Config, results []actorResult, started time.Time, elapsed ti
 			Producers: cfg.Producers, Consumers: cfg.Consumers, Streams: cfg.Streams, Partitions: cfg.Partitions,
 			MessageSizeBytes: cfg.MessageSizeBytes, MessagesPerBatch: cfg.MessagesPerBatch,
 			MessageBatches: cfg.MessageBatches, RateLimitMBps: cfg.RateLimitMBps, Durability: cfg.Durability,
-			WarmupSeconds: cfg.Warmup.Seconds(), DurationMaxSecond: cfg.DurationMax.Seconds(),
+			WarmupSeconds: cfg.Warmup.Seconds(), DurationMaxSecond: cfg.DurationMax.Seconds(), Verify: cfg.Verify,
 		},
 		Actors: []ActorSummary{},
 	}

@@ -38,6 +38,7 @@ func TestRunPinnedProducerAndConsumer(t *testing.T) {
 	var progress bytes.Buffer
 	cfg := tinyConfig(PinnedProducerAndConsumer, srv.addr())
 	cfg.Durability = DurabilityPersisted
+	cfg.Verify = true
 	s, err := Run(runCtx(t), cfg, Output{Progress: &progress})
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,7 @@ func newCommand(run func(cmd *cobra.Command, cfg bench.Config, jsonOutput, progr
 	fl.DurationVar(&c.DurationMax, "duration-max", bench.DefaultDurationMax, "stop every actor after this long")
 	fl.BoolVar(&c.Keep, "keep", false, "keep the bench streams after the run (for a later consumer-only run)")
 	fl.BoolVar(&c.Recreate, "recreate", false, "delete leftover bench-<n> streams before a producer workload")
+	fl.BoolVar(&c.Verify, "verify", false, "consumers verify every polled batch checksum, offset and payload size")
 	fl.BoolVar(&f.jsonOutput, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no live progress line on stderr")
 	return cmd

@@ -211,7 +211,8 @@ func TestEndToEndWorkloads(t *testing.T) {
 	})
 
 	t.Run("balanced-producer-and-consumer", func(t *testing.T) {
-		s, _ := runBench(t, append(tiny, "--partitions", "4", "--durability", "persisted", "balanced-producer-and-consumer")...)
+		s, _ := runBench(t, append(tiny, "--partitions", "4", "--durability", "persisted", "--verify",
+			"balanced-producer-and-consumer")...)
 		if s.Producers.Messages != 600 || s.Consumers.Messages != 600 || s.Params.Partitions != 4 {
 			t.Fatalf("produced %d consumed %d over %d partitions; want 600, 600, 4", s.Producers.Messages,
 				s.Consumers.Messages, s.Params.Partitions)
@@ -223,7 +224,7 @@ func TestEndToEndWorkloads(t *testing.T) {
 		if s.Producers.Messages != 600 || s.Consumers != nil {
 			t.Fatalf("balanced-producer: produced %d, consumers %+v", s.Producers.Messages, s.Consumers)
 		}
-		s, _ = runBench(t, append(tiny, "balanced-consumer")...)
+		s, _ = runBench(t, append(tiny, "--verify", "balanced-consumer")...)
 		if s.Consumers.Messages != 600 || s.Producers != nil {
 			t.Fatalf("balanced-consumer read %d of the 600 kept messages", s.Consumers.Messages)
 		}
