@@ -85,6 +85,7 @@ func (h *harness) drain(i int) {
 		if rd.Superblock != nil {
 			sb := *rd.Superblock
 			st.superblock = &sb
+			h.checkViewLogDurable(i)
 		}
 		// Check persist-before-send, then send.
 		for _, m := range rd.Messages {
@@ -143,10 +144,38 @@ func (h *harness) checkRevealsOnlyDurable(i int, m Message) {
 	if m.Kind == MsgDoViewChange && st.superblock != nil && st.superblock.LogView < m.LogView {
 		h.failf("replica %d sent DVC with log_view %d, durable log_view %d", i, m.LogView, st.superblock.LogView)
 	}
+	if m.Kind == MsgDoViewChange && st.superblock != nil && st.superblock.LogView == m.LogView &&
+		m.Op < viewHeadersHead(st.superblock.ViewHeaders) {
+		h.failf("replica %d sent DVC with log_view %d and head %d below that view's durable head %d",
+			i, m.LogView, m.Op, viewHeadersHead(st.superblock.ViewHeaders))
+	}
 	if (m.Kind == MsgPrepareOk || m.Kind == MsgPrepare) && m.Prepare != nil {
 		e, ok := st.entries[m.Prepare.Header.Op]
 		if !ok || e.Header.Checksum != m.Prepare.Header.Checksum {
 			h.failf("replica %d sent %v for op %d not in its durable journal", i, m.Kind, m.Prepare.Header.Op)
+		}
+	}
+}
+
+// checkViewLogDurable: the primary of log_view persists it only once its
+// journal durably holds that view's head (every non-blank view header
+// above its snapshot), so its DVCs can always serve the log they claim.
+func (h *harness) checkViewLogDurable(i int) {
+	st := h.stores[i]
+	sb := st.superblock
+	if primaryIndex(sb.LogView, uint8(len(h.replicas))) != uint8(i) {
+		return
+	}
+	floor := uint64(0)
+	if st.snapshot != nil {
+		floor = st.snapshot.Op
+	}
+	for _, vh := range sb.ViewHeaders {
+		if vh.Checksum == 0 || vh.Op <= floor {
+			continue
+		}
+		if e, ok := st.entries[vh.Op]; !ok || e.Header.Checksum != vh.Checksum {
+			h.failf("replica %d, primary of log_view %d, persisted it before op %d of its head was durable", i, sb.LogView, vh.Op)
 		}
 	}
 }
