@@ -146,3 +146,38 @@ func TestConsumerGroupAssignmentOffsetsAndRelease(t *testing.T) {
 	}
 	must(t, a.DeleteConsumerOffset(ctx, group, id(0), id(0), wire.SomePartition(0)))
 }
+
+// TestHeartbeatLossReleasesPartitions: a member that stops pinging loses its
+// partitions; the live member then polls them instead of the sentinel.
+func TestHeartbeatLossReleasesPartitions(t *testing.T) {
+	srv := startServer(t, "", "IGGY_HEARTBEAT_INTERVAL=300ms")
+	ctx := testCtx(t)
+	live := rootClient(t, srv.addr)
+	_, err := live.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = live.CreateTopic(ctx, id(0), "t", 2)
+	must(t, err)
+	_, err = live.CreateConsumerGroup(ctx, id(0), id(0), "g")
+	must(t, err)
+	sendOK(t, live, id(0), id(0), partitionID(0), makeMessages("h", 0, 2))
+	sendOK(t, live, id(0), id(0), partitionID(1), makeMessages("h", 0, 2))
+	must(t, live.JoinConsumerGroup(ctx, id(0), id(0), named("g")))
+	silent := rootClient(t, srv.addr)
+	must(t, silent.JoinConsumerGroup(ctx, id(0), id(0), named("g")))
+	asg, err := live.SyncConsumerGroup(ctx, id(0), id(0), named("g"))
+	must(t, err)
+	if len(asg.Partitions) != 1 {
+		t.Fatalf("live member owns %v with two members", asg.Partitions)
+	}
+	other := 1 - asg.Partitions[0]
+	group := wire.Consumer{Kind: wire.ConsumerKindGroup, ID: wire.NamedID("g")}
+	first := wire.PollingStrategy{Kind: wire.PollFirst}
+	if r := pollAt(t, live, group, id(0), id(0), wire.SomePartition(other), first, 10, false); r.PartitionID != wire.PollResyncPartitionID {
+		t.Fatalf("poll of the silent member's partition: %+v", r)
+	}
+	waitFor(t, "the silent member's partitions to move", 10*time.Second, func() bool {
+		r := pollAt(t, live, group, id(0), id(0), wire.SomePartition(other), first, 10, false) // also a heartbeat
+		return r.PartitionID == other && r.MessagesCount == 2
+	})
+	expectCode(t, silent.Ping(ctx), wire.ErrStaleClient)
+}
