@@ -45,6 +45,11 @@ type partitionEntry struct {
 	persisted  bool // topic durability = persisted: sync before replying
 	shard      *partitionShard
 
+	// Owned by reconcile (under reconcileMu): the watermarks last handed to
+	// the shard, so unrelated metadata changes cost no shard round trip.
+	seenPurge, seenDeletedUpTo uint64
+	seenSet                    bool
+
 	// Owned by the shard goroutine.
 	group         partitionGroup
 	lastTimestamp uint64 // monotone append time (µs)

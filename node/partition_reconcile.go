@@ -64,6 +64,10 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 			continue
 		}
 		part := d.part
+		if e.seenPurge == part.PurgeGeneration && e.seenDeletedUpTo == part.DeletedUpToOffset && e.seenSet {
+			continue // nothing new for this partition: no round trip to its shard
+		}
+		e.seenPurge, e.seenDeletedUpTo, e.seenSet = part.PurgeGeneration, part.DeletedUpToOffset, true
 		e.shard.do(func() { p.applyWatermarks(e, part) })
 	}
 	if boot || len(gone) > 0 {
