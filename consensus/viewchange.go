@@ -84,10 +84,13 @@ func (r *Replica) sendDVC(d dvcRecord) {
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
 // max(commit, 1), at most 128. A missing body is reported by its view
-// header when log_view's StartView named it (present clear, never nacked:
-// it belongs to the view's log), else as a blank. A nack proves the
-// replica never prepared the op (missing above commit, not in the view
-// headers, not an unprovable loss); present says it can serve the body.
+// header when log_view's StartView named it (so the merge sees the view's
+// head and headers: finding 6), else as a blank. A nack proves the replica
+// never prepared the op: missing above commit and not an unprovable loss.
+// That holds for a header-only op too (TigerBeetle nacks "dirty, not
+// faulty" slots): it never held the body, so it never acknowledged it; a
+// holder elsewhere in the quorum keeps the op, while an op that only a
+// dead primary held can be cut. present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
 	commit := min(r.commitMax, r.op)
 	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit}
@@ -104,10 +107,12 @@ func (r *Replica) buildDVC() dvcRecord {
 		if h, ok := r.journal.header(op); ok {
 			d.headers = append(d.headers, h)
 			setBit(&d.present, i)
-		} else if vh, ok := r.viewHeaderAt(op); ok {
-			d.headers = append(d.headers, vh)
 		} else {
-			d.headers = append(d.headers, PrepareHeader{Op: op, Operation: OperationReserved})
+			vh, ok := r.viewHeaderAt(op)
+			if !ok {
+				vh = PrepareHeader{Op: op, Operation: OperationReserved}
+			}
+			d.headers = append(d.headers, vh)
 			if _, lost := r.unprovable[op]; op > commit && !lost {
 				setBit(&d.nack, i)
 			}

@@ -12,8 +12,9 @@ import "fmt"
 // its shorter journal head; a merge that takes the highest log_view as
 // canonical then cuts ops that committed in an earlier view. With the view
 // headers durable, the DVC reports view v's head and headers, with the
-// present bit clear where the body is missing and no nack, so the merge
-// keeps those ops and fetches their bodies from a replica that has them.
+// present bit clear where the body is missing (and the nack bit set: it
+// never acknowledged them), so the merge keeps every op a quorum member
+// holds and fetches its body from that member.
 
 // setViewHeaders replaces the view headers with the suffix of the log just
 // adopted (head downwards, Checksum 0 = blank); a new slice makes the

@@ -56,9 +56,9 @@ func TestStartViewPersistsViewHeaders(t *testing.T) {
 
 // TestRestartReportsViewHeadWithoutNack: restarted with log_view 1, view
 // headers up to op 5 and a journal holding ops 1..2, the replica's head is
-// op 5 and its DVC names ops 3..5 by header, present clear, never nacked;
-// a merge with a log_view-0 replica holding them keeps them and names that
-// replica as their source.
+// op 5 and its DVC names ops 3..5 by header, present clear, nacked (it
+// never held them); a merge with a log_view-0 replica holding them keeps
+// them (one nack of two needed) and names that replica as their source.
 func TestRestartReportsViewHeadWithoutNack(t *testing.T) {
 	log := chainLog(5, 0, 0)
 	sb := &VsrState{View: 2, LogView: 1, CommitMax: 1, ViewHeaders: descending(log, 5, 1)}
@@ -75,8 +75,8 @@ func TestRestartReportsViewHeadWithoutNack(t *testing.T) {
 		}
 	}
 	d := r.buildDVC()
-	if d.op != 5 || d.logView != 1 || len(d.headers) != 5 || d.nack != (Uint128{}) {
-		t.Fatalf("DVC %+v: want op 5, log_view 1, 5 headers, no nack", d)
+	if d.op != 5 || d.logView != 1 || len(d.headers) != 5 || d.nack != (Uint128{Lo: 0b111}) {
+		t.Fatalf("DVC %+v: want op 5, log_view 1, 5 headers, nacks for ops 3..5", d)
 	}
 	for op := uint64(5); op >= 1; op-- {
 		i := 5 - op
@@ -130,8 +130,9 @@ func TestRestartChainBreakTailUnprovable(t *testing.T) {
 
 // TestRestartViewHeadersConflictingEntry: a journal entry that disagrees
 // with the durable view header at its op (a later view's entry whose
-// superblock write was lost) is cut like a chain break; the view header
-// is reported instead, present clear.
+// superblock write was lost) is cut like a chain break, so it is
+// unprovable: the view header is reported instead, present clear, and it
+// is never nacked.
 func TestRestartViewHeadersConflictingEntry(t *testing.T) {
 	log := chainLog(3, 0, 0)
 	alt := chainLog(3, 9, 3)
