@@ -202,7 +202,7 @@ func (p *partitionPlane) partitionStats(k partitionKey) partitions.Stats {
 func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 	return partitions.Options{
 		SegmentSizeBytes: t.Options.SegmentSize,
-		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted,
+		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 		Logger:           p.log,
 	}
 }

@@ -80,7 +80,8 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntry {
 	e := &partitionEntry{
 		key: k, revision: d.part.CreatedRevision, dir: p.partitionDir(k),
-		persisted: d.topic.Options.Durability == metadata.DurabilityPersisted,
+		// enforce_fsync (upstream: fsync each flush) implies syncing before the reply.
+		persisted: d.topic.Options.Durability == metadata.DurabilityPersisted || d.topic.Options.EnforceFsync,
 		shard:     p.shardFor(k),
 	}
 	if err := p.prepareDir(e, d.part); err != nil {
