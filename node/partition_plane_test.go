@@ -89,3 +89,29 @@ func TestShardAppliesInOrderAndReopenKeepsOffsets(t *testing.T) {
 		t.Fatalf("a new revision kept old data: next %d", next)
 	}
 }
+
+// TestMissingMarkerWithSegmentsQuarantines: segment files whose marker is
+// gone are never wiped on a guess.
+func TestMissingMarkerWithSegmentsQuarantines(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	root := t.TempDir()
+	p := newPartitionPlane(log, root, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
+	close(p.shards[0].stopped) // no loop: controls run inline
+	k := partitionKey{0, 0, 0}
+	dir := p.partitionDir(k)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	if err := os.WriteFile(seg, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := p.open(k, desiredPartition{topic: metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}},
+		part: metadata.Partition{CreatedRevision: 1}})
+	if e.log != nil || e.quarantine == nil {
+		t.Fatalf("partition served without a marker: %v", e.quarantine)
+	}
+	if _, err := os.Stat(seg); err != nil {
+		t.Fatalf("segment file was removed: %v", err)
+	}
+}

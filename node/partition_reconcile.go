@@ -86,7 +86,8 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 	}
 	if err := p.prepareDir(e, d.part); err != nil {
 		e.quarantine = err
-		p.log.Error("partition not served", "stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
+		p.log.Error("partition quarantined: its requests are refused until it is repaired",
+			"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
 	} else if l, err := partitions.Open(e.dir, p.logOptions(d.topic)); err != nil {
 		e.quarantine = err
 		if errors.Is(err, partitions.ErrQuarantined) {
@@ -138,6 +139,14 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 	if ok && m.Revision == part.CreatedRevision {
 		e.marker = m
 		return nil
+	}
+	if !ok {
+		// Without a readable marker the files' incarnation is unknown: never
+		// wipe segments on a guess.
+		if logs, _ := filepath.Glob(filepath.Join(e.dir, "*.log")); len(logs) > 0 {
+			return fmt.Errorf("%w: %s holds %d segment files but its %s is missing or corrupt; restore it or remove the directory",
+				partitions.ErrQuarantined, e.dir, len(logs), markerFileName)
+		}
 	}
 	if err := os.RemoveAll(e.dir); err != nil {
 		return fmt.Errorf("clear stale partition directory %s: %w", e.dir, err)
