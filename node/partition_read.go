@@ -13,9 +13,22 @@ var lastStrategy = wire.PollingStrategy{Kind: wire.PollLast}
 // after the records are in place.
 const pollReplyReserve = wire.HeaderSize + wire.PollMessagesReplyPrefixSize
 
-// pollInitialBytes is the first allocation of a poll reply (grown by the
-// log as records are copied in).
-const pollInitialBytes = 64 << 10
+// Poll reply buffer sizing: the records are appended by the log, so a
+// buffer sized from the partition's average stored message avoids regrowth
+// (each regrowth would copy the records again).
+const (
+	pollReplyBytesMin = 4 << 10
+	pollReplyBytesMax = 64 << 20
+)
+
+func pollReplyCapacity(st partitions.Stats, count uint32) int {
+	want := uint64(pollReplyBytesMin)
+	if st.MessagesCount > 0 {
+		avg := st.SizeBytes/st.MessagesCount + 1
+		want = max(want, min(uint64(count), st.MessagesCount)*avg+wire.BatchHeaderSize)
+	}
+	return pollReplyReserve + int(min(want, pollReplyBytesMax))
+}
 
 // handlePoll serves PollMessages from the partition log on the connection's
 // goroutine (partitions.Log supports polls concurrent with appends): one
@@ -62,7 +75,7 @@ func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHead
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
 		return
 	}
-	buf := make([]byte, pollReplyReserve, pollInitialBytes)
+	buf := make([]byte, pollReplyReserve, pollReplyCapacity(e.log.Stats(), req.Count))
 	pr, err := e.log.PollInto(buf, partitions.PollQuery{
 		Strategy: req.Strategy, Count: req.Count, ConsumerKind: target.kind, ConsumerID: target.id,
 	})
