@@ -118,6 +118,7 @@ func (s *storage) apply(w write) {
 		s.index[w.entry.Header.Op] = w.entry.Header.Checksum
 	case writeSuperblock:
 		sb := w.superblock
+		sb.ViewHeaders = slices.Clone(sb.ViewHeaders) // durable bytes never alias the core's memory
 		s.superblock = &sb
 		s.superblockWrites++
 		s.drain()
@@ -256,6 +257,7 @@ func (s *storage) restore() (consensus.Restored, int) {
 	var st consensus.Restored
 	if s.superblock != nil {
 		sb := *s.superblock
+		sb.ViewHeaders = slices.Clone(sb.ViewHeaders)
 		st.Superblock = &sb
 	}
 	floor := uint64(0)
