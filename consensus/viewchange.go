@@ -344,6 +344,14 @@ func (r *Replica) onStartView(m Message) {
 // Verified entries above the lowest dropped op are re-appended so the
 // driver's journal stays a simple truncate-then-append log.
 func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (PrepareHeader, bool)) {
+	// Above the canonical head nothing can have committed (the merge proved
+	// it), so an old "maybe acknowledged" mark there would only stop this
+	// replica from nacking a later op of the same number.
+	for op := range r.unprovable {
+		if op > head {
+			delete(r.unprovable, op)
+		}
+	}
 	lowestBad := uint64(0)
 	if r.journal.headOp > head {
 		if low := r.journal.lowestHeld(head + 1); low != 0 {
