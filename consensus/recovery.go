@@ -159,6 +159,16 @@ func (r *Replica) restoreViewHead() {
 		}
 	}
 	head := viewHeadersHead(r.viewHeaders)
+	// A view op whose body the restored journal lacks may have been held
+	// and acknowledged before a crash cut it (a torn write, a truncate
+	// persisted without its re-append): it is reported by header but never
+	// nacked. Within one incarnation a header-only op is nacked (buildDVC).
+	for i, h := range r.viewHeaders {
+		op := head - uint64(i)
+		if h.Checksum != 0 && op > r.commitMin && !r.journal.has(op) {
+			r.unprovable[op] = struct{}{}
+		}
+	}
 	if head <= r.op {
 		return
 	}

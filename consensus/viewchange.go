@@ -87,10 +87,12 @@ func (r *Replica) sendDVC(d dvcRecord) {
 // header when log_view's StartView named it (so the merge sees the view's
 // head and headers: finding 6), else as a blank. A nack proves the replica
 // never prepared the op: missing above commit and not an unprovable loss.
-// That holds for a header-only op too (TigerBeetle nacks "dirty, not
-// faulty" slots): it never held the body, so it never acknowledged it; a
-// holder elsewhere in the quorum keeps the op, while an op that only a
-// dead primary held can be cut. present says it can serve the body.
+// That holds for a header-only op adopted in this incarnation too
+// (TigerBeetle nacks "dirty, not faulty" slots): it never held the body
+// since, so it never acknowledged it; a holder elsewhere in the quorum
+// keeps the op, while an op that only a dead primary held can be cut.
+// After a restart the view ops the journal lacks are unprovable (a crash
+// may have cut an acknowledged body). present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
 	commit := min(r.commitMax, r.op)
 	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit}
