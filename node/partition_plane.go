@@ -52,7 +52,9 @@ type partitionEntry struct {
 
 	// Owned by the shard goroutine.
 	group         partitionGroup
-	lastTimestamp uint64 // monotone append time (µs)
+	inflight      int                  // proposals handed to the group and not yet answered
+	backlog       []*partitionProposal // held while inflight is at the group's window
+	lastTimestamp uint64               // monotone append time (µs)
 	marker        partitionMarker
 }
 

@@ -115,3 +115,38 @@ func TestMissingMarkerWithSegmentsQuarantines(t *testing.T) {
 		t.Fatalf("segment file was removed: %v", err)
 	}
 }
+
+// TestBurstBeyondTheGroupWindowIsHeldNotRefused: far more concurrent sends
+// than the group's pipeline and queue all commit, each offset once.
+func TestBurstBeyondTheGroupWindowIsHeldNotRefused(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 2, journalSlots: 4})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.shards[0].run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	e := p.open(partitionKey{0, 0, 0}, desiredPartition{topic: metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}},
+		part: metadata.Partition{CreatedRevision: 1}})
+	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const senders = 200
+	offsets := make(chan partitionOutcome, senders)
+	for i := 0; i < senders; i++ {
+		go func() {
+			offsets <- e.shard.propose(context.Background(), &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch})
+		}()
+	}
+	seen := make(map[uint64]bool)
+	for i := 0; i < senders; i++ {
+		out := <-offsets
+		if out.code != wire.OK || seen[out.baseOffset] {
+			t.Fatalf("send %d: %+v (duplicate %v)", i, out, seen[out.baseOffset])
+		}
+		seen[out.baseOffset] = true
+	}
+	if next := e.log.NextOffset(); next != senders {
+		t.Fatalf("next offset %d, want %d", next, senders)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
 )
 
 // desiredPartition is what metadata says a partition should be.
@@ -203,7 +204,7 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 	}
 	p.mu.Unlock()
 	e.shard.do(func() {
-		delete(e.shard.groups, e)
+		e.shard.dropGroup(e, wire.ErrResourceNotFound)
 		if e.log != nil {
 			if err := e.log.Delete(); err != nil {
 				p.log.Error("delete partition log", "dir", e.dir, "err", err)

@@ -18,6 +18,7 @@ const (
 	partitionProposalBatchMax = 512  // proposals admitted per loop turn (one Ready, one sync covers them)
 	partitionReadyRoundsMax   = 64   // Ready batches drained per group per turn
 	partitionControlQueueMax  = 64   // metadata-driven changes waiting for a shard loop
+	partitionBacklogMax       = 1024 // proposals held per partition while its group's window is full
 	partitionWaitDuration     = 10 * time.Second
 )
 
@@ -197,6 +198,12 @@ func (s *partitionShard) drain() {
 		p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
 		delete(s.waiting, tag)
 	}
+	for e := range s.groups {
+		for _, p := range e.backlog {
+			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted}) // never entered a pipeline
+		}
+		e.backlog = nil
+	}
 	close(s.stopped)
 	for e := range s.groups {
 		if e.log != nil {
@@ -238,11 +245,58 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
 		return
 	}
+	if e.inflight >= s.inflightMax() {
+		// The group's pipeline and request queue are full: wait here rather
+		// than have consensus refuse the request (58) under a burst.
+		if len(e.backlog) >= partitionBacklogMax {
+			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+			return
+		}
+		e.backlog = append(e.backlog, p)
+		return
+	}
+	s.proposeNow(e, p)
+}
+
+// inflightMax is what one group takes at once: its request queue (2 ×
+// depth), which must hold everything when journal pressure leaves the
+// pipeline empty.
+func (s *partitionShard) inflightMax() int { return 2 * int(s.cfg.prepareQueueDepth) }
+
+func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.nextTag++
 	s.waiting[s.nextTag] = p
+	e.inflight++
 	e.group.SetNow(nowMicros())
 	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag})
 	s.touch(e)
+}
+
+// promoteBacklog proposes held proposals as the group's window frees up.
+func (s *partitionShard) promoteBacklog(e *partitionEntry) {
+	n := 0
+	for n < len(e.backlog) && e.inflight < s.inflightMax() {
+		s.proposeNow(e, e.backlog[n])
+		e.backlog[n] = nil
+		n++
+	}
+	e.backlog = e.backlog[n:]
+}
+
+// dropGroup (shard goroutine) answers everything still waiting for a
+// partition that is going away.
+func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
+	delete(s.groups, e)
+	for tag, p := range s.waiting {
+		if p.entry == e {
+			p.reply(partitionOutcome{code: code})
+			delete(s.waiting, tag)
+		}
+	}
+	for _, p := range e.backlog {
+		p.reply(partitionOutcome{code: code})
+	}
+	e.backlog, e.inflight = nil, 0
 }
 
 func (s *partitionShard) processTouched() {
@@ -287,6 +341,7 @@ func (s *partitionShard) process(e *partitionEntry) {
 				continue
 			}
 			delete(s.waiting, r.Tag)
+			e.inflight--
 			switch r.Kind {
 			case consensus.ReplyCommitted:
 				out, ok := s.results[r.Op]
@@ -305,6 +360,7 @@ func (s *partitionShard) process(e *partitionEntry) {
 		if len(rd.Committed) > 0 {
 			s.checkpoint(e)
 		}
+		s.promoteBacklog(e)
 	}
 }
 
