@@ -80,9 +80,11 @@ func (d *replicaDriver) drain() bool {
 	return d.g != nil
 }
 
+// carryOut does what the node does with one Ready: persist, send, install
+// a snapshot, apply, reply. It returns false if the node crashed on the way
+// (the plan for this Ready may say so).
 func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 	w := d.w
-	chk := w.checkers[d.group]
 	d.verifyChecksums(rd)
 	if rd.Truncate != 0 {
 		w.cov.Truncations++
@@ -91,9 +93,24 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 	for i := range rd.Entries {
 		w.trace(evJournal, d.node, d.group, rd.Entries[i].Header.Op, rd.Entries[i].Header.Checksum)
 	}
-	writes := planWrites(rd)
-	plan := w.planCrash(d.node, len(writes), len(rd.Messages))
+	plan := w.planCrash(d.node, len(planWrites(rd)), len(rd.Messages))
+	if !d.persist(rd, plan) || !d.send(rd, plan) {
+		return false
+	}
+	d.apply(rd)
+	if plan.point == crashBeforeAdvance {
+		w.crashNode(d.node, "before Advance of "+w.groups[d.group].name)
+		return false
+	}
+	return true
+}
 
+// persist makes the Ready's writes durable, in order, unless the plan
+// crashes the node in the middle (possibly tearing the next record) or
+// right after.
+func (d *replicaDriver) persist(rd *consensus.Ready, plan crashPlan) bool {
+	w := d.w
+	writes := planWrites(rd)
 	for i, wr := range writes {
 		if plan.point == crashMidPersist && i == plan.at {
 			if i > 0 || plan.torn {
@@ -107,7 +124,7 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 		}
 		d.store.apply(wr)
 		if wr.kind == writeSuperblock {
-			chk.onSuperblock(d.node, wr.superblock)
+			w.checkers[d.group].onSuperblock(d.node, wr.superblock)
 		}
 	}
 	d.store.maybeCompact()
@@ -115,7 +132,13 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 		w.crashNode(d.node, "after persist, before send of "+w.groups[d.group].name)
 		return false
 	}
+	return true
+}
 
+// send puts the Ready's messages on the network, checking each one's
+// addressing and that what it reveals is durable.
+func (d *replicaDriver) send(rd *consensus.Ready, plan crashPlan) bool {
+	w := d.w
 	for i := range rd.Messages {
 		if plan.point == crashMidSend && i == plan.at {
 			w.cov.CrashesMidSend++
@@ -128,11 +151,19 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 			continue
 		}
 		d.checkPersistBeforeSend(m)
-		chk.onSent(d.node, m)
+		w.checkers[d.group].onSent(d.node, m)
 		w.traceMessage(evSend, m)
 		w.net.send(*m)
 	}
+	return true
+}
 
+// apply installs a state-transfer snapshot, applies the committed ops to
+// the application (recording reply bodies for the client table) and
+// delivers the replies.
+func (d *replicaDriver) apply(rd *consensus.Ready) {
+	w := d.w
+	chk := w.checkers[d.group]
 	if rd.Snapshot != nil {
 		d.installSnapshot(rd.Snapshot)
 	}
@@ -153,11 +184,6 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 	for _, rep := range rd.Replies {
 		d.deliverReply(rep)
 	}
-	if plan.point == crashBeforeAdvance {
-		w.crashNode(d.node, "before Advance of "+w.groups[d.group].name)
-		return false
-	}
-	return true
 }
 
 func (d *replicaDriver) installSnapshot(snap *consensus.Snapshot) {
