@@ -98,6 +98,16 @@ func (j *journal) truncateFrom(from uint64) {
 	}
 }
 
+// remove drops the entry at op alone (an unverifiable entry).
+func (j *journal) remove(op uint64) {
+	if s := j.get(op); s != nil {
+		*s = journalSlot{}
+	}
+	for j.headOp > 0 && j.headOp >= j.floor && !j.has(j.headOp) {
+		j.headOp--
+	}
+}
+
 // releaseBelow drops every op < op (installed state transfer snapshot);
 // the entry at op, if held, stays as the hash-chain anchor.
 func (j *journal) releaseBelow(op uint64) {

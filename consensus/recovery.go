@@ -58,6 +58,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		return nil, err
 	}
 	if cfg.ReplicaCount > 1 {
+		r.verifyAgainstViewHeaders()
 		r.restoreViewHead()
 	}
 	if st.Superblock == nil && r.op > 0 {
@@ -88,6 +89,27 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 // entries cut at a break, and the head stays at the highest of them, so
 // the DVC reports them as blanks rather than implicit nacks.
 func (r *Replica) restoreEntries(entries []Prepare) error {
+	// A journal never holds more than journal_slots un-checkpointed ops; older
+	// entries below that window are stale ones a StartView left durable
+	// (reconcileJournal drops unverifiable entries from memory only): not
+	// loaded, unprovable. n = 1 never leaves any, so there it is an error.
+	staleBelow := uint64(0)
+	if n := len(entries); n > 0 && r.n > 1 {
+		if top := entries[n-1].Header.Op; top > uint64(len(r.journal.slots)) {
+			staleBelow = top - uint64(len(r.journal.slots)) + 1
+		}
+		if staleBelow > r.commitMin+1 {
+			live := make([]Prepare, 0, min(n, len(r.journal.slots)+1))
+			for _, e := range entries {
+				if op := e.Header.Op; op > r.commitMin && op < staleBelow {
+					r.unprovable[op] = struct{}{}
+					continue
+				}
+				live = append(live, e)
+			}
+			entries = live
+		}
+	}
 	if len(entries) > len(r.journal.slots) {
 		return fmt.Errorf("consensus restart: %d entries exceed journal_slots %d", len(entries), len(r.journal.slots))
 	}
@@ -145,6 +167,46 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 	}
 	r.seenOp = r.op
 	return nil
+}
+
+// verifyAgainstViewHeaders re-checks restored entries up to the view
+// headers' head: each must match its view header or be the parent of a
+// verified successor (entries above the head were appended from the
+// view's primary and anchor the chain). An entry that cannot be verified
+// may be a stale one a StartView left durable (reconcileJournal drops
+// unverifiable entries from memory only); it is not loaded, and it is
+// unprovable (it may also have been acknowledged).
+func (r *Replica) verifyAgainstViewHeaders() {
+	head := viewHeadersHead(r.viewHeaders)
+	if head == 0 {
+		return
+	}
+	var expect uint64
+	known := false
+	for op := r.journal.headOp; op > r.commitMin; op-- {
+		s := r.journal.get(op)
+		if op > head {
+			known = s != nil
+			if known {
+				expect = s.prepare.Header.Parent
+			}
+			continue
+		}
+		if h, ok := r.viewHeaderAt(op); ok {
+			expect, known = h.Checksum, true
+		}
+		if s == nil {
+			known = false
+			continue
+		}
+		if known && s.prepare.Header.Checksum == expect {
+			expect = s.prepare.Header.Parent
+			continue
+		}
+		r.journal.remove(op)
+		r.unprovable[op] = struct{}{}
+		known = false
+	}
 }
 
 // restoreViewHead raises the head to log_view's durable head (finding 6):

@@ -341,10 +341,14 @@ func (r *Replica) onStartView(m Message) {
 // reconcileJournal makes the uncommitted journal a prefix-consistent copy
 // of the canonical log: entries above head go, entries whose checksum
 // differs from the canonical header (or, below the known headers, from the
-// verified successor's parent) go. Entries that cannot be verified either
-// way also go, but are marked unprovable so this replica never nacks them.
-// Verified entries above the lowest dropped op are re-appended so the
-// driver's journal stays a simple truncate-then-append log.
+// verified successor's parent) go, durably (Ready.Truncate). Entries that
+// cannot be verified either way leave the in-memory journal only, marked
+// unprovable so this replica never nacks them: they may be acknowledged
+// ops, and a durable truncate below verified entries needs a re-append
+// that a crash between the two writes would lose (simulator finding 7);
+// Restart re-verifies them against the view headers. Verified entries
+// above the lowest divergent op are re-appended so the driver's journal
+// stays a simple truncate-then-append log.
 func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (PrepareHeader, bool)) {
 	// Above the canonical head nothing can have committed (the merge proved
 	// it), so an old "maybe acknowledged" mark there would only stop this
@@ -376,10 +380,11 @@ func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (Prepa
 			expect = s.prepare.Header.Parent
 			continue
 		}
-		if !expectKnown {
-			r.unprovable[op] = struct{}{}
+		if expectKnown {
+			lowestBad = op // proven divergent
+		} else {
+			r.dropUnverified(op)
 		}
-		lowestBad = op
 		expectKnown = false
 	}
 	if lowestBad == 0 {
@@ -394,15 +399,28 @@ func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (Prepa
 		if h, ok := canonical(op); ok && h.Checksum != s.prepare.Header.Checksum {
 			continue
 		}
-		if _, lost := r.unprovable[op]; lost {
-			continue
-		}
 		keep = append(keep, s.prepare)
 	}
 	r.truncateFrom(lowestBad)
 	for _, p := range keep {
 		r.appendEntry(p)
 	}
+}
+
+// dropUnverified removes op from the in-memory journal (and from the
+// not-yet-persisted entries) without a durable truncate, and marks it
+// unprovable: never nacked, re-fetched by repair, which overwrites the
+// durable copy (the driver's journal is keyed by op).
+func (r *Replica) dropUnverified(op uint64) {
+	r.journal.remove(op)
+	r.unprovable[op] = struct{}{}
+	kept := r.pending.Entries[:0]
+	for _, e := range r.pending.Entries {
+		if e.Header.Op != op {
+			kept = append(kept, e)
+		}
+	}
+	r.pending.Entries = kept
 }
 
 // firstMissing returns the lowest op in (commit_min, upTo] not in the journal, or 0.
