@@ -76,22 +76,24 @@ func (r recorder) record(res *actorResult, done time.Time, latency time.Duration
 	}
 }
 
-// exchange sends one pre-encoded request body and returns the reply payload, replaying transient
-// rejections a bounded number of times. Any other non-OK status or result is an error.
-func exchange(ctx context.Context, c *client.Client, code wire.CommandCode, body []byte) ([]byte, error) {
+// exchange sends one pre-encoded request frame (wire.HeaderSize bytes the client stamps, then the
+// body) and returns the reply payload, read into *replyBuf (reused across calls; the payload aliases
+// it), replaying transient rejections a bounded number of times. Any other non-OK status or result
+// is an error.
+func exchange(ctx context.Context, c *client.Client, code wire.CommandCode, frame []byte, replyBuf *[]byte) ([]byte, error) {
 	op, _ := code.Operation()
 	for attempt := 1; ; attempt++ {
-		status, result, payload, err := c.Raw(ctx, op, code, body)
+		r, err := c.RawPrepared(ctx, op, code, frame, replyBuf)
 		if err != nil {
 			return nil, err // a *client.Error, which names the command
 		}
-		failed := status
+		failed := r.Status
 		if failed == wire.OK {
-			failed = result
+			failed = r.Result
 		}
 		switch {
 		case failed == wire.OK:
-			return payload, nil
+			return r.Payload, nil
 		case (failed == wire.ErrTransientNotCommitted || failed == wire.ErrTransientNotAccepted) && attempt < transientRetriesMax:
 			if err := sleepCtx(ctx, transientRetryPause); err != nil {
 				return nil, &client.Error{Code: failed, Command: code, Err: err}
@@ -123,11 +125,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// buildBatchBody encodes one SendMessages body once; the producer resends it unchanged. Message ids
+// buildBatchFrame encodes one SendMessages request frame once (header space, then the body); the
+// producer resends it with only the header restamped. Message ids
 // are non-zero and distinct within the batch (producer index in the high half, position in the
 // low); they repeat across batches, which is fine because the server neither mints nor deduplicates
 // message ids. Payloads are a fixed pseudo-random pattern so compression-free paths see real bytes.
-func buildBatchBody(cfg *Config, stream streamRef, plan producerPlan) ([]byte, error) {
+func buildBatchFrame(cfg *Config, stream streamRef, plan producerPlan) ([]byte, error) {
 	payload := make([]byte, cfg.MessageSizeBytes)
 	for i := range payload {
 		payload[i] = byte('a' + (i*7+plan.Index)%26)
@@ -140,23 +143,24 @@ func buildBatchBody(cfg *Config, stream streamRef, plan producerPlan) ([]byte, e
 		messages[i].OriginTimestamp = origin
 		messages[i].Payload = payload
 	}
-	body, err := wire.AppendSendMessages(nil, wire.NumericID(stream.StreamID), wire.NumericID(stream.TopicID),
-		plan.Partitioning, messages)
+	frame, err := wire.AppendSendMessages(make([]byte, wire.HeaderSize), wire.NumericID(stream.StreamID),
+		wire.NumericID(stream.TopicID), plan.Partitioning, messages)
 	if err != nil {
 		return nil, fmt.Errorf("encode the producer %d batch: %w", plan.Index, err)
 	}
-	return body, nil
+	return frame, nil
 }
 
 // runProducer sends plan.Batches copies of its batch, paced when batchInterval > 0.
 func runProducer(ctx context.Context, c *client.Client, cfg *Config, stream streamRef, plan producerPlan,
 	rec recorder, batchInterval time.Duration, live *liveCounters) actorResult {
 	res := actorResult{Kind: actorKindProducer, Index: plan.Index, Streams: []string{stream.Name}}
-	body, err := buildBatchBody(cfg, stream, plan)
+	frame, err := buildBatchFrame(cfg, stream, plan)
 	if err != nil {
 		res.Err = err
 		return res
 	}
+	var replyBuf []byte
 	messages, bytes := uint64(cfg.MessagesPerBatch), cfg.BatchPayloadBytes()
 	// Stagger paced producers over one interval so they do not send in lockstep bursts.
 	paceStart := time.Now()
@@ -179,7 +183,7 @@ func runProducer(ctx context.Context, c *client.Client, cfg *Config, stream stre
 			break
 		}
 		sent := time.Now()
-		if _, err := exchange(ctx, c, wire.CodeSendMessages, body); err != nil {
+		if _, err := exchange(ctx, c, wire.CodeSendMessages, frame, &replyBuf); err != nil {
 			if !stopped(ctx) {
 				res.Err = fmt.Errorf("producer %d batch %d to %s: %w", plan.Index, batch, stream.Name, err)
 			}
@@ -217,7 +221,8 @@ func runConsumer(ctx context.Context, c *client.Client, cfg *Config, streams []s
 	}
 	emptyPause := emptyPollPauseMin
 	roundHadData := false
-	body := make([]byte, 0, 64)
+	frame := make([]byte, wire.HeaderSize, wire.HeaderSize+64)
+	var replyBuf []byte
 	for next := 0; !done() && ctx.Err() == nil; next = (next + 1) % len(plan.Targets) {
 		if next == 0 {
 			roundHadData = false
@@ -232,9 +237,9 @@ func runConsumer(ctx context.Context, c *client.Client, cfg *Config, streams []s
 			Strategy:  wire.PollingStrategy{Kind: wire.PollOffset, Value: offsets[next]},
 			Count:     uint32(cfg.MessagesPerBatch),
 		}
-		body = req.Append(body[:0])
+		frame = req.Append(frame[:wire.HeaderSize])
 		sent := time.Now()
-		payload, err := exchange(ctx, c, wire.CodePollMessages, body)
+		payload, err := exchange(ctx, c, wire.CodePollMessages, frame, &replyBuf)
 		if err != nil {
 			if !stopped(ctx) {
 				res.Err = fmt.Errorf("consumer %d poll %s partition %d at offset %d: %w", plan.Index, s.Name,

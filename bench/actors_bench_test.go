@@ -28,14 +28,15 @@ func BenchmarkProducerRoundTripToSink(b *testing.B) {
 	defer c.Close()
 	stream := streamRef{Name: "sink", StreamID: 1, TopicID: 1, Partitions: []uint32{0}}
 	plan := producerPlan{Partitioning: wire.Partitioning{Kind: wire.PartitioningPartitionID}}
-	body, err := buildBatchBody(&cfg, stream, plan)
+	frame, err := buildBatchFrame(&cfg, stream, plan)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(cfg.BatchPayloadBytes()))
 	b.ReportAllocs()
+	var replyBuf []byte
 	for b.Loop() {
-		if _, err := exchange(ctx, c, wire.CodeSendMessages, body); err != nil {
+		if _, err := exchange(ctx, c, wire.CodeSendMessages, frame, &replyBuf); err != nil {
 			b.Fatal(err)
 		}
 	}

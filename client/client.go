@@ -315,8 +315,14 @@ func (c *Client) Raw(ctx context.Context, op wire.Operation, code wire.CommandCo
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	if f.Command() == wire.CommandEviction {
-		ev, derr := wire.DecodeEviction(f.Header[:])
+	return c.decodeRawReplyLocked(op, code, h, f.Header[:], f.Body)
+}
+
+// decodeRawReplyLocked turns a Raw reply frame into status, result and payload, observing evictions
+// and session changes.
+func (c *Client) decodeRawReplyLocked(op wire.Operation, code wire.CommandCode, h wire.RequestHeader, header, body []byte) (status, result wire.ErrorCode, payload []byte, err error) {
+	if wire.FrameCommand(header) == wire.CommandEviction {
+		ev, derr := wire.DecodeEviction(header)
 		if derr != nil {
 			return 0, 0, nil, c.breakLocked(code, derr)
 		}
@@ -325,14 +331,14 @@ func (c *Client) Raw(ctx context.Context, op wire.Operation, code wire.CommandCo
 		c.conn.Close()
 		return 0, 0, nil, &Error{Code: ev.ErrorCode(), Command: code, Eviction: &ev}
 	}
-	rh, err := wire.DecodeReplyHeader(f.Header[:])
+	rh, err := wire.DecodeReplyHeader(header)
 	if err != nil {
 		return 0, 0, nil, c.breakLocked(code, err)
 	}
 	if rh.Request != h.Request {
 		return 0, 0, nil, c.breakLocked(code, fmt.Errorf("reply echoes request id %d, sent %d", rh.Request, h.Request))
 	}
-	payload = f.Body
+	payload = body
 	if rh.Status == wire.OK && rh.Operation.ResultFramed(len(payload)) {
 		result, payload, err = wire.DecodeResult(payload)
 		if err != nil {

@@ -75,11 +75,13 @@ func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHead
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
 		return
 	}
-	buf := make([]byte, pollReplyReserve, pollReplyCapacity(e.log.Stats(), req.Count))
+	// Pooled: the writer returns it to the pool once the reply is written.
+	buf := transport.AcquireFrame(pollReplyReserve, pollReplyCapacity(e.log.Stats(), req.Count))
 	pr, err := e.log.PollInto(buf, partitions.PollQuery{
 		Strategy: req.Strategy, Count: req.Count, ConsumerKind: target.kind, ConsumerID: target.id,
 	})
 	if err != nil {
+		transport.ReleaseFrame(buf)
 		n.log.Warn("poll failed", "dir", e.dir, "err", err)
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
 		return
@@ -89,7 +91,7 @@ func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHead
 	rh := wire.ReplyTo(hdr, wire.OK)
 	rh.Size = uint32(len(frame))
 	wire.PutReplyHeader(frame, rh)
-	c.Send(frame)
+	c.SendRecycled(frame)
 	if req.AutoCommit && pr.MessagesCount > 0 {
 		n.autoCommit(e, target, pr.LastOffset)
 	}

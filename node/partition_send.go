@@ -28,7 +28,16 @@ func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.Requ
 // handleSendMessages: decode + verify every checksum (status = the batch
 // error's code), resolve (every resolution error is 20, §4.4.5), authorize
 // (41), pick the partition, propose and wait. Reply: one confirmation.
+// Unless a proposal may still be queued (its wait timed out), the request
+// frame is handed back to the transport for reuse: consensus copied the
+// batch at Propose and nothing else keeps a sub-slice of it.
 func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.RequestHeader, body []byte) {
+	frameInUse := false
+	defer func() {
+		if !frameInUse {
+			c.FrameConsumed()
+		}
+	}()
 	req, err := wire.DecodeSendMessages(body)
 	if err != nil {
 		n.sendStatus(c, hdr, sendErrorCode(err))
@@ -63,6 +72,7 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 		return
 	}
 	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: req.Batch})
+	frameInUse = !out.bodyReleased
 	if out.code != wire.OK {
 		n.sendStatus(c, hdr, out.code)
 		return

@@ -49,6 +49,11 @@ type partitionProposal struct {
 type partitionOutcome struct {
 	code       wire.ErrorCode
 	baseOffset uint64
+	// bodyReleased (set by propose): the shard and consensus keep no
+	// reference to the proposal's body (consensus copied it at Propose, or
+	// it never got there), so the caller may reuse its buffer. False when
+	// the wait timed out with the proposal possibly still queued.
+	bodyReleased bool
 }
 
 type shardControl struct {
@@ -125,12 +130,13 @@ func (s *partitionShard) submit(p *partitionProposal) bool {
 func (s *partitionShard) propose(ctx context.Context, p *partitionProposal) partitionOutcome {
 	p.done = make(chan partitionOutcome, 1)
 	if !s.submit(p) {
-		return partitionOutcome{code: wire.ErrTransientNotAccepted}
+		return partitionOutcome{code: wire.ErrTransientNotAccepted, bodyReleased: true}
 	}
 	timer := time.NewTimer(partitionWaitDuration)
 	defer timer.Stop()
 	select {
 	case out := <-p.done:
+		out.bodyReleased = true
 		return out
 	case <-ctx.Done():
 		return partitionOutcome{code: wire.ErrTransientNotCommitted}

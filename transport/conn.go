@@ -34,23 +34,36 @@ type Conn struct {
 	remote     string
 	cfg        TCPConfig
 	openedAt   time.Time
-	queue      chan []byte // nil entry = close after flushing what precedes it
+	budget     *frameBudget
+	queue      chan outFrame // nil bytes = close after flushing what precedes it
 	closed     chan struct{}
 	closeOnce  sync.Once
 	writerDone chan struct{}
 	draining   atomic.Bool // no further frames are handed to the Handler
 	lastSeenNs atomic.Int64
+
+	// frameConsumed is set by the Handler (on the reader goroutine, during
+	// HandleFrame) when it no longer refers to the frame it was handed.
+	frameConsumed bool
 }
 
-func newConn(id uint32, nc net.Conn, cfg TCPConfig) *Conn {
+// outFrame is one queued reply; recycle hands its buffer back to the frame
+// pools once written.
+type outFrame struct {
+	bytes   []byte
+	recycle bool
+}
+
+func newConn(id uint32, nc net.Conn, cfg TCPConfig, budget *frameBudget) *Conn {
 	now := time.Now()
 	c := &Conn{
 		id:         id,
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
 		cfg:        cfg,
+		budget:     budget,
 		openedAt:   now,
-		queue:      make(chan []byte, cfg.SendQueueFramesMax),
+		queue:      make(chan outFrame, cfg.SendQueueFramesMax),
 		closed:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
@@ -73,7 +86,23 @@ func (c *Conn) LastSeen() time.Time { return time.Unix(0, c.lastSeenNs.Load()) }
 // Send queues one frame for writing. It never blocks: a client whose queue is
 // full is not reading its replies, and the connection is closed. It reports
 // whether the frame was queued.
-func (c *Conn) Send(frame []byte) bool {
+func (c *Conn) Send(frame []byte) bool { return c.send(outFrame{bytes: frame}) }
+
+// SendRecycled is Send for a buffer the caller hands over for good (e.g.
+// one from AcquireFrame): once written it returns to the frame pools, so
+// the caller must keep no reference to it.
+func (c *Conn) SendRecycled(frame []byte) bool {
+	return c.send(outFrame{bytes: frame, recycle: true})
+}
+
+// FrameConsumed tells the transport that the Handler keeps no reference to
+// the frame it is handling (nothing retained a sub-slice of it), so its
+// buffer may be reused once HandleFrame returns. Call it only on the
+// HandleFrame goroutine, before HandleFrame returns.
+func (c *Conn) FrameConsumed() { c.frameConsumed = true }
+
+func (c *Conn) send(out outFrame) bool {
+	frame := out.bytes
 	if frame == nil {
 		return false
 	}
@@ -83,7 +112,7 @@ func (c *Conn) Send(frame []byte) bool {
 	default:
 	}
 	select {
-	case c.queue <- frame:
+	case c.queue <- out:
 		return true
 	default:
 		c.cfg.Logger.Warn("tcp send queue full: closing connection",
@@ -106,7 +135,7 @@ func (c *Conn) SendThenClose(frame []byte) {
 func (c *Conn) CloseAfterFlush() {
 	c.draining.Store(true)
 	select {
-	case c.queue <- nil:
+	case c.queue <- outFrame{}:
 	default:
 		c.Close()
 	}
@@ -131,14 +160,17 @@ func (c *Conn) writeLoop() {
 		select {
 		case <-c.closed:
 			return
-		case frame := <-c.queue:
-			if frame == nil {
+		case out := <-c.queue:
+			if out.bytes == nil {
 				return
 			}
 			_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-			if _, err := c.nc.Write(frame); err != nil {
+			if _, err := c.nc.Write(out.bytes); err != nil {
 				c.cfg.Logger.Debug("tcp write failed", "conn", c.id, "remote", c.remote, "err", err)
 				return
+			}
+			if out.recycle {
+				ReleaseFrame(out.bytes)
 			}
 		}
 	}
@@ -156,9 +188,9 @@ func (c *Conn) readLoop(h Handler, log *slog.Logger) {
 	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for !c.draining.Load() {
-		frame, err := ReadFrame(r, c.cfg.FrameBytesMin, c.cfg.FrameBytesMax)
+		frame, heldBytes, err := c.readFrame(r)
 		if err != nil {
-			if errors.Is(err, ErrFrameSize) {
+			if errors.Is(err, ErrFrameSize) || errors.Is(err, ErrFrameBudget) {
 				log.Warn("closing connection: bad frame size", "conn", c.id, "remote", c.remote, "err", err)
 			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				log.Debug("tcp read ended", "conn", c.id, "remote", c.remote, "err", err)
@@ -167,28 +199,99 @@ func (c *Conn) readLoop(h Handler, log *slog.Logger) {
 		}
 		c.lastSeenNs.Store(time.Now().UnixNano())
 		if c.draining.Load() {
+			c.finishFrame(frame, heldBytes)
 			return
 		}
+		c.frameConsumed = false
 		h.HandleFrame(c, frame)
+		c.finishFrame(frame, heldBytes)
 	}
 }
 
-// eagerFrameBytesMax: frames up to this size are allocated whole; larger
-// ones grow with the bytes that actually arrive, so a peer that declares
-// 64 MiB and trickles cannot pin 64 MiB per connection.
+// finishFrame returns a handled frame's budget and, if the Handler declared
+// it consumed, its buffer.
+func (c *Conn) finishFrame(frame []byte, heldBytes int64) {
+	if heldBytes == 0 {
+		return
+	}
+	if c.frameConsumed {
+		ReleaseFrame(frame)
+	}
+	c.frameConsumed = false
+	c.budget.release(heldBytes)
+}
+
+// Large frame bodies must keep arriving: a body that takes longer than
+// bodyReadBaseTimeout plus its size at bodyReadMinBytesPerSecond closes the
+// connection, so a trickling peer cannot hold budget indefinitely.
+const (
+	bodyReadBaseTimeout       = 10 * time.Second
+	bodyReadMinBytesPerSecond = 1 << 20
+)
+
+// readFrame reads one frame for the reader loop. Frames up to
+// eagerFrameBytesMax are allocated exactly; larger ones take their pooled
+// buffer's capacity from the server's in-flight budget (heldBytes, to be
+// released after handling), are allocated once at the declared size and
+// read under a deadline.
+func (c *Conn) readFrame(r *bufio.Reader) (frame []byte, heldBytes int64, err error) {
+	var header [headerBytes]byte
+	if _, err := io.ReadFull(r, header[:]); err != nil {
+		return nil, 0, err
+	}
+	size, err := checkDeclaredSize(header[:], c.cfg.FrameBytesMin, c.cfg.FrameBytesMax)
+	if err != nil {
+		return nil, 0, err
+	}
+	if size <= eagerFrameBytesMax {
+		frame = make([]byte, size)
+	} else {
+		frame = AcquireFrame(int(size), int(size))
+		heldBytes = int64(cap(frame))
+		if err := c.budget.acquire(heldBytes, c.closed); err != nil {
+			ReleaseFrame(frame)
+			return nil, 0, err
+		}
+		timeout := bodyReadBaseTimeout + time.Duration(int64(size)/bodyReadMinBytesPerSecond)*time.Second
+		_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
+		defer func() { _ = c.nc.SetReadDeadline(time.Time{}) }()
+	}
+	copy(frame, header[:])
+	if _, err := io.ReadFull(r, frame[headerBytes:]); err != nil {
+		if heldBytes > 0 {
+			ReleaseFrame(frame)
+			c.budget.release(heldBytes)
+		}
+		return nil, 0, fmt.Errorf("read frame body of %d bytes: %w", size-headerBytes, err)
+	}
+	return frame, heldBytes, nil
+}
+
+func checkDeclaredSize(header []byte, minBytes, maxBytes uint32) (uint32, error) {
+	size := binary.LittleEndian.Uint32(header[sizeFieldOffset:])
+	if size < minBytes || size > maxBytes || size < headerBytes {
+		return 0, fmt.Errorf("%w: declared %d bytes, allowed %d..%d", ErrFrameSize, size, minBytes, maxBytes)
+	}
+	return size, nil
+}
+
+// eagerFrameBytesMax: frames up to this size are allocated whole without
+// touching the in-flight budget.
 const eagerFrameBytesMax = 64 << 10
 
 // ReadFrame reads one whole frame (header and body) whose declared size must
-// lie in [minBytes, maxBytes]. The size is checked before the body is
-// allocated, so a hostile size cannot force a large allocation.
+// lie in [minBytes, maxBytes], for readers without a server budget (tools,
+// tests). The size is checked before the body is allocated, and frames
+// above eagerFrameBytesMax grow with the bytes that actually arrive, so a
+// hostile size cannot force a large allocation.
 func ReadFrame(r io.Reader, minBytes, maxBytes uint32) ([]byte, error) {
 	var header [headerBytes]byte
 	if _, err := io.ReadFull(r, header[:]); err != nil {
 		return nil, err
 	}
-	size := binary.LittleEndian.Uint32(header[sizeFieldOffset:])
-	if size < minBytes || size > maxBytes || size < headerBytes {
-		return nil, fmt.Errorf("%w: declared %d bytes, allowed %d..%d", ErrFrameSize, size, minBytes, maxBytes)
+	size, err := checkDeclaredSize(header[:], minBytes, maxBytes)
+	if err != nil {
+		return nil, err
 	}
 	if size <= eagerFrameBytesMax {
 		frame := make([]byte, size)

@@ -48,7 +48,11 @@ type TCPConfig struct {
 	// goroutine, bounded by HandshakeTimeout.
 	TLS              *tls.Config
 	HandshakeTimeout time.Duration
-	Logger           *slog.Logger
+	// InflightFrameBytesMax bounds the bytes of frames above 64 KiB being
+	// read or handled at once across all connections (each counted at its
+	// pooled buffer capacity); zero means 4 × FrameBytesMax.
+	InflightFrameBytesMax int64
+	Logger                *slog.Logger
 }
 
 // Defaults for zero TCPConfig fields.
@@ -84,6 +88,9 @@ func (c *TCPConfig) withDefaults() TCPConfig {
 	if out.HandshakeTimeout <= 0 {
 		out.HandshakeTimeout = DefaultHandshakeTimeout
 	}
+	if out.InflightFrameBytesMax <= 0 {
+		out.InflightFrameBytesMax = 4 * int64(out.FrameBytesMax)
+	}
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
@@ -95,6 +102,7 @@ type TCPServer struct {
 	cfg      TCPConfig
 	listener net.Listener
 	log      *slog.Logger
+	budget   *frameBudget
 
 	nextConnID atomic.Uint32
 	mu         sync.Mutex
@@ -111,7 +119,8 @@ func ListenTCP(cfg TCPConfig) (*TCPServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp listen on %q: %w", cfg.Address, err)
 	}
-	s := &TCPServer{cfg: cfg, listener: ln, log: cfg.Logger, conns: make(map[uint32]*Conn)}
+	s := &TCPServer{cfg: cfg, listener: ln, log: cfg.Logger, conns: make(map[uint32]*Conn),
+		budget: newFrameBudget(cfg.InflightFrameBytesMax)}
 	if cfg.RuntimeDir != "" {
 		if err := writeAddrFile(cfg.RuntimeDir, ln.Addr().String()); err != nil {
 			_ = ln.Close()
@@ -189,7 +198,7 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 	if s.cfg.TLS != nil {
 		nc = tls.Server(nc, s.cfg.TLS)
 	}
-	c := newConn(s.nextConnID.Add(1), nc, s.cfg)
+	c := newConn(s.nextConnID.Add(1), nc, s.cfg, s.budget)
 	s.conns[c.id] = c
 	s.mu.Unlock()
 
