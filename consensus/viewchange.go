@@ -293,9 +293,15 @@ func (r *Replica) onStartView(m Message) {
 	if m.View == r.logView && m.Op < r.commitMin {
 		return
 	}
-	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && !m.Nonce.IsZero() && m.Nonce != r.cfg.Incarnation {
-		return // a reply meant for an earlier run of this replica
+	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && m.Nonce != r.cfg.Incarnation {
+		// Only the answer to this boot's own probe: any other StartView
+		// (nonce-less, or for an earlier boot) may predate acknowledgements
+		// this replica sent before it crashed (finding 8).
+		return
 	}
+	// A StartView of the view this log already is (log_view = v) may be
+	// older than prepares of v held here: merged, never cut (finding 8).
+	head, above, canonical := r.startViewLog(m)
 	if r.status == StatusNormal && r.isPrimaryIndex() {
 		r.abandonPipeline()
 	}
@@ -308,26 +314,19 @@ func (r *Replica) onStartView(m Message) {
 	r.commitTimer.stop()
 	r.observedNewerView = 0
 	r.raiseCommitMax(m.Commit)
-	suffix := func(op uint64) (PrepareHeader, bool) {
-		if op > m.Op || m.Op-op >= uint64(len(m.Headers)) {
-			return PrepareHeader{}, false
-		}
-		h := m.Headers[m.Op-op]
-		return h, h.Checksum != 0 && h.Op == op
-	}
 	for _, h := range m.Headers {
 		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	}
-	r.reconcileJournal(m.Op, suffix)
+	r.reconcileJournal(head, canonical)
 	// log_view = v becomes durable with v's head headers (finding 6): if
 	// this replica crashes before repair fills the journal, its DVC still
 	// reports the view's head instead of a shorter, canonical-looking log.
-	r.setViewHeaders(m.Op, m.Headers)
-	r.op = m.Op
-	r.seenOp = m.Op
+	r.setViewHeaders(head, append(above, m.Headers...))
+	r.op = head
+	r.seenOp = head
 	r.heartbeatView, r.heartbeatCounter = m.View, 0
 	r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
-	for op := m.Commit + 1; op <= m.Op; op++ {
+	for op := m.Commit + 1; op <= head; op++ {
 		if h, ok := r.journal.header(op); ok {
 			r.sendPrepareOk(&h)
 		}
