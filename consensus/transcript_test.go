@@ -159,18 +159,32 @@ func (ts *transcript) exec(f []string) {
 		ts.h.held[ts.replica(args[0])] = true
 	case "unhold": // stop holding; the held messages stay held
 		delete(ts.h.held, ts.replica(args[0]))
-	case "release": // deliver R's held messages to it now [only=KIND]
+	case "release": // deliver R's held messages to it now [only=KIND] [first]
 		i := ts.replica(args[0])
 		only := MessageKind(0)
-		if len(args) > 1 {
-			only = kindNames[strings.TrimPrefix(args[1], "only=")]
+		firstOnly := false // deliver just the oldest matching message
+		for _, a := range args[1:] {
+			switch {
+			case a == "first":
+				firstOnly = true
+			case strings.HasPrefix(a, "only="):
+				k, ok := kindNames[strings.TrimPrefix(a, "only=")]
+				if !ok {
+					ts.failf("unknown message kind in %q", a)
+				}
+				only = k
+			default:
+				ts.failf("unknown release option %q", a)
+			}
 		}
 		var keep []Message
+		released := 0
 		for _, m := range ts.h.stash[i] {
-			if only != 0 && m.Kind != only {
+			if (only != 0 && m.Kind != only) || (firstOnly && released > 0) {
 				keep = append(keep, m)
 				continue
 			}
+			released++
 			if ts.h.up[i] {
 				ts.h.replicas[i].Step(m)
 				ts.h.drain(i)
