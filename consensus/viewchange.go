@@ -293,10 +293,15 @@ func (r *Replica) onStartView(m Message) {
 	if m.View == r.logView && m.Op < r.commitMin {
 		return
 	}
-	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && m.Nonce != r.cfg.Incarnation {
-		// Only the answer to this boot's own probe: any other StartView
-		// (nonce-less, or for an earlier boot) may predate acknowledgements
-		// this replica sent before it crashed (finding 8).
+	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && m.Nonce != r.cfg.Incarnation &&
+		(!m.Nonce.IsZero() || m.View == r.logView) {
+		// An answer to an earlier boot's probe, or a nonce-less StartView
+		// of the view this replica's log is in: it may predate prepares of
+		// that view this replica acknowledged before it crashed (finding
+		// 8). A nonce-less StartView of a later view is safe: acks in a
+		// view need log_view = that view, durable first, so this replica
+		// sent none there, and every StartView of a view extends the log
+		// its view change started from.
 		return
 	}
 	// A StartView of the view this log already is (log_view = v) may be
