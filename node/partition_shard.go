@@ -96,6 +96,12 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig) *partitionSha
 // do runs fn on the shard's goroutine and waits for it; after the loop has
 // stopped fn runs on the caller's goroutine (nothing else touches the shard).
 func (s *partitionShard) do(fn func()) {
+	select {
+	case <-s.stopped:
+		fn()
+		return
+	default:
+	}
 	c := shardControl{fn: fn, done: make(chan struct{})}
 	select {
 	case <-s.stopped:
@@ -106,7 +112,24 @@ func (s *partitionShard) do(fn func()) {
 	select {
 	case <-c.done:
 	case <-s.stopped:
-		<-c.done // the loop finishes the control it took before stopping
+		// The loop finishes every control it took before stopping; one
+		// queued after its last look (or when both select cases were
+		// ready) is still in the channel: run it here.
+		s.runQueuedControls()
+		<-c.done
+	}
+}
+
+// runQueuedControls (after stop) runs controls left in the queue.
+func (s *partitionShard) runQueuedControls() {
+	for {
+		select {
+		case c := <-s.controls:
+			c.fn()
+			close(c.done)
+		default:
+			return
+		}
 	}
 }
 
