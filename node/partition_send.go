@@ -77,9 +77,10 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 		n.sendStatus(c, hdr, out.code)
 		return
 	}
-	n.sendOK(c, hdr, wire.AppendSendMessagesReply(nil, &wire.SendConfirmation{
+	// Written inline when nothing is queued ahead (no writer hand-off).
+	c.Reply(wire.EncodeReply(nil, hdr, wire.OK, wire.AppendSendMessagesReply(nil, &wire.SendConfirmation{
 		StreamID: t.StreamID, TopicID: t.ID, PartitionID: pid, BaseOffset: out.baseOffset,
-	}))
+	})), false)
 }
 
 // sendErrorCode is the status for a SendMessages body that failed decoding

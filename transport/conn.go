@@ -42,6 +42,12 @@ type Conn struct {
 	draining   atomic.Bool // no further frames are handed to the Handler
 	lastSeenNs atomic.Int64
 
+	// writeMu is held for every socket write, so a reply written inline by
+	// the reader cannot interleave with the writer goroutine; queued counts
+	// frames handed to the queue and not yet written (or dropped).
+	writeMu sync.Mutex
+	queued  atomic.Int64
+
 	// frameConsumed is set by the Handler (on the reader goroutine, during
 	// HandleFrame) when it no longer refers to the frame it was handed.
 	frameConsumed bool
@@ -101,6 +107,47 @@ func (c *Conn) SendRecycled(frame []byte) bool {
 // HandleFrame goroutine, before HandleFrame returns.
 func (c *Conn) FrameConsumed() { c.frameConsumed = true }
 
+// Reply is Send for the Handler's own goroutine during HandleFrame: when
+// nothing is queued ahead of it, it writes the frame itself (one goroutine
+// hand-off fewer per request on a lockstep connection) instead of waking
+// the writer. It may block for up to the write timeout. recycle is as for
+// SendRecycled.
+func (c *Conn) Reply(frame []byte, recycle bool) bool {
+	if frame == nil {
+		return false
+	}
+	if c.queued.Load() == 0 && c.writeMu.TryLock() {
+		if c.queued.Load() == 0 {
+			ok := c.writeNow(frame, recycle)
+			c.writeMu.Unlock()
+			if !ok {
+				c.Close()
+			}
+			return ok
+		}
+		c.writeMu.Unlock()
+	}
+	return c.send(outFrame{bytes: frame, recycle: recycle})
+}
+
+// writeNow writes one frame (caller holds writeMu) and reports success.
+func (c *Conn) writeNow(frame []byte, recycle bool) bool {
+	select {
+	case <-c.closed:
+		return false
+	default:
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	if _, err := c.nc.Write(frame); err != nil {
+		c.cfg.Logger.Debug("tcp write failed", "conn", c.id, "remote", c.remote, "err", err)
+		return false
+	}
+	if recycle {
+		ReleaseFrame(frame)
+	}
+	return true
+}
+
 func (c *Conn) send(out outFrame) bool {
 	frame := out.bytes
 	if frame == nil {
@@ -111,10 +158,12 @@ func (c *Conn) send(out outFrame) bool {
 		return false
 	default:
 	}
+	c.queued.Add(1)
 	select {
 	case c.queue <- out:
 		return true
 	default:
+		c.queued.Add(-1)
 		c.cfg.Logger.Warn("tcp send queue full: closing connection",
 			"conn", c.id, "remote", c.remote, "send_queue_frames_max", c.cfg.SendQueueFramesMax)
 		c.Close()
@@ -164,13 +213,12 @@ func (c *Conn) writeLoop() {
 			if out.bytes == nil {
 				return
 			}
-			_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-			if _, err := c.nc.Write(out.bytes); err != nil {
-				c.cfg.Logger.Debug("tcp write failed", "conn", c.id, "remote", c.remote, "err", err)
+			c.writeMu.Lock()
+			ok := c.writeNow(out.bytes, out.recycle)
+			c.queued.Add(-1)
+			c.writeMu.Unlock()
+			if !ok {
 				return
-			}
-			if out.recycle {
-				ReleaseFrame(out.bytes)
 			}
 		}
 	}
