@@ -25,11 +25,15 @@ test-unit:
 test-race:
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
 
+SIM_FLAGS ?=
 sim:
-	$(GO) test -count=1 -timeout 0 ./consensus/sim/ -run TestSimSweep -sim.seeds=$(SEEDS) -v
+	$(GO) test -count=1 -timeout 0 ./consensus/sim/ -run TestSimSweep -sim.seeds=$(SEEDS) $(SIM_FLAGS) -v
 
+# CI slice of the simulator: 2,000 default seeds and 500 crash-heavy ones
+# (about a minute on 2 cores); `make sim SEEDS=20000` for the full sweep.
 sim-ci:
-	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=200
+	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=2000
+	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=500 -sim.first=100001 -sim.profile=crashy
 
 lint:
 	$(GO) vet $(PKGS)
