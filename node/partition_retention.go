@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/metadata"
-	"github.com/lodestream/lodestream/partitions"
 )
 
 // Partition plane sizing and retention cadence.
@@ -45,7 +44,7 @@ func (n *Node) retentionLoop(ctx context.Context) {
 	}
 }
 
-// applyRetention deletes expired sealed segments and enforces topic sizes.
+// applyRetention deletes expired sealed segments and enforces max_topic_size.
 // Retention never changes a log's next offset, so it runs beside appends
 // (partitions.Log serialises its writers).
 func (n *Node) applyRetention(now uint64) {
@@ -61,23 +60,14 @@ func (n *Node) applyRetention(now uint64) {
 			if !expiryOn && !sizeOn {
 				continue
 			}
-			logs := n.plane.topicLogs(topicKey{s.ID, t.ID})
-			if expiryOn {
-				for _, l := range logs {
-					if res, err := l.ApplyRetention(now, t.MessageExpiry, 0); err != nil {
-						n.log.Warn("message expiry", "dir", l.Dir(), "err", err)
-					} else if res.SegmentsDeleted > 0 {
-						n.log.Info("expired segments deleted", "dir", l.Dir(), "segments", res.SegmentsDeleted,
-							"messages", res.MessagesDeleted)
-					}
-				}
-			}
-			if sizeOn {
-				if res, err := partitions.EnforceTopicSize(logs, t.MaxTopicSize); err != nil {
-					n.log.Warn("max topic size", "stream", s.ID, "topic", t.ID, "err", err)
+			// message_expiry and max_topic_size are per partition (max_topic_size bounds each
+			// partition's sealed segment bytes; see partitions.Log.ApplyRetention).
+			for _, l := range n.plane.topicLogs(topicKey{s.ID, t.ID}) {
+				if res, err := l.ApplyRetention(now, t.MessageExpiry, t.MaxTopicSize); err != nil {
+					n.log.Warn("retention", "dir", l.Dir(), "err", err)
 				} else if res.SegmentsDeleted > 0 {
-					n.log.Info("segments deleted for max topic size", "stream", s.ID, "topic", t.ID,
-						"segments", res.SegmentsDeleted, "bytes", res.BytesDeleted)
+					n.log.Info("retention deleted segments", "dir", l.Dir(), "segments", res.SegmentsDeleted,
+						"messages", res.MessagesDeleted, "bytes", res.BytesDeleted)
 				}
 			}
 		}

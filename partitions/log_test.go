@@ -480,32 +480,65 @@ func TestReadBatchByLocation(t *testing.T) {
 	}
 }
 
-func TestEnforceTopicSizeDeletesTheOldestDataAcrossPartitions(t *testing.T) {
-	a := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
-	defer a.Close()
-	b := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
-	defer b.Close()
-	for i := 0; i < 6; i++ { // partition a holds the older data (append times 100..), b the newer (500..)
-		if _, err := a.Append(makeBatch(t, a.NextOffset(), 2, 700, 100+uint64(i))); err != nil {
+func TestMaxTopicSizeCountsSealedBytesPerPartition(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
+	defer l.Close()
+	fillLog(t, l, 12, 2, 700)
+	sealed := func() uint64 {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		return l.sealedBytesLocked()
+	}
+	if l.Stats().SegmentsCount < 3 {
+		t.Fatalf("want at least 3 segments, have %+v", l.Stats())
+	}
+	// A limit equal to the sealed bytes deletes nothing, whatever the active segment holds.
+	if res, err := l.ApplyRetention(0, 0, sealed()); err != nil || res.SegmentsDeleted != 0 {
+		t.Fatalf("limit = sealed bytes: %+v %v", res, err)
+	}
+	oldest := l.segments[0].sizeBytes
+	if res, err := l.ApplyRetention(0, 0, sealed()-1); err != nil || res.SegmentsDeleted != 1 || res.BytesDeleted != oldest {
+		t.Fatalf("one byte over: %+v %v", res, err)
+	}
+	if res, err := l.ApplyRetention(0, 0, 1); err != nil || l.Stats().SegmentsCount != 1 {
+		t.Fatalf("shrinking to one byte must stop at the active segment: %+v %v (%+v)", res, err, l.Stats())
+	}
+}
+
+func TestRetentionKeepsSegmentsAConsumerHasNotPassed(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 4096})
+	defer l.Close()
+	fillLog(t, l, 12, 2, 700) // batch i appended at 1000 + 10i; first segment holds offsets 0..5
+	firstEnd := l.segments[0].nextOffset - 1
+	if err := l.StoreConsumerOffset(wire.ConsumerKindSingle, 7, firstEnd-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreConsumerOffset(wire.ConsumerKindGroup, 3, l.NextOffset()-1); err != nil {
+		t.Fatal(err)
+	}
+	// Everything is expired, but the lowest stored offset sits inside the first segment.
+	if res, err := l.ApplyRetention(1<<40, 1, 0); err != nil || res.SegmentsDeleted != 0 {
+		t.Fatalf("barrier inside the oldest segment: %+v %v", res, err)
+	}
+	// Once the consumer reaches the segment's end offset, that segment (and only the segments it
+	// has passed) may go.
+	if err := l.StoreConsumerOffset(wire.ConsumerKindSingle, 7, firstEnd); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.ApplyRetention(1<<40, 1, 0)
+	if err != nil || res.SegmentsDeleted != 1 || l.Stats().FirstOffset != firstEnd+1 {
+		t.Fatalf("barrier at the segment end: %+v %v (%+v)", res, err, l.Stats())
+	}
+	// Without stored offsets there is no barrier.
+	for _, c := range []struct {
+		kind wire.ConsumerKind
+		id   uint32
+	}{{wire.ConsumerKindSingle, 7}, {wire.ConsumerKindGroup, 3}} {
+		if err := l.DeleteConsumerOffset(c.kind, c.id); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.Append(makeBatch(t, b.NextOffset(), 2, 700, 500+uint64(i))); err != nil {
-			t.Fatal(err)
-		}
 	}
-	total := a.Stats().SizeBytes + b.Stats().SizeBytes
-	segment := a.segments[0].sizeBytes
-	res, err := EnforceTopicSize([]*Log{a, b}, total-segment)
-	if err != nil || res.SegmentsDeleted != 1 {
-		t.Fatalf("one segment over: %+v %v", res, err)
-	}
-	if a.Stats().FirstOffset != 6 || b.Stats().FirstOffset != 0 {
-		t.Fatalf("the newer partition lost data first: a %+v b %+v", a.Stats(), b.Stats())
-	}
-	if res, err := EnforceTopicSize([]*Log{a, b}, 1); err != nil || a.Stats().SegmentsCount != 1 || b.Stats().SegmentsCount != 1 {
-		t.Fatalf("shrinking to one byte must stop at the active segments: %+v %v", res, err)
-	}
-	if res, err := EnforceTopicSize([]*Log{a, b}, 0); err != nil || res.SegmentsDeleted != 0 {
-		t.Fatalf("unlimited: %+v %v", res, err)
+	if res, err := l.ApplyRetention(1<<40, 1, 0); err != nil || l.Stats().SegmentsCount != 1 {
+		t.Fatalf("no barrier: %+v %v (%+v)", res, err, l.Stats())
 	}
 }

@@ -149,6 +149,21 @@ func (o *offsetStore) get(kind wire.ConsumerKind, id uint32) (uint64, bool) {
 	return v, ok
 }
 
+// lowest returns the smallest stored offset of any consumer or consumer group (the retention
+// barrier), and false when none is stored.
+func (o *offsetStore) lowest() (uint64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var low uint64
+	found := false
+	for _, off := range o.offsets {
+		if !found || off < low {
+			low, found = off, true
+		}
+	}
+	return low, found
+}
+
 func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
 	kdir, err := o.kindDir(kind)
 	if err != nil {

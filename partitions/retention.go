@@ -14,11 +14,14 @@ type RetentionResult struct {
 	BytesDeleted    uint64
 }
 
-// ApplyRetention deletes whole sealed segments, oldest first: those whose newest message is expired
-// (append time + messageExpiryMicros ≤ nowMicros) and then, while the partition holds more than
-// maxSizeBytes, the oldest remaining sealed ones. The active segment is never deleted. An expiry or
-// size of 0 or math.MaxUint64 means unlimited (the wire's "never"/"unlimited" sentinels). Offsets are
-// never reused: the next offset does not change.
+// ApplyRetention deletes whole sealed segments, oldest first, as the topic-options catalog defines
+// retention: a segment goes when its newest message is expired (append time + messageExpiryMicros ≤
+// nowMicros) or while the partition's SEALED bytes exceed maxSizeBytes (max_topic_size is a
+// per-partition limit on sealed segment bytes). The active segment is never deleted and its bytes
+// do not count. A segment whose end offset exceeds the lowest stored consumer or consumer-group
+// offset is retained (with no stored offsets there is no such barrier). An expiry or size of 0 or
+// math.MaxUint64 means unlimited (the wire's "never"/"unlimited" sentinels). Offsets are never
+// reused: the next offset does not change.
 func (l *Log) ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -28,12 +31,16 @@ func (l *Log) ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64
 	expiryOn := messageExpiryMicros != 0 && messageExpiryMicros != math.MaxUint64
 	sizeOn := maxSizeBytes != 0 && maxSizeBytes != math.MaxUint64
 	var res RetentionResult
+	barrier, hasBarrier := l.offsets.lowest()
 	for len(l.segments) > 1 {
 		oldest := l.segments[0]
+		if hasBarrier && oldest.nextOffset > 0 && oldest.nextOffset-1 > barrier {
+			break // a consumer has not read past this segment yet
+		}
 		// timestampMax + expiry <= now, written so it cannot overflow.
 		expired := expiryOn && nowMicros >= messageExpiryMicros &&
 			oldest.timestampMax <= nowMicros-messageExpiryMicros
-		oversized := sizeOn && l.statsLocked().SizeBytes > maxSizeBytes
+		oversized := sizeOn && l.sealedBytesLocked() > maxSizeBytes
 		if !expired && !oversized {
 			break
 		}
@@ -156,61 +163,11 @@ func (l *Log) syncDirIfDirty() error {
 	return nil
 }
 
-// EnforceTopicSize applies a topic's max_topic_size across its partitions: while the logs together
-// hold more than maxTopicSizeBytes, the sealed segment with the oldest data (smallest newest-append
-// time, across all partitions) is deleted. Active segments are never deleted. 0 or math.MaxUint64 mean
-// unlimited. Logs that are closed or failed are skipped.
-func EnforceTopicSize(logs []*Log, maxTopicSizeBytes uint64) (RetentionResult, error) {
-	var res RetentionResult
-	if maxTopicSizeBytes == 0 || maxTopicSizeBytes == math.MaxUint64 {
-		return res, nil
+// sealedBytesLocked is the size of every segment but the active (last) one.
+func (l *Log) sealedBytesLocked() uint64 {
+	var n uint64
+	for _, seg := range l.segments[:len(l.segments)-1] {
+		n += seg.sizeBytes
 	}
-	for {
-		var total uint64
-		var victim *Log
-		var victimAge uint64
-		for _, l := range logs {
-			size, oldest, ok := l.sealedOldest()
-			total += size
-			if ok && (victim == nil || oldest < victimAge) {
-				victim, victimAge = l, oldest
-			}
-		}
-		if total <= maxTopicSizeBytes || victim == nil {
-			return res, nil
-		}
-		if err := victim.deleteOldestSealed(&res); err != nil {
-			return res, err
-		}
-	}
-}
-
-// sealedOldest reports the log's size and, when it has a sealed segment, the newest append time in
-// its oldest one.
-func (l *Log) sealedOldest() (sizeBytes, oldestTimestamp uint64, ok bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.closed || l.failure != nil {
-		return 0, 0, false
-	}
-	sizeBytes = l.statsLocked().SizeBytes
-	if len(l.segments) < 2 {
-		return sizeBytes, 0, false
-	}
-	return sizeBytes, l.segments[0].timestampMax, true
-}
-
-func (l *Log) deleteOldestSealed(res *RetentionResult) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
-		return err
-	}
-	if len(l.segments) < 2 {
-		return nil // raced with another retention pass
-	}
-	if err := l.deleteOldestSegment(res); err != nil {
-		return err
-	}
-	return l.syncDirIfDirty()
+	return n
 }
