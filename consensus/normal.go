@@ -119,7 +119,11 @@ func (r *Replica) onPrepare(m Message) {
 		r.op = min(r.op, h.Op-1)
 	}
 	if h.Op != r.op+1 {
-		// Gap: wait for retransmit or repair (debounced).
+		// Gap: hold it until the gap closes; retransmit or repair
+		// (debounced) fills the gap.
+		if h.Op > r.op+1 {
+			r.stashReordered(m.Prepare)
+		}
 		r.noteGap()
 		r.commitJournal()
 		return
@@ -139,6 +143,7 @@ func (r *Replica) onPrepare(m Message) {
 	r.headChecksum = h.Checksum
 	r.sendPrepareOk(h)
 	r.commitJournal()
+	r.drainReordered()
 }
 
 func (r *Replica) sendPrepareOk(h *PrepareHeader) {

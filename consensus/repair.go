@@ -193,12 +193,15 @@ func (r *Replica) onRequestPrepares(m Message) {
 	r.send(Message{Kind: MsgRepairDone, To: m.From, View: r.view, Op: last, Nonce: m.Nonce})
 }
 
-// onRepairPrepare accepts a repaired entry from the session's peer in our
-// view: from the primary (authoritative for its view) or, while a new view
-// assembles, from a canonical sender, checked against the merged headers.
+// onRepairPrepare accepts a repaired entry sent in our view: from the
+// primary (authoritative for its view) or, while a new view assembles,
+// from a DVC sender that proves it canonical. The session nonce is not
+// required: provenance, not the session, makes an entry safe, and a
+// reply that overtook its retry (repair_retry shorter than the round
+// trip) must still count, or repair only progresses by luck (finding 10,
+// seed 208859).
 func (r *Replica) onRepairPrepare(m Message) {
-	if !r.repair.active || m.Nonce != r.repair.nonce || m.From != r.repair.peer || m.View != r.view ||
-		m.Prepare == nil || !verifyPrepare(m.Prepare) || r.Transferring() {
+	if m.View != r.view || m.Prepare == nil || r.Transferring() || !verifyPrepare(m.Prepare) {
 		return
 	}
 	h := &m.Prepare.Header
@@ -209,10 +212,10 @@ func (r *Replica) onRepairPrepare(m Message) {
 		if r.vc.plan == nil {
 			return
 		}
-		if canon, ok := r.viewChangeHeader(h.Op); ok && canon.Checksum != h.Checksum {
+		if !r.provenCanonical(m.From, h) {
 			return
 		}
-	} else if r.status != StatusNormal || r.isPrimaryIndex() {
+	} else if r.status != StatusNormal || r.isPrimaryIndex() || m.From != r.primaryOf(r.view) {
 		return
 	}
 	// The peer's log is authoritative: drop neighbours that do not chain.
@@ -236,10 +239,32 @@ func (r *Replica) onRepairPrepare(m Message) {
 			r.sendPrepareOk(h)
 		}
 		r.commitJournal()
+		r.drainReordered()
 	} else {
 		r.maybeStartView()
 	}
 	r.continueRepair()
+}
+
+// provenCanonical reports whether a prepare served while a new view
+// assembles is the canonical entry of its op (finding 9, seed 351602): it
+// matches the canonical header when the DVCs name one; below them, the
+// serving peer's own DVC must vouch for it, as a canonical sender (its log
+// is the canonical log_view's) or with a commit covering the op (the
+// committed prefix is shared by every later log). A stale sender serves its
+// whole journal, including uncommitted ops of an older view above its
+// commit: those are never taken on its word.
+func (r *Replica) provenCanonical(from uint8, h *PrepareHeader) bool {
+	if canon, ok := r.viewChangeHeader(h.Op); ok {
+		return canon.Checksum == h.Checksum
+	}
+	for i := range r.vc.dvcs {
+		d := &r.vc.dvcs[i]
+		if d.replica == from {
+			return d.logView == r.vc.plan.logView || h.Op <= d.commit
+		}
+	}
+	return false
 }
 
 // continueRepair asks for the next chunk as soon as the journal covers the

@@ -57,6 +57,8 @@ type Replica struct {
 	vc       viewChangeState
 	recovery recoveryState
 	repair   repairState
+	reorder  reorderBuffer
+	draining bool // drainReordered is running
 	transfer transferState
 	clients  *clientTable
 

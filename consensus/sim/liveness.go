@@ -67,7 +67,7 @@ func (w *world) checkLiveness() {
 				c.cur.Request, c.cur.Operation, c.curIssued, c.attemptsOfThis, c.target)
 		}
 		w.fail(c.group, -1, checkLiveness, "client %d: no request issued after heal (tick %d) committed within %d ticks: %s; cluster: %s",
-			c.idx, w.healTick, w.scn.LivenessTicks, state, w.describeGroup(c.group))
+			c.idx, w.healTick, w.livenessDeadline-w.healTick, state, w.describeGroup(c.group))
 	}
 }
 
@@ -78,7 +78,7 @@ func (w *world) reportDivergence() {
 			continue
 		}
 		w.fail(gi, -1, checkConvergence, "replicas did not reach commit %d within %d ticks of the workload settling: %s",
-			w.checkers[gi].maxCommitted(), w.scn.ConvergenceTicks, w.describeGroup(gi))
+			w.checkers[gi].maxCommitted(), w.settleWindow, w.describeGroup(gi))
 	}
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"math"
 	"runtime/debug"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -68,6 +69,13 @@ type world struct {
 
 	healed   bool
 	healTick uint64
+	// livenessDeadline and settleDeadline are set at the heal and when
+	// the workload settles (bounds.go); endTick is the run's last tick.
+	livenessDeadline uint64
+	settleDeadline   uint64
+	settled          bool
+	settleWindow     uint64
+	endTick          uint64
 
 	violations []Violation
 	crashes    uint64
@@ -206,8 +214,8 @@ func Run(seed uint64, opts RunOptions) (res Result) {
 	if len(w.violations) > 0 {
 		return
 	}
-	end := uint64(scn.FaultTicks + scn.LivenessTicks + scn.ConvergenceTicks)
-	for w.now = 1; w.now <= end; w.now++ {
+	w.endTick = math.MaxUint64
+	for w.now = 1; w.now <= w.endTick; w.now++ {
 		if w.now == uint64(scn.FaultTicks)+1 {
 			w.heal()
 		}
@@ -216,8 +224,16 @@ func Run(seed uint64, opts RunOptions) (res Result) {
 			return
 		}
 		if w.healed {
-			if w.now == w.healTick+uint64(scn.LivenessTicks) {
+			if w.now == w.livenessDeadline {
 				w.checkLiveness()
+			}
+			if !w.settled && (w.allClientsDone() || w.now >= w.livenessDeadline) {
+				// The workload settled: every replica must converge
+				// within the convergence bound plus its catch-up.
+				w.settled = true
+				w.settleWindow = scn.convergenceBaseTicks() + scn.catchUpTicks(w.backlog())
+				w.settleDeadline = w.now + w.settleWindow
+				w.endTick = max(w.livenessDeadline, w.settleDeadline)
 			}
 			if w.allClientsDone() && w.converged() {
 				w.checkClientTables()
@@ -226,7 +242,7 @@ func Run(seed uint64, opts RunOptions) (res Result) {
 			}
 		}
 	}
-	w.now = end
+	w.now = w.endTick
 	if !w.allClientsDone() {
 		w.checkLiveness()
 	} else {
@@ -287,6 +303,9 @@ func (w *world) boot() {
 func (w *world) heal() {
 	w.healed = true
 	w.healTick = w.now
+	// The backlog is measured before down nodes restart (a down node
+	// counts as holding nothing): the worst case repair must cover.
+	w.livenessDeadline = w.now + w.scn.livenessBaseTicks() + w.scn.catchUpTicks(w.backlog())
 	w.net.heal()
 	w.scn.ClientDropProbability = 0
 	w.trace(evHeal, -1, -1, 0, 0)
