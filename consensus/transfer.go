@@ -182,6 +182,7 @@ func (r *Replica) installTransferred() {
 	r.pending.Committed = kept
 	r.checkpointOp = max(r.checkpointOp, snap.Op)
 	r.journal.releaseBelow(snap.Op)
+	r.dropUnchainedAbove(snap.Op)
 
 	r.commitMin = max(r.commitMin, snap.Op)
 	r.commitMax = max(r.commitMax, snap.Op)
@@ -194,5 +195,24 @@ func (r *Replica) installTransferred() {
 	r.requestRepairNow()
 	if r.status == StatusViewChange {
 		r.maybeStartView()
+	}
+}
+
+// dropUnchainedAbove: after a snapshot install the entries this replica
+// kept above it must continue the snapshot's chain. The anchor is
+// committed, so an entry at op+1 whose parent is not the anchor (or an
+// entry at op that is not the anchor itself) is a stale relic and must
+// never be committed on top of it (finding 9: check every path that puts a
+// prepare below the commit point). It leaves the in-memory journal,
+// unprovable, and repair fetches the canonical entry.
+func (r *Replica) dropUnchainedAbove(op uint64) {
+	if r.anchorChecksum == 0 {
+		return
+	}
+	if h, ok := r.journal.header(op); ok && h.Checksum != r.anchorChecksum {
+		r.dropUnverified(op)
+	}
+	if h, ok := r.journal.header(op + 1); ok && h.Parent != r.anchorChecksum {
+		r.dropUnverified(op + 1)
 	}
 }
