@@ -159,3 +159,22 @@ func TestEncodeCommandUnrepresentable(t *testing.T) {
 		t.Fatalf("apply pointer command: %d", res.Code)
 	}
 }
+
+func TestReplaceFromTakesWholeState(t *testing.T) {
+	src := NewState()
+	src.Apply(ApplyContext{Op: 1, Timestamp: 10}, CreateStream{Name: "orders"})
+	want := src.Snapshot()
+	restored, err := Restore(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := NewState()
+	dst.Apply(ApplyContext{Op: 1, Timestamp: 5}, CreateStream{Name: "other"})
+	dst.ReplaceFrom(restored)
+	if got := dst.Snapshot(); string(got) != string(want) {
+		t.Fatalf("after ReplaceFrom the snapshot differs from the source's")
+	}
+	if op, ts := dst.LastApplied(); op != 1 || ts != 10 {
+		t.Fatalf("LastApplied = %d, %d; want 1, 10", op, ts)
+	}
+}

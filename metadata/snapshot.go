@@ -298,3 +298,18 @@ func readUsers(r *reader, s *State) {
 		s.userByName[u.username] = u.id
 	}
 }
+
+// ReplaceFrom makes s hold exactly other's state (a state transfer
+// installs a peer's snapshot into the live state readers hold). other must
+// not be used afterwards.
+func (s *State) ReplaceFrom(other *State) {
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams, s.streamByName = other.streams, other.streamByName
+	s.users, s.userByName, s.patByHash = other.users, other.userByName, other.patByHash
+	s.revision = other.revision
+	s.streamIDHint, s.userIDHint = 0, 0
+	s.lastOp, s.lastTimestamp = other.lastOp, other.lastTimestamp
+}

@@ -36,6 +36,30 @@ func (n *Node) checkpointData(table []byte) []byte {
 	return encodeCheckpoint(n.state.Snapshot(), table)
 }
 
+// installSnapshot implements applier: a state transfer's snapshot (already
+// durable) replaces the metadata state, its client table goes to the
+// group, and the partition plane follows the new state.
+func (n *Node) installSnapshot(s consensus.Snapshot, g metadataGroup) error {
+	stateBytes, tableBytes, err := decodeCheckpoint(s.Data)
+	if err != nil {
+		return err
+	}
+	restored, err := metadata.Restore(stateBytes)
+	if err != nil {
+		return err
+	}
+	if len(tableBytes) > 0 {
+		if err := g.RestoreClientTable(tableBytes); err != nil {
+			return fmt.Errorf("client table: %w", err)
+		}
+	}
+	n.state.ReplaceFrom(restored)
+	if n.plane != nil {
+		n.plane.reconcile(n.state)
+	}
+	return nil
+}
+
 // patReply is the node-local part of a CreatePersonalAccessToken reply: the
 // raw token, which is never replicated (only its hash is).
 type patReply struct{ token string }

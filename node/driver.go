@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -21,6 +22,8 @@ const (
 	readyRoundsMax       = 64   // Ready batches drained per loop turn
 	checkpointEveryOps   = 512  // applied ops between metadata checkpoints
 	proposalWaitDuration = 10 * time.Second
+	inboxMax             = 4096 // replica messages waiting for the event loop
+	inboxBatchMax        = 256  // replica messages stepped per loop turn
 )
 
 // errDriverStopped answers proposals made after (or pending at) shutdown.
@@ -40,28 +43,47 @@ type durableLog interface {
 	Compact(checkpointOp uint64) error
 }
 
+// peerSender carries consensus messages to the other replicas (the replica
+// bus). Send never blocks: a full peer queue drops the message and VSR's
+// retransmits cover the loss.
+type peerSender interface {
+	Send(to uint8, m *consensus.Message)
+}
+
 // applier applies committed ops (in op order, exactly once) and returns the
 // reply body to send and to remember for dedup replay. local is the proposal
 // made on this node for the op, if any.
 type applier interface {
 	applyCommitted(p consensus.Prepare, local *proposal) []byte
+	// installSnapshot replaces the applied state with a state transfer's
+	// snapshot (after it is durable), including the client table it
+	// carries, which it hands to the group.
+	installSnapshot(s consensus.Snapshot, g metadataGroup) error
 	// checkpointData is the application snapshot after the last applied op,
 	// including the client table's encoding (nil if the group keeps none).
 	checkpointData(clientTable []byte) []byte
 }
 
-// replyRecorder is implemented by groups that keep a client table whose
-// reply ring the driver feeds (the metadata plane).
-type replyRecorder interface {
-	RecordReply(client consensus.Uint128, request uint64, body []byte)
-	ClientTableSnapshot() []byte
+// drivenGroup is the one contract every event loop drives: the consensus
+// Group plus the wall clock for prepare timestamps, the journal-pressure
+// hook and the checkpoint verdict. *consensus.Replica implements it.
+type drivenGroup interface {
+	consensus.Group
+	SetNow(micros uint64)
+	NeedsCheckpoint() bool
+	CheckpointError() error
 }
 
-// wallClock is implemented by groups that stamp prepares with the driver's
-// wall clock (µs).
-type wallClock interface {
-	SetNow(micros uint64)
+// metadataGroup adds the client table the metadata plane keeps (sessions,
+// dedup, the reply ring that travels with snapshots).
+type metadataGroup interface {
+	drivenGroup
+	RecordReply(client consensus.Uint128, request uint64, body []byte)
+	ClientTableSnapshot() []byte
+	RestoreClientTable(data []byte) error
 }
+
+var _ metadataGroup = (*consensus.Replica)(nil)
 
 // bodiesMax bounds reply bodies kept for local proposals whose reply has
 // not been delivered yet.
@@ -92,11 +114,17 @@ type proposalKey struct {
 // apply, then answer).
 type driver struct {
 	log       *slog.Logger
-	group     consensus.Group
+	group     metadataGroup
 	store     durableLog
 	app       applier
 	proposals chan *proposal
 	stopped   chan struct{} // closed when run returns
+	// inbox holds messages from other replicas; peers sends ours (nil on a
+	// one-replica node, which never produces any).
+	inbox         chan consensus.Message
+	peers         peerSender
+	inboxDropped  atomic.Uint64
+	unsentDropped uint64
 
 	nextTag        uint64
 	waiting        map[uint64]*proposal
@@ -110,7 +138,7 @@ type driver struct {
 	appliedOp          uint64
 }
 
-func newDriver(log *slog.Logger, g consensus.Group, store durableLog, app applier, appliedOp uint64) *driver {
+func newDriver(log *slog.Logger, g metadataGroup, store durableLog, app applier, appliedOp uint64) *driver {
 	return &driver{
 		log:            log,
 		group:          g,
@@ -118,6 +146,7 @@ func newDriver(log *slog.Logger, g consensus.Group, store durableLog, app applie
 		app:            app,
 		proposals:      make(chan *proposal, proposalQueueMax),
 		stopped:        make(chan struct{}),
+		inbox:          make(chan consensus.Message, inboxMax),
 		waiting:        make(map[uint64]*proposal),
 		byKey:          make(map[proposalKey]*proposal),
 		bodies:         make(map[uint64][]byte),
@@ -159,6 +188,18 @@ func (d *driver) propose(ctx context.Context, req consensus.Request, extra any) 
 	}
 }
 
+// deliver hands a message from another replica to the loop without
+// blocking: a full inbox drops it (counted), like a lossy link.
+func (d *driver) deliver(m consensus.Message) bool {
+	select {
+	case d.inbox <- m:
+		return true
+	default:
+		d.inboxDropped.Add(1)
+		return false
+	}
+}
+
 // run drives the group until ctx is cancelled; it returns a non-nil error
 // only when storage failed (the node must stop: it cannot make progress
 // safely).
@@ -175,6 +216,17 @@ func (d *driver) run(ctx context.Context) error {
 		case <-ticker.C:
 			d.setNow()
 			d.group.Tick()
+		case m := <-d.inbox:
+			d.group.Step(m)
+		steps:
+			for i := 1; i < inboxBatchMax; i++ {
+				select {
+				case m := <-d.inbox:
+					d.group.Step(m)
+				default:
+					break steps
+				}
+			}
 		case p := <-d.proposals:
 			d.admit(p)
 		batch:
@@ -194,9 +246,7 @@ func (d *driver) run(ctx context.Context) error {
 }
 
 func (d *driver) setNow() {
-	if c, ok := d.group.(wallClock); ok {
-		c.SetNow(uint64(time.Now().UnixMicro()))
-	}
+	d.group.SetNow(uint64(time.Now().UnixMicro()))
 }
 
 func (d *driver) admit(p *proposal) {
@@ -214,9 +264,14 @@ func (d *driver) processReady() error {
 		if err := d.persist(rd); err != nil {
 			return err
 		}
-		if len(rd.Messages) > 0 {
-			// Replica transport arrives with clustering; a one-replica group sends nothing.
-			d.log.Debug("dropping replica messages: no replica transport in this build", "count", len(rd.Messages))
+		d.send(rd.Messages)
+		if rd.Snapshot != nil {
+			if err := d.app.installSnapshot(*rd.Snapshot, d.group); err != nil {
+				return fmt.Errorf("install metadata snapshot at op %d: %w", rd.Snapshot.Op, err)
+			}
+			d.appliedOp = max(d.appliedOp, rd.Snapshot.Op)
+			d.lastCheckpoint = max(d.lastCheckpoint, rd.Snapshot.Op)
+			d.log.Info("metadata snapshot installed from a peer", "op", rd.Snapshot.Op, "bytes", len(rd.Snapshot.Data))
 		}
 		for _, p := range rd.Committed {
 			local := d.byKey[proposalKey{p.Header.Client, p.Header.Request, p.Header.Operation}]
@@ -224,9 +279,7 @@ func (d *driver) processReady() error {
 			if local != nil {
 				d.bodies[p.Header.Op] = body
 			}
-			if rec, ok := d.group.(replyRecorder); ok {
-				rec.RecordReply(p.Header.Client, p.Header.Request, body)
-			}
+			d.group.RecordReply(p.Header.Client, p.Header.Request, body)
 			d.appliedOp = p.Header.Op
 		}
 		for _, r := range rd.Replies {
@@ -258,6 +311,22 @@ func (d *driver) processReady() error {
 	return nil
 }
 
+// send hands the Ready's messages to the replica bus; persist came first,
+// so nothing leaves before what it reveals is durable.
+func (d *driver) send(msgs []consensus.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	if d.peers == nil {
+		d.unsentDropped += uint64(len(msgs))
+		d.log.Debug("dropping replica messages: no replica bus", "count", len(msgs))
+		return
+	}
+	for i := range msgs {
+		d.peers.Send(msgs[i].To, &msgs[i])
+	}
+}
+
 func (d *driver) persist(rd consensus.Ready) error {
 	if rd.Truncate != 0 {
 		if err := d.store.TruncateAndAppend(rd.Truncate, rd.Entries); err != nil {
@@ -266,6 +335,13 @@ func (d *driver) persist(rd consensus.Ready) error {
 	} else if len(rd.Entries) > 0 {
 		if err := d.store.Append(rd.Entries...); err != nil {
 			return fmt.Errorf("append %d metadata journal entries: %w", len(rd.Entries), err)
+		}
+	}
+	// A transferred snapshot is durable before the superblock that names
+	// it (a restart must find what the superblock's checkpoint points at).
+	if rd.Snapshot != nil {
+		if err := d.store.WriteSnapshot(*rd.Snapshot); err != nil {
+			return fmt.Errorf("write transferred metadata snapshot at op %d: %w", rd.Snapshot.Op, err)
 		}
 	}
 	if rd.Superblock != nil {
@@ -280,16 +356,7 @@ func (d *driver) persist(rd consensus.Ready) error {
 			d.lastCompacted = cp
 		}
 	}
-	if rd.Snapshot != nil {
-		return fmt.Errorf("state transfer snapshot at op %d: not supported by a one-replica node", rd.Snapshot.Op)
-	}
 	return nil
-}
-
-// checkpointPressure is implemented by groups that report when their
-// journal ring needs a checkpoint to accept more prepares.
-type checkpointPressure interface {
-	NeedsCheckpoint() bool
 }
 
 // maybeCheckpoint writes a snapshot when the group's journal asks for one
@@ -297,20 +364,10 @@ type checkpointPressure interface {
 // file first, then (via the group's next Ready) the superblock that names
 // it, then journal compaction.
 func (d *driver) maybeCheckpoint() error {
-	pressure := false
-	if g, ok := d.group.(checkpointPressure); ok {
-		pressure = g.NeedsCheckpoint()
-	}
-	if !pressure && d.appliedOp < d.lastCheckpoint+checkpointEveryOps {
+	if !d.group.NeedsCheckpoint() && d.appliedOp < d.lastCheckpoint+checkpointEveryOps {
 		return nil
 	}
 	return d.checkpoint()
-}
-
-// checkpointErrorReporter is implemented by groups that validate the
-// snapshot handed to Checkpoint and say why they rejected it.
-type checkpointErrorReporter interface {
-	CheckpointError() error
 }
 
 // checkpoint hands consensus a snapshot of the applied state and, once
@@ -324,20 +381,15 @@ func (d *driver) checkpoint() error {
 	if d.appliedOp == d.lastCheckpoint || d.appliedOp == d.rejectedCheckpoint {
 		return nil
 	}
-	var table []byte
-	if rec, ok := d.group.(replyRecorder); ok {
-		table = rec.ClientTableSnapshot()
-	}
+	table := d.group.ClientTableSnapshot()
 	s := consensus.Snapshot{Op: d.appliedOp, Data: d.app.checkpointData(table)}
 	s.Checksum = snapshotChecksum(s.Data)
 	d.group.Checkpoint(s)
-	if ce, ok := d.group.(checkpointErrorReporter); ok {
-		if err := ce.CheckpointError(); err != nil {
-			d.rejectedCheckpoint = s.Op
-			d.log.Error("metadata checkpoint rejected by consensus; snapshot not written, previous checkpoint kept",
-				"op", s.Op, "commit_min", d.group.CommitMin(), "checkpoint_op", d.lastCheckpoint, "err", err)
-			return nil
-		}
+	if err := d.group.CheckpointError(); err != nil {
+		d.rejectedCheckpoint = s.Op
+		d.log.Error("metadata checkpoint rejected by consensus; snapshot not written, previous checkpoint kept",
+			"op", s.Op, "commit_min", d.group.CommitMin(), "checkpoint_op", d.lastCheckpoint, "err", err)
+		return nil
 	}
 	if err := d.store.WriteSnapshot(s); err != nil {
 		return fmt.Errorf("write metadata snapshot at op %d: %w", s.Op, err)

@@ -20,20 +20,26 @@ type scriptedGroup struct {
 	advanced int
 }
 
-func (g *scriptedGroup) Tick()                         {}
-func (g *scriptedGroup) Step(consensus.Message)        {}
-func (g *scriptedGroup) Propose(consensus.Request)     {}
-func (g *scriptedGroup) Checkpoint(consensus.Snapshot) {}
-func (g *scriptedGroup) Ready() consensus.Ready        { return g.readies[0] }
-func (g *scriptedGroup) HasReady() bool                { return len(g.readies) > 0 }
-func (g *scriptedGroup) ReplicaID() uint8              { return 0 }
-func (g *scriptedGroup) View() uint32                  { return 1 }
-func (g *scriptedGroup) LogView() uint32               { return 1 }
-func (g *scriptedGroup) Status() consensus.Status      { return consensus.StatusNormal }
-func (g *scriptedGroup) IsPrimary() bool               { return false }
-func (g *scriptedGroup) Op() uint64                    { return 0 }
-func (g *scriptedGroup) CommitMin() uint64             { return 0 }
-func (g *scriptedGroup) CommitMax() uint64             { return 0 }
+func (g *scriptedGroup) Tick()                                         {}
+func (g *scriptedGroup) Step(consensus.Message)                        {}
+func (g *scriptedGroup) Propose(consensus.Request)                     {}
+func (g *scriptedGroup) Checkpoint(consensus.Snapshot)                 {}
+func (g *scriptedGroup) Ready() consensus.Ready                        { return g.readies[0] }
+func (g *scriptedGroup) HasReady() bool                                { return len(g.readies) > 0 }
+func (g *scriptedGroup) ReplicaID() uint8                              { return 0 }
+func (g *scriptedGroup) View() uint32                                  { return 1 }
+func (g *scriptedGroup) LogView() uint32                               { return 1 }
+func (g *scriptedGroup) Status() consensus.Status                      { return consensus.StatusNormal }
+func (g *scriptedGroup) IsPrimary() bool                               { return false }
+func (g *scriptedGroup) Op() uint64                                    { return 0 }
+func (g *scriptedGroup) CommitMin() uint64                             { return 0 }
+func (g *scriptedGroup) CommitMax() uint64                             { return 0 }
+func (g *scriptedGroup) SetNow(uint64)                                 {}
+func (g *scriptedGroup) NeedsCheckpoint() bool                         { return false }
+func (g *scriptedGroup) CheckpointError() error                        { return nil }
+func (g *scriptedGroup) RecordReply(consensus.Uint128, uint64, []byte) {}
+func (g *scriptedGroup) ClientTableSnapshot() []byte                   { return nil }
+func (g *scriptedGroup) RestoreClientTable([]byte) error               { return nil }
 func (g *scriptedGroup) Advance(consensus.Ready) {
 	g.readies = g.readies[1:]
 	g.advanced++

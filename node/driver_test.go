@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,6 +53,9 @@ func (a *countingApp) applyCommitted(p consensus.Prepare, local *proposal) []byt
 	return []byte(fmt.Sprintf("op%d", p.Header.Op))
 }
 func (a *countingApp) checkpointData(table []byte) []byte { return append([]byte("state"), table...) }
+func (a *countingApp) installSnapshot(consensus.Snapshot, metadataGroup) error {
+	return errors.New("countingApp: no state transfer")
+}
 
 func testGroup(t *testing.T, clients uint32) *consensus.Replica {
 	t.Helper()
