@@ -51,8 +51,8 @@ func cloneMessage(m *consensus.Message) consensus.Message {
 // listApp applies ops into a list; its snapshot is the list itself, so a
 // state transfer must reproduce exactly what the peers applied.
 type listApp struct {
-	mu      sync.Mutex
-	applied []uint64
+	mu       sync.Mutex
+	applied  []uint64
 	installs int
 }
 
