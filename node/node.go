@@ -53,6 +53,7 @@ type Node struct {
 	startedAt   time.Time
 	dataDir     string
 	plane       *partitionPlane
+	topo        topology
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -301,7 +302,8 @@ func (n *Node) groupConfig(replicaID uint8) consensus.Config {
 	if table == 0 {
 		table = 8192
 	}
-	cfg := consensus.DefaultConfig(replicaID, 1)
+	cfg := consensus.DefaultConfig(replicaID, n.topo.count)
+	n.topo.applyTimings(&cfg, n.cfg.Cluster)
 	cfg.GroupID = metadataGroupID
 	cfg.PrepareQueueDepth, cfg.JournalSlots, cfg.ClientTableMax = depth, slots, table
 	cfg.Seed = randomUint64()
