@@ -1,0 +1,159 @@
+package bus
+
+import "github.com/lodestream/lodestream/consensus"
+
+// fields is a consensus.Message with every field named by what it holds.
+//
+// consensus.Message overloads several fields across kinds (Op is a head op,
+// a from-op, a last-served op or a snapshot op; Offset is a snapshot size in
+// StateTransferTarget; Commit is a commit_max, a commit_min or a data
+// checksum). The codec never reads an overloaded field directly: fromMessage
+// and toMessage below are the only places that know which Message field
+// carries which meaning, so renaming fields in consensus changes this file
+// only. The frame layouts (docs/bus.md) use the names here.
+type fields struct {
+	Kind  consensus.MessageKind
+	Group uint64
+	From  uint8
+	View  uint32 // sender's current view
+
+	// Prepare / RepairPrepare: the journal entry (its header's View is the
+	// view it was prepared in).
+	Entry *consensus.Prepare
+	// PrepareOk: the acknowledged prepare's identity.
+	AckedOp, AckedChecksum, AckedParent, AckedTimestamp, AckedRequest uint64
+	AckedOperation                                                    consensus.Operation
+
+	CommitMax        uint64 // PrepareOk: the sender's commit_max
+	CommitMin        uint64 // Commit heartbeat: the primary's commit_min
+	HeartbeatCounter uint64 // Commit heartbeat: restarts each view
+
+	HeadOp   uint64 // DoViewChange, StartView
+	CommitOp uint64 // DoViewChange: min(commit_max, head); StartView: commit
+	LogView  uint32 // DoViewChange
+	Suffix   []consensus.PrepareHeader
+	Nack     consensus.Uint128
+	Present  consensus.Uint128
+
+	Incarnation consensus.Uint128 // StartView (echo, zero when broadcast), RequestStartView
+	Nonce       consensus.Uint128 // repair and state-transfer sessions (RepairPrepare too)
+
+	FromOp, ToOp    uint64 // RequestPrepares, inclusive
+	LastServedOp    uint64 // RepairDone
+	FirstRetainedOp uint64 // RangeEvicted
+
+	Available         bool   // StateTransferTarget, StateChunk
+	SnapshotOp        uint64 // StateTransferTarget, RequestStateChunk, StateChunk
+	SnapshotSizeBytes uint64 // StateTransferTarget
+	SnapshotChecksum  uint64 // StateTransferTarget: XXH3 of the snapshot data
+	AnchorTimestamp   uint64 // StateTransferTarget: prepare timestamp of the snapshot op
+	AnchorChecksum    uint64 // StateTransferTarget: identity checksum of the snapshot op
+	ChunkOffset       uint64 // RequestStateChunk, StateChunk
+	ChunkLengthBytes  uint32 // RequestStateChunk (StateChunk: len(ChunkData))
+	ChunkData         []byte // StateChunk
+}
+
+// fromMessage names m's fields for m.Kind. Fields a kind does not carry are
+// left zero (and so are not sent).
+func fromMessage(m *consensus.Message) fields {
+	f := fields{Kind: m.Kind, Group: m.Group, From: m.From, View: m.View}
+	switch m.Kind {
+	case consensus.MsgPrepare:
+		f.Entry = m.Prepare
+	case consensus.MsgRepairPrepare:
+		f.Entry, f.Nonce = m.Prepare, m.Nonce
+	case consensus.MsgPrepareOk:
+		if m.Prepare != nil {
+			h := &m.Prepare.Header
+			f.AckedOp, f.AckedChecksum, f.AckedParent = h.Op, h.Checksum, h.Parent
+			f.AckedTimestamp, f.AckedRequest, f.AckedOperation = h.Timestamp, h.Request, h.Operation
+		}
+		f.CommitMax = m.Commit
+	case consensus.MsgCommit:
+		f.CommitMin, f.HeartbeatCounter = m.Commit, m.Timestamp
+	case consensus.MsgStartViewChange:
+	case consensus.MsgDoViewChange:
+		f.HeadOp, f.CommitOp, f.LogView = m.Op, m.Commit, m.LogView
+		f.Suffix, f.Nack, f.Present = m.Headers, m.Nack, m.Present
+	case consensus.MsgStartView:
+		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.Op, m.Commit, m.Headers, m.Nonce
+	case consensus.MsgRequestStartView:
+		f.Incarnation = m.Nonce
+	case consensus.MsgRequestPrepares:
+		f.Nonce, f.FromOp, f.ToOp = m.Nonce, m.Op, m.ToOp
+	case consensus.MsgRepairDone:
+		f.Nonce, f.LastServedOp = m.Nonce, m.Op
+	case consensus.MsgRangeEvicted:
+		f.Nonce, f.FirstRetainedOp = m.Nonce, m.Op
+	case consensus.MsgRequestStateTransfer:
+		f.Nonce = m.Nonce
+	case consensus.MsgStateTransferTarget:
+		f.Nonce, f.Available, f.SnapshotOp = m.Nonce, m.Available, m.Op
+		if m.Available {
+			f.SnapshotSizeBytes, f.SnapshotChecksum, f.AnchorTimestamp = m.Offset, m.Commit, m.Timestamp
+			if m.Prepare != nil {
+				f.AnchorChecksum = m.Prepare.Header.Checksum
+			}
+		}
+	case consensus.MsgRequestStateChunk:
+		f.Nonce, f.SnapshotOp, f.ChunkOffset, f.ChunkLengthBytes = m.Nonce, m.Op, m.Offset, m.Length
+	case consensus.MsgStateChunk:
+		f.Nonce, f.SnapshotOp, f.ChunkOffset, f.Available = m.Nonce, m.Op, m.Offset, m.Available
+		if m.Available {
+			f.ChunkData = m.Data
+		}
+	}
+	return f
+}
+
+// toMessage is the inverse of fromMessage for the fields f.Kind carries.
+func (f *fields) toMessage() consensus.Message {
+	m := consensus.Message{Kind: f.Kind, Group: f.Group, From: f.From, View: f.View}
+	switch f.Kind {
+	case consensus.MsgPrepare:
+		m.Prepare = f.Entry
+	case consensus.MsgRepairPrepare:
+		m.Prepare, m.Nonce = f.Entry, f.Nonce
+	case consensus.MsgPrepareOk:
+		m.Prepare = &consensus.Prepare{Header: consensus.PrepareHeader{
+			Op: f.AckedOp, Checksum: f.AckedChecksum, Parent: f.AckedParent,
+			Timestamp: f.AckedTimestamp, Request: f.AckedRequest, Operation: f.AckedOperation,
+		}}
+		m.Commit = f.CommitMax
+	case consensus.MsgCommit:
+		m.Commit, m.Timestamp = f.CommitMin, f.HeartbeatCounter
+	case consensus.MsgStartViewChange:
+	case consensus.MsgDoViewChange:
+		m.Op, m.Commit, m.LogView = f.HeadOp, f.CommitOp, f.LogView
+		m.Headers, m.Nack, m.Present = f.Suffix, f.Nack, f.Present
+	case consensus.MsgStartView:
+		m.Op, m.Commit, m.Headers, m.Nonce = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
+	case consensus.MsgRequestStartView:
+		m.Nonce = f.Incarnation
+	case consensus.MsgRequestPrepares:
+		m.Nonce, m.Op, m.ToOp = f.Nonce, f.FromOp, f.ToOp
+	case consensus.MsgRepairDone:
+		m.Nonce, m.Op = f.Nonce, f.LastServedOp
+	case consensus.MsgRangeEvicted:
+		m.Nonce, m.Op = f.Nonce, f.FirstRetainedOp
+	case consensus.MsgRequestStateTransfer:
+		m.Nonce = f.Nonce
+	case consensus.MsgStateTransferTarget:
+		m.Nonce, m.Available, m.Op = f.Nonce, f.Available, f.SnapshotOp
+		if f.Available {
+			m.Offset, m.Commit, m.Timestamp = f.SnapshotSizeBytes, f.SnapshotChecksum, f.AnchorTimestamp
+			m.Prepare = &consensus.Prepare{Header: consensus.PrepareHeader{
+				Op: f.SnapshotOp, Checksum: f.AnchorChecksum, Timestamp: f.AnchorTimestamp,
+			}}
+		}
+	case consensus.MsgRequestStateChunk:
+		m.Nonce, m.Op, m.Offset, m.Length = f.Nonce, f.SnapshotOp, f.ChunkOffset, f.ChunkLengthBytes
+	case consensus.MsgStateChunk:
+		m.Nonce, m.Op, m.Offset, m.Available = f.Nonce, f.SnapshotOp, f.ChunkOffset, f.Available
+		if len(f.ChunkData) > 0 {
+			m.Data = f.ChunkData
+		}
+		m.Length = uint32(len(f.ChunkData))
+	}
+	return m
+}

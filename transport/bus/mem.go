@@ -1,0 +1,178 @@
+package bus
+
+import (
+	"sync"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// MemNetwork joins in-memory buses for a deterministic whole-node
+// simulator. Send encodes the message with the real codec and queues the
+// frame (bounded per ordered pair by peer_queue_capacity, drops counted as
+// on the TCP bus); nothing moves until the driver calls Deliver, which
+// decodes and hands frames over in global send order. Faults (drop, delay,
+// reorder) are the driver's: it decides when and how much to deliver, and
+// Drop can discard frames in flight.
+type MemNetwork struct {
+	codec           *Codec
+	capacity        int
+	maxMessageBytes uint64
+
+	mu      sync.Mutex
+	buses   map[uint8]*MemBus
+	queue   []memFrame
+	inQueue map[[2]uint8]int
+}
+
+type memFrame struct {
+	from, to uint8
+	frame    []byte
+}
+
+// NewMemNetwork returns an empty network for cluster with the TCP bus's
+// per-peer queue bound and frame size bound.
+func NewMemNetwork(cluster consensus.Uint128, peerQueueCapacity int, maxMessageBytes uint64) *MemNetwork {
+	return &MemNetwork{codec: NewCodec(cluster), capacity: max(peerQueueCapacity, 1), maxMessageBytes: maxMessageBytes,
+		buses: map[uint8]*MemBus{}, inQueue: map[[2]uint8]int{}}
+}
+
+// Join attaches replica id; onMessage receives its frames during Deliver.
+func (n *MemNetwork) Join(id uint8, onMessage func(consensus.Message)) *MemBus {
+	b := &MemBus{net: n, id: id, onMessage: onMessage}
+	n.mu.Lock()
+	n.buses[id] = b
+	n.mu.Unlock()
+	return b
+}
+
+// Pending is the number of frames in flight.
+func (n *MemNetwork) Pending() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.queue)
+}
+
+// Drop discards the in-flight frames for which drop(from, to) is true.
+func (n *MemNetwork) Drop(drop func(from, to uint8) bool) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	kept := n.queue[:0]
+	dropped := 0
+	for _, f := range n.queue {
+		if drop(f.from, f.to) {
+			n.inQueue[[2]uint8{f.from, f.to}]--
+			dropped++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	clear(n.queue[len(kept):])
+	n.queue = kept
+	return dropped
+}
+
+// Deliver hands over up to limit frames (all if limit <= 0) in send order
+// and returns how many it delivered. Callbacks run on the caller's
+// goroutine, outside the network's lock (they may Send).
+func (n *MemNetwork) Deliver(limit int) int {
+	delivered := 0
+	for limit <= 0 || delivered < limit {
+		n.mu.Lock()
+		if len(n.queue) == 0 {
+			n.mu.Unlock()
+			break
+		}
+		f := n.queue[0]
+		n.queue[0] = memFrame{}
+		n.queue = n.queue[1:]
+		n.inQueue[[2]uint8{f.from, f.to}]--
+		dst := n.buses[f.to]
+		n.mu.Unlock()
+		delivered++
+		if dst == nil || dst.isClosed() {
+			continue
+		}
+		m, err := n.codec.Decode(f.frame)
+		if err != nil || m.From != f.from {
+			dst.stats.framesInvalid.Add(1)
+			continue
+		}
+		m.To = f.to
+		dst.stats.framesReceived.Add(1)
+		dst.onMessage(m)
+	}
+	return delivered
+}
+
+// MemBus is one replica's endpoint on a MemNetwork.
+type MemBus struct {
+	net       *MemNetwork
+	id        uint8
+	onMessage func(consensus.Message)
+	stats     counters
+	mu        sync.Mutex
+	closed    bool
+}
+
+var _ Bus = (*MemBus)(nil)
+
+// Send implements Bus.
+func (b *MemBus) Send(to uint8, m *consensus.Message) {
+	n := b.net
+	if !b.Connected(to) {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	if size := EncodedSize(m); uint64(size) > n.maxMessageBytes {
+		b.stats.droppedOversize.Add(1)
+		return
+	}
+	frame, err := n.codec.Encode(nil, m)
+	if err != nil {
+		b.stats.droppedEncode.Add(1)
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	key := [2]uint8{b.id, to}
+	if n.inQueue[key] >= n.capacity {
+		b.stats.droppedQueueFull.Add(1)
+		return
+	}
+	n.inQueue[key]++
+	n.queue = append(n.queue, memFrame{from: b.id, to: to, frame: frame})
+	b.stats.noteBatch(1)
+}
+
+// Connected implements Bus: the peer joined and neither side closed.
+func (b *MemBus) Connected(to uint8) bool {
+	if to == b.id || b.isClosed() {
+		return false
+	}
+	b.net.mu.Lock()
+	peer := b.net.buses[to]
+	b.net.mu.Unlock()
+	return peer != nil && !peer.isClosed()
+}
+
+// Stats implements Bus.
+func (b *MemBus) Stats() Stats { return b.stats.snapshot() }
+
+// Close implements Bus: the endpoint leaves the network.
+func (b *MemBus) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.net.mu.Lock()
+	if b.net.buses[b.id] == b {
+		delete(b.net.buses, b.id)
+	}
+	b.net.mu.Unlock()
+	return nil
+}
+
+func (b *MemBus) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}

@@ -1,0 +1,226 @@
+package bus
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// batchWriteTimeout bounds one coalesced socket write: a peer that stops
+// reading for this long loses its connection (the dialer side redials).
+const batchWriteTimeout = 30 * time.Second
+
+// tlsWriteBufferBytes is the buffer that coalesces a batch into few TLS
+// records (plain TCP writes the batch with one writev instead).
+const tlsWriteBufferBytes = 64 << 10
+
+// invalidLogFirst / invalidLogEvery bound the log lines of invalid frames
+// per connection: the first few, then one in every invalidLogEvery.
+const (
+	invalidLogFirst = 8
+	invalidLogEvery = 1024
+)
+
+// peerConn is one authenticated connection to one peer: a bounded send
+// queue drained by a writer goroutine, and a reader goroutine that decodes
+// frames and hands them to the bus.
+type peerConn struct {
+	bus   *TCPBus
+	peer  uint8
+	nc    net.Conn
+	queue chan []byte // never closed: Send may race with close
+
+	stop      chan struct{} // closed to stop the writer (after draining, if graceful)
+	stopOnce  sync.Once
+	closeOnce sync.Once
+	writerOut chan struct{} // closed when the writer returned
+	readerOut chan struct{} // closed when the reader returned
+
+	invalid uint64 // reader goroutine only
+}
+
+func newPeerConn(b *TCPBus, peer uint8, nc net.Conn) *peerConn {
+	return &peerConn{
+		bus: b, peer: peer, nc: nc,
+		queue:     make(chan []byte, b.queueCapacity),
+		stop:      make(chan struct{}),
+		writerOut: make(chan struct{}),
+		readerOut: make(chan struct{}),
+	}
+}
+
+// start runs the writer and reader; the bus's WaitGroup tracks both (the
+// caller holds the bus lock and has checked it is not closed).
+func (pc *peerConn) start() {
+	pc.bus.wg.Add(2)
+	go func() { defer pc.bus.wg.Done(); pc.writer() }()
+	go func() { defer pc.bus.wg.Done(); pc.reader() }()
+}
+
+// enqueue adds a frame without blocking; false when the queue is full.
+func (pc *peerConn) enqueue(frame []byte) bool {
+	select {
+	case pc.queue <- frame:
+		return true
+	default:
+		return false
+	}
+}
+
+func (pc *peerConn) writer() {
+	defer close(pc.writerOut)
+	maxBatch := pc.bus.maxBatch
+	batch := make([][]byte, 0, maxBatch)
+	var bw *bufio.Writer
+	if _, isTLS := pc.nc.(*tls.Conn); isTLS {
+		bw = bufio.NewWriterSize(pc.nc, tlsWriteBufferBytes)
+	}
+	for {
+		batch = batch[:0]
+		select {
+		case f := <-pc.queue:
+			batch = append(batch, f)
+		case <-pc.stop:
+			// Graceful close: flush what is queued now, in batches.
+			for {
+				batch = batch[:0]
+				batch = pc.fill(batch, maxBatch)
+				if len(batch) == 0 {
+					return
+				}
+				if err := pc.write(bw, batch); err != nil {
+					return
+				}
+			}
+		}
+		batch = pc.fill(batch, maxBatch)
+		if err := pc.write(bw, batch); err != nil {
+			pc.bus.log.Debug("replica connection write failed", "peer", pc.peer, "err", err)
+			pc.close(false)
+			return
+		}
+	}
+}
+
+// fill adds queued frames to batch without blocking, up to maxBatch.
+func (pc *peerConn) fill(batch [][]byte, maxBatch int) [][]byte {
+	for len(batch) < maxBatch {
+		select {
+		case f := <-pc.queue:
+			batch = append(batch, f)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// write sends one batch in one socket write (writev on TCP, one buffered
+// flush on TLS).
+func (pc *peerConn) write(bw *bufio.Writer, batch [][]byte) error {
+	if err := pc.nc.SetWriteDeadline(time.Now().Add(batchWriteTimeout)); err != nil {
+		return err
+	}
+	if bw != nil {
+		for _, f := range batch {
+			if _, err := bw.Write(f); err != nil {
+				return err
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+	} else {
+		bufs := net.Buffers(batch)
+		if _, err := bufs.WriteTo(pc.nc); err != nil {
+			return err
+		}
+	}
+	pc.bus.stats.noteBatch(len(batch))
+	clear(batch) // drop references to sent frames
+	return nil
+}
+
+func (pc *peerConn) reader() {
+	defer close(pc.readerOut)
+	defer pc.close(false)
+	b := pc.bus
+	header := make([]byte, HeaderBytes)
+	for {
+		if _, err := io.ReadFull(pc.nc, header); err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				b.log.Info("replica connection closed", "peer", pc.peer, "err", err)
+			}
+			return
+		}
+		size := FrameSize(header)
+		if size < HeaderBytes || uint64(size) > b.maxMessageBytes {
+			b.stats.closedOversize.Add(1)
+			b.log.Warn("replica frame size out of bounds: closing connection",
+				"peer", pc.peer, "size", size, "max_message_size", b.maxMessageBytes)
+			return
+		}
+		frame := make([]byte, size)
+		copy(frame, header)
+		if _, err := io.ReadFull(pc.nc, frame[HeaderBytes:]); err != nil {
+			b.log.Info("replica connection closed mid-frame", "peer", pc.peer, "err", err)
+			return
+		}
+		m, err := b.codec.Decode(frame)
+		if err == nil && m.From != pc.peer {
+			err = invalid("sender replica %d on the connection of replica %d", m.From, pc.peer)
+		}
+		if err != nil {
+			b.stats.framesInvalid.Add(1)
+			pc.invalid++
+			if pc.invalid <= invalidLogFirst || pc.invalid%invalidLogEvery == 0 {
+				b.log.Warn("dropping invalid replica frame", "peer", pc.peer,
+					"command", header[offCommand], "size", size, "invalid_total", pc.invalid, "err", err)
+			}
+			continue
+		}
+		m.To = b.selfID
+		b.stats.framesReceived.Add(1)
+		b.onMessage(m)
+	}
+}
+
+// close tears the connection down. graceful: the writer first flushes what
+// is queued (bounded by close_peer_timeout), then the socket is shut down
+// (bounded by close_grace: TLS close_notify or a TCP FIN) and closed.
+// Otherwise the socket closes at once. Safe to call more than once and
+// from any goroutine; the bus forgets the connection.
+func (pc *peerConn) close(graceful bool) {
+	pc.bus.forget(pc)
+	if !graceful {
+		pc.stopOnce.Do(func() { close(pc.stop) })
+		pc.closeOnce.Do(func() { _ = pc.nc.Close() })
+		return
+	}
+	pc.stopOnce.Do(func() { close(pc.stop) })
+	timer := time.NewTimer(pc.bus.closePeerTimeout)
+	defer timer.Stop()
+	select {
+	case <-pc.writerOut:
+	case <-timer.C:
+		// The writer is stuck in a write: a shutdown would queue behind it.
+		pc.bus.log.Warn("replica connection drain exceeded close_peer_timeout; closing", "peer", pc.peer,
+			"close_peer_timeout", pc.bus.closePeerTimeout)
+		pc.closeOnce.Do(func() { _ = pc.nc.Close() })
+		return
+	}
+	pc.closeOnce.Do(func() {
+		_ = pc.nc.SetDeadline(time.Now().Add(pc.bus.closeGrace))
+		switch c := pc.nc.(type) {
+		case *tls.Conn:
+			_ = c.CloseWrite() // close_notify
+		case *net.TCPConn:
+			_ = c.CloseWrite() // FIN
+		}
+		_ = pc.nc.Close()
+	})
+}
