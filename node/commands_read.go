@@ -66,7 +66,7 @@ func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte,
 			st := n.stats()
 			return st.Append(nil), wire.OK
 		case wire.CodeGetClusterMetadata:
-			m := n.clusterMetadata()
+			m := n.clusterMetadataFor(c.RemoteAddr())
 			return m.Append(nil), wire.OK
 		case wire.CodeGetMe:
 			if d, ok := n.clientDetails(c.ID()); ok {

@@ -125,6 +125,8 @@ type driver struct {
 	peers         peerSender
 	inboxDropped  atomic.Uint64
 	unsentDropped uint64
+	// status is the group's view state as of the last Ready round.
+	status atomic.Pointer[groupStatus]
 
 	nextTag        uint64
 	waiting        map[uint64]*proposal
@@ -259,6 +261,7 @@ func (d *driver) admit(p *proposal) {
 }
 
 func (d *driver) processReady() error {
+	defer d.publishStatus()
 	for round := 0; round < readyRoundsMax && d.group.HasReady(); round++ {
 		rd := d.group.Ready()
 		if err := d.persist(rd); err != nil {
@@ -309,6 +312,16 @@ func (d *driver) processReady() error {
 		}
 	}
 	return nil
+}
+
+// publishStatus stores the group's view state for other goroutines; it
+// allocates only when something changed.
+func (d *driver) publishStatus() {
+	cur := snapshotStatus(d.group)
+	if old := d.status.Load(); old != nil && *old == cur {
+		return
+	}
+	d.status.Store(&cur)
 }
 
 // send hands the Ready's messages to the replica bus; persist came first,

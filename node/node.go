@@ -14,6 +14,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lodestream/lodestream/config"
@@ -21,6 +22,7 @@ import (
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/transport/bus"
 )
 
 // ServerVersion is reported in Register replies and stats.
@@ -54,6 +56,13 @@ type Node struct {
 	dataDir     string
 	plane       *partitionPlane
 	topo        topology
+	bus         bus.Bus // nil on a single node
+	// partitionWritesRefused counts partition writes refused in cluster
+	// mode (partition groups are replicated by cluster part 2).
+	partitionWritesRefused atomic.Uint64
+	// unroutedReplicaMessages counts bus messages for groups this node
+	// does not run on the bus (partition groups before part 2).
+	unroutedReplicaMessages atomic.Uint64
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -71,10 +80,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err := checkTransports(cfg); err != nil {
 		return err
 	}
-	if cfg.Cluster.Enabled {
-		return errors.New("node: cluster mode is not available in this build (no replica transport yet); set cluster.enabled = false")
+	topo, err := newTopology(cfg, opts.ReplicaID)
+	if err != nil {
+		return err
 	}
 	n := &Node{
+		topo:        topo,
 		cfg:         cfg,
 		log:         log,
 		sessions:    newRegistry(),
@@ -84,8 +95,13 @@ func Run(ctx context.Context, opts Options) error {
 		dataDir:     cfg.System.Path,
 	}
 
-	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"),
-		journal.Identity{ReplicaID: opts.ReplicaID, ReplicaCount: 1})
+	identity := journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count}
+	if topo.clustered {
+		// The cluster id (BLAKE3 of [cluster] name) is stamped in every
+		// superblock: data of another cluster refuses to boot here.
+		identity.Cluster = bus.ClusterID(cfg.Cluster.Name)
+	}
+	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"), identity)
 	if err != nil {
 		return err
 	}
@@ -132,12 +148,28 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 	n.plane.reconcile(n.state)
 
+	if topo.clustered {
+		replicaBus, err := n.startReplicaBus(opts.ReplicaID)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := replicaBus.Close(); cerr != nil {
+				log.Error("close replica bus", "err", cerr)
+			}
+		}()
+	}
+
 	tlsConfig, err := tcpTLS(cfg)
 	if err != nil {
 		return err
 	}
+	tcpAddress, err := topo.listenAddress(cfg.TCP.Address, config.TransportTCP)
+	if err != nil {
+		return err
+	}
 	tcp, err := transport.ListenTCP(transport.TCPConfig{
-		Address:    cfg.TCP.Address,
+		Address:    tcpAddress,
 		RuntimeDir: n.runtimeDir(),
 		TLS:        tlsConfig,
 		Logger:     log.With("transport", "tcp"),

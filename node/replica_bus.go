@@ -1,0 +1,45 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/transport/bus"
+)
+
+// startReplicaBus listens on this node's roster tcp_replica port, dials
+// the higher replica ids and routes every received message by its group:
+// the metadata group's to its event loop. Partition groups run on one
+// replica until cluster part 2, so their messages (none are sent yet) are
+// dropped and counted.
+func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
+	opts, err := bus.OptionsFromConfig(n.cfg, self)
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger = n.log.With("transport", "replica-bus")
+	opts.OnMessage = n.routeReplicaMessage
+	b, err := bus.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("replica bus: %w", err)
+	}
+	if err := b.Start(context.Background()); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("replica bus: %w", err)
+	}
+	n.bus = b
+	n.driver.peers = b
+	n.log.Info("replica bus listening", "address", b.Addr().String(), "replicas", n.topo.count)
+	return b, nil
+}
+
+// routeReplicaMessage runs on a bus reader goroutine: it hands the
+// message to the owning loop without blocking.
+func (n *Node) routeReplicaMessage(m consensus.Message) {
+	if m.Group == metadataGroupID {
+		n.driver.deliver(m)
+		return
+	}
+	n.unroutedReplicaMessages.Add(1)
+}
