@@ -69,6 +69,7 @@ type server struct {
 	t       *testing.T
 	dataDir string
 	env     []string
+	args    []string // extra command-line arguments
 	cmd     *exec.Cmd
 	logs    *syncBuffer
 	exited  chan struct{}
@@ -81,10 +82,16 @@ type server struct {
 // waits for runtime/tcp.addr. The process is killed at test cleanup.
 func startServer(t *testing.T, dataDir string, extraEnv ...string) *server {
 	t.Helper()
+	return startServerArgs(t, dataDir, nil, extraEnv...)
+}
+
+// startServerArgs is startServer with extra command-line arguments.
+func startServerArgs(t *testing.T, dataDir string, args []string, extraEnv ...string) *server {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	s := &server{t: t, dataDir: dataDir, env: extraEnv, logs: &syncBuffer{}}
+	s := &server{t: t, dataDir: dataDir, env: extraEnv, args: args, logs: &syncBuffer{}}
 	s.start()
 	t.Cleanup(func() {
 		if s.running() {
@@ -114,7 +121,7 @@ func (s *server) start() {
 		"IGGY_SYSTEM_PATH=" + s.dataDir,
 		"IGGY_TCP_ADDRESS=127.0.0.1:0",
 	}
-	s.cmd = exec.Command(serverBinary, "--with-default-root-credentials")
+	s.cmd = exec.Command(serverBinary, append([]string{"--with-default-root-credentials"}, s.args...)...)
 	s.cmd.Env = append(env, s.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs // accumulated across restarts
 	if err := s.cmd.Start(); err != nil {

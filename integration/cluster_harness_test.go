@@ -1,0 +1,143 @@
+package integration
+
+import (
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/client"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// Cluster timings for tests (config keys, shortened): a dead primary is
+// replaced within a few seconds, and the bounds the tests assert are
+// generous multiples so they hold under -race on 2 cores.
+const (
+	clusterHeartbeatTimeout = 2 * time.Second
+	// failoverBound is what a test allows for a new primary to accept
+	// writes: 5 × heartbeat_timeout (the measured figure is in docs/).
+	failoverBound = 5 * clusterHeartbeatTimeout
+)
+
+// clusterLoopback hands each cluster test its own loopback address
+// (127.0.0.20, .21, ...), so parallel packages and tests never collide on
+// the pre-picked roster ports.
+var clusterLoopback atomic.Uint32
+
+type testCluster struct {
+	t        *testing.T
+	ip       string
+	nodes    []*server
+	tcpPorts []int
+	env      [][]string
+}
+
+// pickPorts reserves count free TCP ports on ip (bound, then closed just
+// before the servers start: roster ports must be known before boot).
+func pickPorts(t *testing.T, ip string, count int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.Listener
+	for i := 0; i < count; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatalf("reserve a port on %s: %v", ip, err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// startCluster boots n nodes (replica ids 0..n-1) on one loopback address
+// with a roster of pre-picked tcp and tcp_replica ports.
+func startCluster(t *testing.T, n int, extraEnv ...string) *testCluster {
+	t.Helper()
+	ip := fmt.Sprintf("127.0.0.%d", 20+clusterLoopback.Add(1))
+	ports := pickPorts(t, ip, 2*n)
+	c := &testCluster{t: t, ip: ip}
+	var roster []string
+	for i := 0; i < n; i++ {
+		c.tcpPorts = append(c.tcpPorts, ports[i])
+		roster = append(roster,
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_NAME=node-%d", i, i),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_IP=%s", i, ip),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_REPLICA_ID=%d", i, i),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_TCP=%d", i, ports[i]),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_TCP_REPLICA=%d", i, ports[n+i]),
+		)
+	}
+	base := append([]string{
+		"IGGY_CLUSTER_ENABLED=true",
+		"IGGY_CLUSTER_NAME=it-cluster",
+		"IGGY_TCP_ADDRESS=" + ip + ":0",
+		"IGGY_CLUSTER_HEARTBEAT_TIMEOUT=" + clusterHeartbeatTimeout.String(),
+		"IGGY_CLUSTER_COMMIT_BROADCAST_INTERVAL=100ms",
+		"IGGY_CLUSTER_PREPARE_RETRANSMIT_INTERVAL=100ms",
+		"IGGY_CLUSTER_VIEW_CHANGE_RETRANSMIT_INTERVAL=100ms",
+		"IGGY_CLUSTER_VIEW_CHANGE_STATUS_TIMEOUT=1s",
+		"IGGY_CLUSTER_REQUEST_START_VIEW_RETRANSMIT_INTERVAL=200ms",
+		"IGGY_CLUSTER_REPAIR_RETRY_INTERVAL=200ms",
+		"IGGY_MESSAGE_BUS_RECONNECT_PERIOD=100ms",
+	}, roster...)
+	base = append(base, extraEnv...)
+	dir := t.TempDir()
+	for i := 0; i < n; i++ {
+		env := append([]string(nil), base...)
+		c.env = append(c.env, env)
+		c.nodes = append(c.nodes, startServerArgs(t, filepath.Join(dir, fmt.Sprintf("node-%d", i)),
+			[]string{"--replica-id", fmt.Sprint(i)}, env...))
+	}
+	return c
+}
+
+func (c *testCluster) addr(i int) string {
+	return net.JoinHostPort(c.ip, fmt.Sprint(c.tcpPorts[i]))
+}
+
+// waitLeader polls cluster metadata through node via until some node is
+// named Leader (and, when want >= 0, that it is node want), returning its
+// replica index.
+func (c *testCluster) waitLeader(via int, want int, within time.Duration) int {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	var last string
+	for time.Now().Before(deadline) {
+		if idx, ok := c.leaderVia(via); ok && (want < 0 || idx == want) {
+			return idx
+		} else if ok {
+			last = fmt.Sprintf("leader is node %d", idx)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("no leader (want %d) seen via node %d within %s (%s)", want, via, within, last)
+	return -1
+}
+
+// leaderVia asks node via (logged in as root) who the Leader is.
+func (c *testCluster) leaderVia(via int) (int, bool) {
+	cl, err := client.Dial(testCtx(c.t), c.addr(via), client.WithResponseTimeout(2*time.Second))
+	if err != nil {
+		return 0, false
+	}
+	defer cl.Close()
+	if _, err := cl.LoginUser(testCtx(c.t), "iggy", "iggy"); err != nil {
+		return 0, false
+	}
+	md, err := cl.GetClusterMetadata(testCtx(c.t))
+	if err != nil {
+		return 0, false
+	}
+	for i, node := range md.Nodes {
+		if node.Role == wire.RoleLeader {
+			return i, true
+		}
+	}
+	return 0, false
+}
