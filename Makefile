@@ -7,13 +7,24 @@ RACE_PKGS ?= ./transport/... ./node/... ./client/... ./integration/... ./partiti
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean
+.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 run: build
 	IGGY_SYSTEM_PATH=$${IGGY_SYSTEM_PATH:-local_data} ./$(BIN)/iggy-server --with-default-root-credentials
+
+# A local 3-node cluster on loopback (deploy/cluster-3.toml): data and logs
+# in local_cluster/. `deploy/cluster.sh kill N` / `start N` for failover.
+cluster-up: build
+	deploy/cluster.sh up
+
+cluster-down:
+	deploy/cluster.sh down
+
+cluster-status:
+	deploy/cluster.sh status
 
 # Everything CI checks: vet + gofmt, unit tests, race on concurrent packages,
 # and a bounded simulator sweep.

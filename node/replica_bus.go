@@ -30,7 +30,6 @@ func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
 	}
 	n.bus = b
 	n.driver.peers = b
-	n.log.Info("replica bus listening", "address", b.Addr().String(), "replicas", n.topo.count)
 	return b, nil
 }
 
