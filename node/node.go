@@ -50,6 +50,7 @@ type Node struct {
 	credentials credentialSlots
 	internal    *internalSession
 	tcp         *transport.TCPServer
+	ports       servedPorts // bound port per client transport; set before serving
 	startedAt   time.Time
 	dataDir     string
 	plane       *partitionPlane
@@ -145,6 +146,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.tcp = tcp
+	// Each client listener records its bound port here once it is bound
+	// (QUIC, HTTP and WebSocket when this build serves them).
+	n.ports.tcp = portOf(tcp.Addr())
 	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "tls", tlsConfig != nil, "data", n.dataDir,
 		"metadata_op", group.Op(), "version", ServerVersion)
 
@@ -268,13 +272,6 @@ func (n *Node) bindHost() string {
 		return "127.0.0.1"
 	}
 	return ip.String()
-}
-
-func (n *Node) tcpPort() uint16 {
-	if n.tcp == nil {
-		return 0
-	}
-	return uint16(n.tcp.Addr().Port)
 }
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }
