@@ -18,6 +18,7 @@ import (
 
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/encryption"
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
@@ -54,6 +55,9 @@ type Node struct {
 	startedAt   time.Time
 	dataDir     string
 	plane       *partitionPlane
+	// cipher encrypts message payloads at rest (system.encryption); nil when
+	// disabled.
+	cipher *encryption.Cipher
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -82,6 +86,17 @@ func Run(ctx context.Context, opts Options) error {
 		internal:    newInternalSession(),
 		startedAt:   time.Now(),
 		dataDir:     cfg.System.Path,
+	}
+	// system.memory_pool.enabled: the frame buffer pools (size and
+	// bucket_capacity only accept their defaults, see config.Validate).
+	transport.SetFramePooling(cfg.System.MemoryPool.Enabled)
+	if cfg.System.Encryption.Enabled {
+		c, err := encryption.FromBase64(cfg.System.Encryption.Key.Reveal())
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		n.cipher = c
+		log.Info("encryption at rest enabled: message payloads and user headers are stored AES-256-GCM encrypted")
 	}
 
 	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"),
