@@ -55,8 +55,8 @@ type Writer struct {
 	last string // last archive name, to keep names unique
 	// pruneMu serialises retention runs (after a rotation, periodic sweep).
 	pruneMu sync.Mutex
-	stop chan struct{}
-	done chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Open creates Dir, opens (appends to) the active file and starts the
