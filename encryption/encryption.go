@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -30,9 +29,10 @@ const (
 	Overhead = NonceBytes + TagBytes
 )
 
-// KeyRule is the configuration rule for system.encryption.key (the same
-// text config.Validate refuses a bad key with, before anything runs).
-const KeyRule = config.EncryptionKeyRule
+// KeyRule is the configuration rule for system.encryption.key; config
+// (config.EncryptionKeyRule) refuses a bad key with the same text before
+// anything runs (a test keeps the two equal).
+const KeyRule = "must be the base64 (standard alphabet, padded) encoding of exactly 32 bytes (an AES-256 key), e.g. the output of `openssl rand -base64 32`"
 
 // ParseKey decodes a base64 key. Errors never contain the key.
 func ParseKey(b64 string) ([]byte, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -18,6 +19,23 @@ func testCipher(t *testing.T, fill byte) *Cipher {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func TestKeyRuleMatchesConfig(t *testing.T) {
+	if KeyRule != config.EncryptionKeyRule {
+		t.Fatal("encryption.KeyRule and config.EncryptionKeyRule differ")
+	}
+	for _, key := range []string{base64.StdEncoding.EncodeToString(make([]byte, 32)), base64.StdEncoding.EncodeToString(make([]byte, 31)), "%%%"} {
+		cfg, err := config.Defaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.System.Encryption.Enabled, cfg.System.Encryption.Key = true, config.Secret(key)
+		_, parseErr := ParseKey(key)
+		if (cfg.Validate() == nil) != (parseErr == nil) {
+			t.Fatalf("config and ParseKey disagree on a key: validate %v, parse %v", cfg.Validate(), parseErr)
+		}
+	}
 }
 
 func TestParseKey(t *testing.T) {
