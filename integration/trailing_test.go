@@ -84,16 +84,25 @@ func TestTrailingBytesOverTheWire(t *testing.T) {
 		_, err = c.GetTopic(ctx, named("s"), named(name))
 		expectCode(t, err, wire.ErrTopicIDNotFound)
 
-		// Register: the session binds.
-		r := dialRaw(t, srv.addr)
-		r.write(r.request(wire.RequestHeader{Operation: wire.OpRegister}, with(registerBody(t, "iggy", "iggy", wire.ProtocolVersion))))
-		f := r.readFrame()
-		h, err := wire.DecodeReplyHeader(f)
-		if err != nil || h.Status != wire.OK {
-			t.Fatalf("register + %d trailing bytes: %v status %d", n, err, h.Status)
-		}
-		if code, _, err := wire.DecodeResult(f[wire.HeaderSize:]); err != nil || code != wire.OK {
-			t.Fatalf("register + %d trailing bytes: result %v %v", n, code, err)
+		// Register, password and token shapes: the session binds. A token
+		// body followed by extra bytes may also read as a password body; the
+		// server falls back to the token reading as upstream does.
+		token, err := c.CreatePersonalAccessToken(ctx, fmt.Sprintf("pat%d", n), 0)
+		must(t, err)
+		patBody, err := wire.RegisterRequest{Kind: wire.RegisterWithToken, Token: token,
+			Version: wire.ClientVersionInfo{ProtocolVersion: wire.ProtocolVersion, SDKName: "it", SDKVersion: "0.0.1"}}.Encode()
+		must(t, err)
+		for _, body := range [][]byte{registerBody(t, "iggy", "iggy", wire.ProtocolVersion), patBody} {
+			r := dialRaw(t, srv.addr)
+			r.write(r.request(wire.RequestHeader{Operation: wire.OpRegister}, with(body)))
+			f := r.readFrame()
+			h, err := wire.DecodeReplyHeader(f)
+			if err != nil || h.Status != wire.OK {
+				t.Fatalf("register + %d trailing bytes: %v status %d", n, err, h.Status)
+			}
+			if code, _, err := wire.DecodeResult(f[wire.HeaderSize:]); err != nil || code != wire.OK {
+				t.Fatalf("register + %d trailing bytes: result %v %v", n, code, err)
+			}
 		}
 	}
 }

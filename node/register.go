@@ -54,6 +54,10 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 // or its credentials are rejected, the token reading. A body whose password
 // reading was rejected and whose token reading does not parse is answered
 // InvalidCredentials (an inactive user answers like a wrong password).
+// One refinement: a body that is exactly a password body (what every SDK
+// sends) is a password login only, so a wrong password is always
+// InvalidCredentials (spec §2.3); upstream would also try such a body as a
+// token when it happens to parse as one (e.g. an empty password).
 func (n *Node) registerCredentials(shapes wire.RegisterShapes) (uint32, wire.EvictionReason, bool) {
 	credentialsRejected := false
 	if pw := shapes.Password; pw != nil {
@@ -61,6 +65,9 @@ func (n *Node) registerCredentials(shapes wire.RegisterShapes) (uint32, wire.Evi
 		n.credentials.run(func() { uid, code = n.state.VerifyPassword(pw.Username, pw.Password) })
 		if code == metadata.CodeOK {
 			return uid, 0, true
+		}
+		if shapes.PasswordExact {
+			return 0, wire.EvictInvalidCredentials, false
 		}
 		credentialsRejected = true
 	}

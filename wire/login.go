@@ -93,6 +93,9 @@ type RegisterShapes struct {
 	Version  ClientVersionInfo
 	Password *RegisterRequest
 	Token    *RegisterRequest
+	// PasswordExact: the password reading consumed the whole tail, which is
+	// what every SDK sends for a password login.
+	PasswordExact bool
 }
 
 // DecodeRegisterShapes decodes the common prefix (a failure there is a MalformedLogin) and both body
@@ -110,10 +113,12 @@ func DecodeRegisterShapes(b []byte) (RegisterShapes, error) {
 	pw.Username = d.name8("username")
 	pw.Password = d.utf8("password", d.bytes8("password"))
 	pw.ClientContext = d.str32("client_context")
+	exact := !d.failed() && d.remaining() == 0
 	d.skipTrailing()
 	pwErr := d.err()
 	if pwErr == nil {
 		shapes.Password = &pw
+		shapes.PasswordExact = exact
 	}
 
 	d = newDecoder("LoginRegisterWithPat", tail)
