@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,25 @@ const (
 	reconcilePeriodicIntervalMax  = 30 * time.Second
 	websocketWriteBufferDefault   = 128 * KiB
 )
+
+// EncryptionKeyRule is the rule for system.encryption.key (upstream's
+// Aes256GcmEncryptor::from_base64_key: standard base64 of a 32-byte key).
+const EncryptionKeyRule = "must be the base64 (standard alphabet, padded) encoding of exactly 32 bytes (an AES-256 key), e.g. the output of `openssl rand -base64 32`"
+
+// encryptionKeyBytes is the AES-256 key size.
+const encryptionKeyBytes = 32
+
+// checkEncryptionKey reports what is wrong with a key without quoting it.
+func checkEncryptionKey(key Secret) error {
+	raw, err := base64.StdEncoding.DecodeString(key.Reveal())
+	if err != nil {
+		return errors.New("is not valid base64")
+	}
+	if len(raw) != encryptionKeyBytes {
+		return fmt.Errorf("decodes to %d bytes, not %d", len(raw), encryptionKeyBytes)
+	}
+	return nil
+}
 
 // violations collects every broken rule so Validate reports them all.
 type violations struct{ errs []error }
@@ -89,14 +109,46 @@ func (c *Config) validateSystem(v *violations) {
 	if _, err := ParseLogLevel(c.System.Logging.Level); err != nil {
 		v.add("%v", err)
 	}
-	if c.ConsumerGroup.RebalancingTimeout.IsZero() {
-		v.add("consumer_group.rebalancing_timeout = 0: must be nonzero")
+	if c.ConsumerGroup.RebalancingTimeout.Duration != RebalancingTimeoutDefault {
+		v.add("consumer_group.rebalancing_timeout = %s: only the default %s is accepted: this server rebalances a consumer group in the same committed operation as the membership change (no pending revocation waits for a previous owner's commit), so there is no deadline to configure; remove the key",
+			c.ConsumerGroup.RebalancingTimeout, Dur(RebalancingTimeoutDefault))
 	}
+	if mp := c.System.MemoryPool; mp.Size.Bytes() != MemoryPoolSizeDefault || mp.BucketCapacity != MemoryPoolBucketCapacityDefault {
+		v.add("system.memory_pool.size = %s, bucket_capacity = %d: only the defaults (%s, %d) are accepted: this server has no fixed-size arena; its frame buffers come from size-classed pools the Go runtime reclaims when idle, so there is nothing to size; remove the keys (system.memory_pool.enabled = false turns the pools off)",
+			mp.Size, mp.BucketCapacity, ByteSize(MemoryPoolSizeDefault), MemoryPoolBucketCapacityDefault)
+	}
+	c.validateLogging(v)
 	if c.Heartbeat.Enabled && c.Heartbeat.Interval.IsZero() {
 		v.add("heartbeat.interval = 0: must be nonzero when heartbeat.enabled = true")
 	}
-	if c.System.Encryption.Enabled && !c.System.Encryption.Key.IsSet() {
-		v.add("system.encryption.enabled = true: system.encryption.key must be set")
+	if c.System.Encryption.Enabled {
+		if !c.System.Encryption.Key.IsSet() {
+			v.add("system.encryption.enabled = true: system.encryption.key must be set; it %s", EncryptionKeyRule)
+		} else if err := checkEncryptionKey(c.System.Encryption.Key); err != nil {
+			// The key itself is never repeated.
+			v.add("system.encryption.key (masked) %v: it %s", err, EncryptionKeyRule)
+		}
+	}
+}
+
+// Defaults of keys whose other values this server refuses (see Validate).
+const (
+	RebalancingTimeoutDefault       = 30 * time.Second
+	MemoryPoolSizeDefault           = 4 * GiB
+	MemoryPoolBucketCapacityDefault = 8192
+	logRotationCheckIntervalMin     = time.Second
+)
+
+func (c *Config) validateLogging(v *violations) {
+	l := c.System.Logging
+	if !l.FileEnabled {
+		return
+	}
+	if strings.TrimSpace(l.Path) == "" {
+		v.add("system.logging.path is empty: must name the log directory (relative to system.path, or absolute) when system.logging.file_enabled = true")
+	}
+	if l.RotationCheckInterval.Duration < logRotationCheckIntervalMin {
+		v.add("system.logging.rotation_check_interval = %s: must be at least 1s when system.logging.file_enabled = true", l.RotationCheckInterval)
 	}
 }
 

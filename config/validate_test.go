@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 	"time"
@@ -377,6 +378,31 @@ func TestValidateShardingAndSystem(t *testing.T) {
 		{"heartbeat interval 0 enabled", func(c *Config) { c.Heartbeat.Interval = Dur(0) }, "heartbeat.interval = 0"},
 		{"heartbeat interval 0 disabled ok", func(c *Config) { c.Heartbeat.Interval = Dur(0); c.Heartbeat.Enabled = false }, ""},
 		{"encryption without key", func(c *Config) { c.System.Encryption.Enabled = true }, "system.encryption.key must be set"},
+		{"encryption key ok", func(c *Config) {
+			c.System.Encryption.Enabled = true
+			c.System.Encryption.Key = Secret(base64.StdEncoding.EncodeToString(make([]byte, 32)))
+		}, ""},
+		{"encryption key 16 bytes", func(c *Config) {
+			c.System.Encryption.Enabled = true
+			c.System.Encryption.Key = Secret(base64.StdEncoding.EncodeToString(make([]byte, 16)))
+		}, "decodes to 16 bytes, not 32: it must be the base64"},
+		{"encryption key not base64", func(c *Config) {
+			c.System.Encryption.Enabled = true
+			c.System.Encryption.Key = "not base64 at all!"
+		}, "system.encryption.key (masked) is not valid base64: it must be the base64"},
+		{"encryption key ignored when disabled", func(c *Config) { c.System.Encryption.Key = "junk" }, ""},
+		{"rebalancing 10s", func(c *Config) { c.ConsumerGroup.RebalancingTimeout = Dur(10 * time.Second) }, "consumer_group.rebalancing_timeout = 10s: only the default 30s is accepted"},
+		{"memory pool size", func(c *Config) { c.System.MemoryPool.Size = ByteSize(GiB) }, "system.memory_pool.size = 1 GiB, bucket_capacity = 8192: only the defaults"},
+		{"memory pool buckets", func(c *Config) { c.System.MemoryPool.BucketCapacity = 128 }, "bucket_capacity = 128: only the defaults"},
+		{"memory pool disabled ok", func(c *Config) { c.System.MemoryPool.Enabled = false }, ""},
+		{"log path empty", func(c *Config) { c.System.Logging.Path = "" }, "system.logging.path is empty"},
+		{"log path empty, file logging off ok", func(c *Config) { c.System.Logging.Path = ""; c.System.Logging.FileEnabled = false }, ""},
+		{"log rotation check 0", func(c *Config) { c.System.Logging.RotationCheckInterval = Dur(0) }, "system.logging.rotation_check_interval = 0"},
+		{"log sizes unlimited ok", func(c *Config) {
+			c.System.Logging.MaxFileSize = 0
+			c.System.Logging.MaxTotalSize = 0
+			c.System.Logging.Retention = Dur(0)
+		}, ""},
 	})
 }
 

@@ -95,8 +95,11 @@ func TestMalformedFrames(t *testing.T) {
 			return r.request(wire.RequestHeader{Operation: wire.OpRegister}, []byte{1, 2})
 		}, answer{eviction: wire.EvictMalformedLogin}},
 		{"register body neither shape", false, func(r *rawConn, _ uint64) []byte {
-			b := registerBody(t, "iggy", "iggy", wire.ProtocolVersion)
-			return r.request(wire.RequestHeader{Operation: wire.OpRegister}, append(b, 0xff))
+			// A valid prefix, then a tail that is neither username+password nor a token (a trailing
+			// byte after a whole shape is ignored, as upstream does: see TestTrailingBytesOverTheWire).
+			b := binary.LittleEndian.AppendUint32(nil, wire.ProtocolVersion)
+			b = append(b, 2, 'i', 't', 5, '0', '.', '0', '.', '1', 9)
+			return r.request(wire.RequestHeader{Operation: wire.OpRegister}, b)
 		}, answer{eviction: wire.EvictMalformedLogin}},
 		{"replicated op without a session", false, func(r *rawConn, _ uint64) []byte {
 			return r.request(wire.RequestHeader{Operation: wire.OpCreateStream, Session: 1, Request: 1}, []byte{3, 'a', 'b', 'c'})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/encryption"
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
@@ -52,6 +53,7 @@ type Node struct {
 	credentials credentialSlots
 	internal    *internalSession
 	tcp         *transport.TCPServer
+	ports       servedPorts // bound port per client transport; set before serving
 	startedAt   time.Time
 	dataDir     string
 	plane       *partitionPlane
@@ -63,6 +65,9 @@ type Node struct {
 	// unroutedReplicaMessages counts bus messages for groups this node
 	// does not run on the bus (partition groups before part 2).
 	unroutedReplicaMessages atomic.Uint64
+	// cipher encrypts message payloads at rest (system.encryption); nil when
+	// disabled.
+	cipher *encryption.Cipher
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -93,6 +98,17 @@ func Run(ctx context.Context, opts Options) error {
 		internal:    newInternalSession(),
 		startedAt:   time.Now(),
 		dataDir:     cfg.System.Path,
+	}
+	// system.memory_pool.enabled: the frame buffer pools (size and
+	// bucket_capacity only accept their defaults, see config.Validate).
+	transport.SetFramePooling(cfg.System.MemoryPool.Enabled)
+	if cfg.System.Encryption.Enabled {
+		c, err := encryption.FromBase64(cfg.System.Encryption.Key.Reveal())
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		n.cipher = c
+		log.Info("encryption at rest enabled: message payloads and user headers are stored AES-256-GCM encrypted")
 	}
 
 	identity := journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count}
@@ -178,6 +194,9 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	n.tcp = tcp
+	// Each client listener records its bound port here once it is bound
+	// (QUIC, HTTP and WebSocket when this build serves them).
+	n.ports.tcp = portOf(tcp.Addr())
 	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "tls", tlsConfig != nil, "data", n.dataDir,
 		"metadata_op", group.Op(), "version", ServerVersion)
 
@@ -301,13 +320,6 @@ func (n *Node) bindHost() string {
 		return "127.0.0.1"
 	}
 	return ip.String()
-}
-
-func (n *Node) tcpPort() uint16 {
-	if n.tcp == nil {
-		return 0
-	}
-	return uint16(n.tcp.Addr().Port)
 }
 
 func nowMicros() uint64 { return uint64(time.Now().UnixMicro()) }

@@ -87,6 +87,20 @@ func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHead
 		return
 	}
 	frame := pr.Appended
+	if n.cipher != nil && pr.MessagesCount > 0 {
+		// The one decrypt point: lengths and checksums restamped over the
+		// plaintext, so clients verify what they sent.
+		plain := transport.AcquireFrame(pollReplyReserve, len(frame))
+		plain, err = n.cipher.DecryptRecords(plain, frame[pollReplyReserve:])
+		transport.ReleaseFrame(frame)
+		if err != nil {
+			transport.ReleaseFrame(plain)
+			n.log.Warn("poll: stored messages do not decrypt with system.encryption.key", "dir", e.dir, "err", err)
+			n.sendStatus(c, hdr, wire.ErrCannotDecryptData)
+			return
+		}
+		frame = plain
+	}
 	wire.PutPollMessagesReplyPrefix(frame[wire.HeaderSize:], target.partition, pr.CurrentOffset, pr.MessagesCount)
 	rh := wire.ReplyTo(hdr, wire.OK)
 	rh.Size = uint32(len(frame))

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/lodestream/lodestream/encryption"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
 	"github.com/lodestream/lodestream/wire"
@@ -80,8 +81,22 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
 		return
 	}
-	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: req.Batch})
-	frameInUse = !out.bodyReleased
+	batch := req.Batch
+	if n.cipher != nil {
+		// Encrypted once, here on the primary: the ciphertext is what is
+		// replicated, checksummed and stored; the request frame is free.
+		if err := encryption.CheckSealedLimits(batch); err != nil {
+			n.sendStatus(c, hdr, sendErrorCode(err))
+			return
+		}
+		if batch, err = n.cipher.EncryptBatch(make([]byte, 0, len(batch)+int(req.Header.MessageCount)*2*encryption.Overhead), batch); err != nil {
+			n.log.Error("encrypting a batch", "conn", c.ID(), "err", err)
+			n.sendStatus(c, hdr, wire.ErrCannotEncryptData)
+			return
+		}
+	}
+	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch})
+	frameInUse = !out.bodyReleased && n.cipher == nil
 	if out.code != wire.OK {
 		n.sendStatus(c, hdr, out.code)
 		return

@@ -21,7 +21,7 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		n.evict(c, s, hdr.Client, wire.EvictIncompatibleProtocol)
 		return
 	}
-	login, err := wire.DecodeRegister(body)
+	shapes, err := wire.DecodeRegisterShapes(body)
 	if err != nil {
 		n.evict(c, s, hdr.Client, wire.EvictMalformedLogin)
 		return
@@ -31,28 +31,10 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		n.sendOK(c, hdr, n.registerReplyBody(v.userID, v.fence))
 		return
 	}
-	var userID uint32
-	switch login.Kind {
-	case wire.RegisterWithPassword:
-		var uid, code uint32
-		n.credentials.run(func() { uid, code = n.state.VerifyPassword(login.Username, login.Password) })
-		if code != metadata.CodeOK {
-			n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
-			return
-		}
-		userID = uid
-	default:
-		uid, code := n.state.VerifyPAT(login.Token, nowMicros())
-		switch code {
-		case metadata.CodeOK:
-			userID = uid
-		case metadata.CodeUserInactive:
-			n.evict(c, s, hdr.Client, wire.EvictUserInactive)
-			return
-		default:
-			n.evict(c, s, hdr.Client, wire.EvictInvalidToken)
-			return
-		}
+	userID, reason, ok := n.registerCredentials(shapes)
+	if !ok {
+		n.evict(c, s, hdr.Client, reason)
+		return
 	}
 	out := n.driver.propose(n.lifetime, consensus.Request{
 		Client: toConsensus(hdr.Client), Operation: consensus.OperationRegister, UserID: userID,
@@ -65,6 +47,45 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 	n.log.Info("session bound", "conn", c.ID(), "remote", c.RemoteAddr(), "user_id", userID, "session", out.op,
 		"sdk", version.SDKName, "sdk_version", version.SDKVersion)
 	n.sendOK(c, hdr, out.body)
+}
+
+// registerCredentials checks a Register body's credentials in upstream's
+// order (docs/wire.md): the password reading first; when it does not parse
+// or its credentials are rejected, the token reading. A body whose password
+// reading was rejected and whose token reading does not parse is answered
+// InvalidCredentials (an inactive user answers like a wrong password).
+// One refinement: a body that is exactly a password body (what every SDK
+// sends) is a password login only, so a wrong password is always
+// InvalidCredentials (spec §2.3); upstream would also try such a body as a
+// token when it happens to parse as one (e.g. an empty password).
+func (n *Node) registerCredentials(shapes wire.RegisterShapes) (uint32, wire.EvictionReason, bool) {
+	credentialsRejected := false
+	if pw := shapes.Password; pw != nil {
+		var uid, code uint32
+		n.credentials.run(func() { uid, code = n.state.VerifyPassword(pw.Username, pw.Password) })
+		if code == metadata.CodeOK {
+			return uid, 0, true
+		}
+		if shapes.PasswordExact {
+			return 0, wire.EvictInvalidCredentials, false
+		}
+		credentialsRejected = true
+	}
+	if pat := shapes.Token; pat != nil {
+		uid, code := n.state.VerifyPAT(pat.Token, nowMicros())
+		switch code {
+		case metadata.CodeOK:
+			return uid, 0, true
+		case metadata.CodeUserInactive:
+			return 0, wire.EvictUserInactive, false
+		default:
+			return 0, wire.EvictInvalidToken, false
+		}
+	}
+	if credentialsRejected {
+		return 0, wire.EvictInvalidCredentials, false
+	}
+	return 0, wire.EvictMalformedLogin, false
 }
 
 // registerReplyBody is the result-framed Register reply (§2.4). It is built

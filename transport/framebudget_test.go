@@ -101,3 +101,22 @@ func TestAcquireFrameClasses(t *testing.T) {
 		t.Fatal("frame classes wrong at the pooled range's edges")
 	}
 }
+
+// TestFramePoolingOff: system.memory_pool.enabled = false allocates every
+// frame exactly and pools nothing.
+func TestFramePoolingOff(t *testing.T) {
+	SetFramePooling(false)
+	defer SetFramePooling(true)
+	if FramePooling() {
+		t.Fatal("pooling still on")
+	}
+	big := AcquireFrame(256, 1_000_000)
+	if len(big) != 256 || cap(big) != 1_000_000 {
+		t.Fatalf("unpooled frame len %d cap %d, want 256 and exactly 1000000", len(big), cap(big))
+	}
+	ReleaseFrame(big)
+	SetFramePooling(true)
+	if again := AcquireFrame(256, 1<<20); cap(again) != 1<<20 {
+		t.Fatalf("pooled frame cap %d", cap(again))
+	}
+}

@@ -3,6 +3,7 @@ package transport
 import (
 	"math/bits"
 	"sync"
+	"sync/atomic"
 )
 
 // Frame buffers above eagerFrameBytesMax come from size-classed pools so a
@@ -16,6 +17,17 @@ const (
 )
 
 var framePools [pooledFrameClassMax + 1]sync.Pool
+
+// framePoolsOff turns the pools off (system.memory_pool.enabled = false):
+// every frame is then allocated exactly and left to the GC.
+var framePoolsOff atomic.Bool
+
+// SetFramePooling turns the frame pools on or off for the process
+// (system.memory_pool.enabled; on by default).
+func SetFramePooling(enabled bool) { framePoolsOff.Store(!enabled) }
+
+// FramePooling reports whether the frame pools are on.
+func FramePooling() bool { return !framePoolsOff.Load() }
 
 // frameClass is the smallest pool class whose buffers hold sizeBytes, or
 // -1 when sizeBytes is outside the pooled range.
@@ -34,7 +46,7 @@ func frameClass(sizeBytes int) int {
 func AcquireFrame(lenBytes, capBytes int) []byte {
 	capBytes = max(capBytes, lenBytes)
 	class := frameClass(capBytes)
-	if class < 0 {
+	if class < 0 || framePoolsOff.Load() {
 		return make([]byte, lenBytes, capBytes)
 	}
 	if p, ok := framePools[class].Get().(*[]byte); ok {
@@ -49,7 +61,7 @@ func AcquireFrame(lenBytes, capBytes int) []byte {
 func ReleaseFrame(b []byte) {
 	c := cap(b)
 	class := frameClass(c)
-	if class < 0 || c != 1<<class {
+	if class < 0 || c != 1<<class || framePoolsOff.Load() {
 		return
 	}
 	b = b[:0]

@@ -45,9 +45,10 @@ func TestBodyErrorsNameTheField(t *testing.T) {
 	if !errors.As(err, &be) || be.Field != "name" || !strings.Contains(be.Reason, "UTF-8") || be.Code != ErrInvalidCommand {
 		t.Fatalf("got %v", err)
 	}
-	_, err = DecodeDeleteSegments(cat(NumericID(1).Append(nil), NamedID("t").Append(nil), le32(0), le32(1), []byte{0}))
-	if !errors.As(err, &be) || be.Field != "end" {
-		t.Fatalf("trailing byte: %v", err)
+	// A trailing byte is ignored, as upstream's decode_from does (docs/wire.md).
+	ds, err := DecodeDeleteSegments(cat(NumericID(1).Append(nil), NamedID("t").Append(nil), le32(0), le32(1), []byte{0}))
+	if err != nil || ds.SegmentsCount != 1 {
+		t.Fatalf("trailing byte: %+v, %v", ds, err)
 	}
 	_, err = DecodeCreateTopic(cat(NumericID(1).Append(nil), le32(3)))
 	if !errors.As(err, &be) || !strings.HasPrefix(be.Field, "name") {
@@ -88,7 +89,7 @@ func TestOptionsRules(t *testing.T) {
 		"key kind not string": {pair(KindRaw, []byte("k"), KindString, []byte("v")), ErrInvalidCommand},
 		"key bad utf8":        {pair(KindString, []byte{0xff}, KindString, []byte("v")), ErrInvalidCommand},
 		"duplicate key":       {cat(pair(KindString, []byte("k"), KindBool, []byte{1}), pair(KindString, []byte("k"), KindBool, []byte{0})), ErrInvalidCommand},
-		"kind 0":              {pair(0, []byte("k"), KindString, []byte("v")), ErrInvalidHeaderKind},
+		"kind 0":              {pair(0, []byte("k"), KindString, []byte("v")), ErrInvalidCommand}, // reserved: structural, as upstream
 		"kind 16":             {pair(KindString, []byte("k"), 16, []byte("v")), ErrInvalidHeaderKind},
 		"uint64 of 4 bytes":   {pair(KindString, []byte("k"), KindUint64, []byte{1, 2, 3, 4}), ErrInvalidCommand},
 		"empty value":         {pair(KindString, []byte("k"), KindString, nil), ErrInvalidCommand},
@@ -216,6 +217,16 @@ func TestRegisterBodies(t *testing.T) {
 	}
 	if _, err := DecodeRegister(cat(prefix, []byte{9})); err == nil {
 		t.Fatal("garbage tail accepted")
+	}
+	// Trailing bytes are ignored, as upstream's decode_after_prefix does; a token body followed by extra
+	// bytes may also read as a password body: the server tries the password first, then the token.
+	shapes, err := DecodeRegisterShapes(cat(pw, []byte{1, 2, 3, 4}))
+	if err != nil || shapes.Password == nil || shapes.Password.Username != "iggy" || shapes.Password.Password != "iggy" {
+		t.Fatalf("password shape + trailing bytes: %+v %v", shapes, err)
+	}
+	shapes, err = DecodeRegisterShapes(cat(pat, make([]byte, 64)))
+	if err != nil || shapes.Token == nil || shapes.Token.Token != "tok3n" || shapes.Password == nil {
+		t.Fatalf("token shape + trailing bytes: %+v %v", shapes, err)
 	}
 	reply := RegisterReply{UserID: 0, Session: 5, ProtocolVersion: 11264, ServerVersion: "0.1.0"}
 	want := cat(le32(0), le64(5), le32(11264), []byte{5}, []byte("0.1.0"))

@@ -189,6 +189,17 @@ func (d *decoder) count(field string, minElemSize int) int {
 	return int(n)
 }
 
+// skipTrailing consumes whatever follows the fields a request decoder read. Upstream's server decodes
+// these requests with `decode_from`, which reads what it needs and ignores the rest (SDKs other than Go's
+// send extra fields, e.g. DeleteTopic with a partitions count), so we do too; docs/wire.md lists the
+// trailing-byte outcome of every command code. Response decoders and length-delimited sections keep
+// using end.
+func (d *decoder) skipTrailing() {
+	if !d.failed() {
+		d.off = len(d.buf)
+	}
+}
+
 // end fails if bytes are left over.
 func (d *decoder) end() {
 	if !d.failed() && d.remaining() != 0 {

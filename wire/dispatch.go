@@ -50,7 +50,7 @@ func DecodeRequestBody(code CommandCode, body []byte) (Request, error) {
 	case CodeGetClient:
 		d := newDecoder("GetClient", body)
 		r := GetClientRequest{ClientID: d.u32("client_id")}
-		d.end()
+		d.skipTrailing()
 		return r, d.err()
 	case CodeDescribeOptions:
 		d := newDecoder("DescribeOptions", body)
@@ -58,13 +58,13 @@ func DecodeRequestBody(code CommandCode, body []byte) (Request, error) {
 		if !d.failed() && (r.Scope < ScopeTopic || r.Scope > ScopeUser) {
 			d.fail("scope", "scope %d is not 1 (topic), 2 (stream) or 3 (user)", r.Scope)
 		}
-		d.end()
+		d.skipTrailing()
 		return r, d.err()
 	case CodeGetSnapshotFile:
 		d := newDecoder("GetSnapshotFile", body)
 		r := GetSnapshotFileRequest{Compression: d.u8("compression")}
 		r.Types = d.bytes8("types")
-		d.end()
+		d.skipTrailing()
 		return r, d.err()
 	}
 	return nil, &BodyError{Body: code.String(), Field: "code", Reason: fmt.Sprintf("no request body codec for command code %d here", uint32(code)), Code: ErrInvalidCommand}

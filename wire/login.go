@@ -84,36 +84,68 @@ func (r RegisterRequest) Encode() ([]byte, error) {
 	return appendStr32(b, r.ClientContext), nil
 }
 
-// DecodeRegister decodes a Register body the way the server tells the shapes apart (§2.3): the common
-// prefix first (a failure there is a MalformedLogin), then the password shape, then the token shape.
-// Each shape must consume the body exactly.
-func DecodeRegister(b []byte) (RegisterRequest, error) {
+// RegisterShapes is a Register body read both ways, as upstream's server reads it (§2.3): after the
+// common prefix, the tail is tried as the password shape and as the token shape, each reading what it
+// needs and ignoring bytes after client_context. Password and Token are nil for a shape the tail does
+// not parse as. The server tries the password first; when its credentials are rejected it tries the
+// token (docs/wire.md, "Trailing bytes").
+type RegisterShapes struct {
+	Version  ClientVersionInfo
+	Password *RegisterRequest
+	Token    *RegisterRequest
+	// PasswordExact: the password reading consumed the whole tail, which is
+	// what every SDK sends for a password login.
+	PasswordExact bool
+}
+
+// DecodeRegisterShapes decodes the common prefix (a failure there is a MalformedLogin) and both body
+// shapes. It fails when the prefix is malformed or the tail parses as neither shape.
+func DecodeRegisterShapes(b []byte) (RegisterShapes, error) {
 	version, n, err := DecodeClientVersionInfo(b)
 	if err != nil {
-		return RegisterRequest{}, err
+		return RegisterShapes{}, err
 	}
 	tail := b[n:]
+	shapes := RegisterShapes{Version: version}
 
 	d := newDecoder("LoginRegister", tail)
 	pw := RegisterRequest{Kind: RegisterWithPassword, Version: version}
 	pw.Username = d.name8("username")
 	pw.Password = d.utf8("password", d.bytes8("password"))
 	pw.ClientContext = d.str32("client_context")
-	d.end()
-	if d.err() == nil {
-		return pw, nil
-	}
+	exact := !d.failed() && d.remaining() == 0
+	d.skipTrailing()
 	pwErr := d.err()
+	if pwErr == nil {
+		shapes.Password = &pw
+		shapes.PasswordExact = exact
+	}
 
 	d = newDecoder("LoginRegisterWithPat", tail)
 	pat := RegisterRequest{Kind: RegisterWithToken, Version: version}
 	pat.Token = d.utf8("token", d.bytes8("token"))
 	pat.ClientContext = d.str32("client_context")
-	d.end()
+	d.skipTrailing()
 	if d.err() == nil {
-		return pat, nil
+		shapes.Token = &pat
 	}
-	return RegisterRequest{}, fmt.Errorf("register body matches neither shape: password shape: %v; token shape: %w", pwErr, d.err())
+	if shapes.Password == nil && shapes.Token == nil {
+		return RegisterShapes{}, fmt.Errorf("register body matches neither shape: password shape: %v; token shape: %w", pwErr, d.err())
+	}
+	return shapes, nil
+}
+
+// DecodeRegister decodes a Register body as one request: the password shape when the tail parses as
+// one, else the token shape (see DecodeRegisterShapes for how the server uses both readings).
+func DecodeRegister(b []byte) (RegisterRequest, error) {
+	shapes, err := DecodeRegisterShapes(b)
+	if err != nil {
+		return RegisterRequest{}, err
+	}
+	if shapes.Password != nil {
+		return *shapes.Password, nil
+	}
+	return *shapes.Token, nil
 }
 
 // RegisterReply is the payload of a successful Register reply (after the result section, §2.4).

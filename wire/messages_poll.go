@@ -26,7 +26,7 @@ type PollMessagesRequest struct {
 	AutoCommit bool
 }
 
-// DecodePollMessages decodes a PollMessages body; trailing bytes are an error.
+// DecodePollMessages decodes a PollMessages body; bytes after auto_commit are ignored (as upstream).
 func DecodePollMessages(body []byte) (PollMessagesRequest, error) {
 	d := newDecoder("PollMessages", body)
 	var r PollMessagesRequest
@@ -37,7 +37,7 @@ func DecodePollMessages(body []byte) (PollMessagesRequest, error) {
 	r.Strategy = d.pollingStrategy("strategy")
 	r.Count = d.u32("count")
 	r.AutoCommit = d.bool("auto_commit")
-	d.end()
+	d.skipTrailing()
 	if err := d.err(); err != nil {
 		return PollMessagesRequest{}, err
 	}

@@ -120,7 +120,10 @@ func TestPollMessagesRequestRoundTrip(t *testing.T) {
 		got.Count != 10 || !got.AutoCommit {
 		t.Fatalf("decode %+v, %v", got, err)
 	}
-	for _, bad := range [][]byte{append(b, 0), b[:len(b)-1], func() []byte {
+	if got, err := DecodePollMessages(append(b[:len(b):len(b)], 0, 0, 0, 0)); err != nil || got.Count != 10 {
+		t.Fatalf("trailing bytes are ignored (as upstream): %+v, %v", got, err)
+	}
+	for _, bad := range [][]byte{b[:len(b)-1], func() []byte {
 		c := append([]byte(nil), b...)
 		c[len(c)-1] = 2 // auto_commit must be 0 or 1
 		return c

@@ -3,7 +3,9 @@ package wire
 import "fmt"
 
 // Request is a request body of §3.2/§4.2. AppendBody encodes it; the Decode<Name> functions decode it
-// strictly (trailing bytes, bad lengths, bad UTF-8 and bad kinds are errors naming the field).
+// strictly field by field (bad lengths, bad UTF-8 and bad kinds are errors naming the field) and, as
+// upstream's server does, ignore bytes after the last field, except where the last field runs to the
+// end of the body (options tails): there the extra bytes are decoded as options. See docs/wire.md.
 type Request interface {
 	Code() CommandCode
 	AppendBody(b []byte) []byte
@@ -28,11 +30,11 @@ func (r EmptyRequest) AppendBody(b []byte) []byte { return b }
 
 func decodeEmpty(code CommandCode, b []byte) (EmptyRequest, error) {
 	d := newDecoder(code.String(), b)
-	d.end()
+	d.skipTrailing()
 	return EmptyRequest{Command: code}, d.err()
 }
 
-// IdentRequest is a body of exactly one identifier: GetStream, DeleteStream, PurgeStream (stream),
+// IdentRequest is a body of one identifier: GetStream, DeleteStream, PurgeStream (stream),
 // GetUser, DeleteUser (user), GetTopics (stream).
 type IdentRequest struct {
 	Command CommandCode
@@ -45,7 +47,7 @@ func (r IdentRequest) AppendBody(b []byte) []byte { return r.ID.Append(b) }
 func decodeIdent(code CommandCode, b []byte) (IdentRequest, error) {
 	d := newDecoder(code.String(), b)
 	r := IdentRequest{Command: code, ID: d.ident(identFieldFor(code))}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -72,7 +74,7 @@ func (r TopicRequest) AppendBody(b []byte) []byte {
 func decodeTopicRequest(code CommandCode, b []byte) (TopicRequest, error) {
 	d := newDecoder(code.String(), b)
 	r := TopicRequest{Command: code, Stream: d.ident("stream_id"), Topic: d.ident("topic_id")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -93,7 +95,7 @@ func (r GroupRequest) AppendBody(b []byte) []byte {
 func decodeGroupRequest(code CommandCode, b []byte) (GroupRequest, error) {
 	d := newDecoder(code.String(), b)
 	r := GroupRequest{Command: code, Stream: d.ident("stream_id"), Topic: d.ident("topic_id"), Group: d.ident("group_id")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -197,7 +199,7 @@ func (r PartitionsRequest) AppendBody(b []byte) []byte {
 func decodePartitions(code CommandCode, b []byte) (PartitionsRequest, error) {
 	d := newDecoder(code.String(), b)
 	r := PartitionsRequest{Command: code, Stream: d.ident("stream_id"), Topic: d.ident("topic_id"), Count: d.u32("partitions_count")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -220,7 +222,7 @@ func DecodeDeleteSegments(b []byte) (DeleteSegmentsRequest, error) {
 	d := newDecoder("DeleteSegments", b)
 	r := DeleteSegmentsRequest{Stream: d.ident("stream_id"), Topic: d.ident("topic_id"),
 		PartitionID: d.u32("partition_id"), SegmentsCount: d.u32("segments_count")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -240,7 +242,7 @@ func (r CreateConsumerGroupRequest) AppendBody(b []byte) []byte {
 func DecodeCreateConsumerGroup(b []byte) (CreateConsumerGroupRequest, error) {
 	d := newDecoder("CreateConsumerGroup", b)
 	r := CreateConsumerGroupRequest{Stream: d.ident("stream_id"), Topic: d.ident("topic_id"), Name: d.name8("name")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -263,6 +265,6 @@ func DecodeFlushUnsavedBuffer(b []byte) (FlushUnsavedBufferRequest, error) {
 	d := newDecoder("FlushUnsavedBuffer", b)
 	r := FlushUnsavedBufferRequest{Stream: d.ident("stream_id"), Topic: d.ident("topic_id"),
 		PartitionID: d.u32("partition_id"), Fsync: d.bool("fsync")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }

@@ -129,7 +129,7 @@ func DecodeUpdatePermissions(b []byte) (UpdatePermissionsRequest, error) {
 	d := newDecoder("UpdatePermissions", b)
 	r := UpdatePermissionsRequest{User: d.ident("user_id")}
 	r.Permissions = d.optionalPermissions("permissions")
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -152,7 +152,7 @@ func DecodeChangePassword(b []byte) (ChangePasswordRequest, error) {
 	r := ChangePasswordRequest{User: d.ident("user_id")}
 	r.CurrentPassword = d.utf8("current_password", d.bytes8("current_password"))
 	r.NewPassword = d.utf8("new_password", d.bytes8("new_password"))
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -174,7 +174,7 @@ func (r CreatePersonalAccessTokenRequest) AppendBody(b []byte) []byte {
 func DecodeCreatePersonalAccessToken(b []byte) (CreatePersonalAccessTokenRequest, error) {
 	d := newDecoder("CreatePersonalAccessToken", b)
 	r := CreatePersonalAccessTokenRequest{Name: d.name8("name"), ExpiryMicros: d.u64("expiry")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -190,7 +190,7 @@ func (r DeletePersonalAccessTokenRequest) AppendBody(b []byte) []byte {
 func DecodeDeletePersonalAccessToken(b []byte) (DeletePersonalAccessTokenRequest, error) {
 	d := newDecoder("DeletePersonalAccessToken", b)
 	r := DeletePersonalAccessTokenRequest{Name: d.name8("name")}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 
@@ -229,7 +229,7 @@ func decodeConsumerOffset(code CommandCode, b []byte) (ConsumerOffsetRequest, er
 	case CodeDeleteConsumerOffset:
 		r.Ack = d.ackLevel("ack")
 	}
-	d.end()
+	d.skipTrailing()
 	return r, d.err()
 }
 

@@ -88,12 +88,19 @@ func (d *decoder) tlvField(field string) (ValueKind, []byte) {
 	if d.failed() {
 		return 0, nil
 	}
-	if kind < KindRaw || kind > KindFloat64 {
-		d.failWithCode(ErrInvalidHeaderKind, field+".kind", "kind %d is not 1..15", kind)
+	// Structural checks first, as upstream's validate_user_headers: kind 0 is reserved and a length
+	// outside 1..255 is malformed (InvalidCommand); only a well-framed field with an unknown kind is
+	// InvalidHeaderKind.
+	if kind == 0 {
+		d.fail(field+".kind", "kind 0 is reserved")
 		return 0, nil
 	}
 	if n == 0 || n > tlvFieldBytesMax {
 		d.fail(field+".length", "length %d, must be 1..%d", n, tlvFieldBytesMax)
+		return 0, nil
+	}
+	if kind < KindRaw || kind > KindFloat64 {
+		d.failWithCode(ErrInvalidHeaderKind, field+".kind", "kind %d is not 1..15", kind)
 		return 0, nil
 	}
 	if fixed := kind.FixedSize(); fixed != 0 && int(n) != fixed {

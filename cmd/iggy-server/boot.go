@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/logfile"
 )
 
 // withDefaultRootCredentials fills IGGY_ROOT_USERNAME / IGGY_ROOT_PASSWORD
@@ -86,6 +87,33 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 		parsed = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: parsed}))
+}
+
+// logDir is where system.logging writes: system.logging.path under
+// system.path, or the path itself when absolute (as upstream).
+func logDir(cfg *config.Config) string {
+	if filepath.IsAbs(cfg.System.Logging.Path) {
+		return cfg.System.Logging.Path
+	}
+	return filepath.Join(cfg.System.Path, cfg.System.Logging.Path)
+}
+
+// openLogFile opens the rotating log file of [system.logging]; rotation and
+// cleanup failures are reported on stderr (the log cannot log about itself).
+func openLogFile(cfg *config.Config, stderr io.Writer) (*logfile.Writer, error) {
+	l := cfg.System.Logging
+	w, err := logfile.Open(logfile.Config{
+		Dir:           logDir(cfg),
+		MaxFileSize:   l.MaxFileSize.Bytes(),
+		MaxTotalSize:  l.MaxTotalSize.Bytes(),
+		Retention:     l.Retention.Duration,
+		CheckInterval: l.RotationCheckInterval.Duration,
+		OnError:       func(err error) { fmt.Fprintf(stderr, "iggy-server: %v\n", err) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("system.logging.file_enabled = true: %w", err)
+	}
+	return w, nil
 }
 
 // rootPasswordAlphabet avoids characters that need quoting in shells.

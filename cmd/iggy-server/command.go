@@ -189,6 +189,21 @@ func start(ctx context.Context, inv invocation, parsed flags) error {
 	if err != nil {
 		return refusal{err}
 	}
+	if cfg.System.Logging.FileEnabled {
+		file, err := openLogFile(cfg, inv.stderr)
+		if err != nil {
+			return refusal{err}
+		}
+		defer func() {
+			if err := file.Close(); err != nil {
+				fmt.Fprintf(inv.stderr, "iggy-server: %v\n", err)
+			}
+		}()
+		// stderr first: a failing file never hides a line from stderr.
+		logger = newLogger(io.MultiWriter(inv.stderr, file), cfg.System.Logging.Level)
+		logger.Info("logging to file", "path", file.Path(), "max_file_size", cfg.System.Logging.MaxFileSize.String(),
+			"max_total_size", cfg.System.Logging.MaxTotalSize.String(), "retention", cfg.System.Logging.Retention.String())
+	}
 	for _, warning := range plan.Warnings {
 		logger.Warn("boot", "warning", warning.String())
 	}

@@ -127,6 +127,14 @@ func TestExecuteConfigurationRefusals(t *testing.T) {
 		{"short password", config.Env{"IGGY_ROOT_USERNAME": "admin", "IGGY_ROOT_PASSWORD": "pw"}, nil, "IGGY_ROOT_PASSWORD is 2 bytes"},
 		{"unsupported key", config.Env{"IGGY_SYSTEM_RECOVERY_RECREATE_MISSING_STATE": "true"}, nil, "recreate_missing_state = true is not supported"},
 		{"bad log level", config.Env{"IGGY_SYSTEM_LOGGING_LEVEL": "chatty"}, nil, `system.logging.level = "chatty"`},
+		{"encryption key of 16 bytes", config.Env{"IGGY_SYSTEM_ENCRYPTION_ENABLED": "true", "IGGY_SYSTEM_ENCRYPTION_KEY": "AAAAAAAAAAAAAAAAAAAAAA=="}, nil,
+			"system.encryption.key (masked) decodes to 16 bytes, not 32: it must be the base64 (standard alphabet, padded) encoding of exactly 32 bytes"},
+		{"encryption key not base64", config.Env{"IGGY_SYSTEM_ENCRYPTION_ENABLED": "true", "IGGY_SYSTEM_ENCRYPTION_KEY": "hunter2-hunter2"}, nil,
+			"system.encryption.key (masked) is not valid base64"},
+		{"encryption without key", config.Env{"IGGY_SYSTEM_ENCRYPTION_ENABLED": "true"}, nil, "system.encryption.key must be set"},
+		{"rebalancing timeout", config.Env{"IGGY_CONSUMER_GROUP_REBALANCING_TIMEOUT": "10s"}, nil, "consumer_group.rebalancing_timeout = 10s: only the default 30s is accepted"},
+		{"memory pool size", config.Env{"IGGY_SYSTEM_MEMORY_POOL_SIZE": "1 GiB"}, nil, "system.memory_pool.size = 1 GiB"},
+		{"log rotation check interval", config.Env{"IGGY_SYSTEM_LOGGING_ROTATION_CHECK_INTERVAL": "0"}, nil, "system.logging.rotation_check_interval = 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -141,6 +149,9 @@ func TestExecuteConfigurationRefusals(t *testing.T) {
 			}
 			if !hasRefusalLine(stderr, c.want) {
 				t.Fatalf("stderr lacks an \"iggy-server: \" line containing %q:\n%s", c.want, stderr)
+			}
+			if strings.Contains(stderr, "hunter2-hunter2") {
+				t.Fatalf("the encryption key was echoed:\n%s", stderr)
 			}
 		})
 	}
@@ -363,5 +374,55 @@ func TestExecuteCancelledRunIsCleanStop(t *testing.T) {
 	code, _ := invoke(t, env, fakeRun(&result, context.Canceled))
 	if code != exitRunFailed {
 		t.Fatalf("context.Canceled without shutdown: exit %d, want %d", code, exitRunFailed)
+	}
+}
+
+// TestExecuteWritesTheLogFile: system.logging.file_enabled (the default)
+// writes the same lines as stderr to <system.path>/<logging.path>/iggy-server.log,
+// and rotates by max_file_size; file_enabled = false writes no file.
+func TestExecuteWritesTheLogFile(t *testing.T) {
+	env := dataEnv(t)
+	env["IGGY_SYSTEM_LOGGING_MAX_FILE_SIZE"] = "600 B"
+	logged := func(ctx context.Context, boot Boot) error {
+		for i := range 20 {
+			boot.Logger.Info("node line", "i", i)
+		}
+		return nil
+	}
+	code, stderr := invoke(t, env, logged, "--with-default-root-credentials")
+	if code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	dir := filepath.Join(env["IGGY_SYSTEM_PATH"], "logs")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	archives := 0
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 600 {
+			t.Fatalf("%s is %d bytes, over max_file_size", e.Name(), len(b))
+		}
+		if e.Name() != "iggy-server.log" {
+			archives++
+		}
+		all.Write(b)
+	}
+	if archives == 0 || !strings.Contains(all.String(), "msg=\"node line\" i=19") || !strings.Contains(stderr, "msg=\"node line\" i=19") {
+		t.Fatalf("%d archives; file logs:\n%s", archives, all.String())
+	}
+
+	env = dataEnv(t)
+	env["IGGY_SYSTEM_LOGGING_FILE_ENABLED"] = "false"
+	if code, stderr := invoke(t, env, logged, "--with-default-root-credentials"); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(env["IGGY_SYSTEM_PATH"], "logs")); !os.IsNotExist(err) {
+		t.Fatalf("file_enabled = false still created the log directory: %v", err)
 	}
 }
