@@ -255,7 +255,7 @@ func (r *Replica) tickRecovering() {
 		// Nobody answers: the whole cluster restarted. Elect on recovered logs.
 		r.recovery.probeAttempts = 0
 		r.abortTransfer()
-		r.startViewChange(r.view + 1)
+		r.startViewChange(r.escalationView())
 		return
 	}
 	r.broadcastProbe()

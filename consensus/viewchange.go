@@ -439,7 +439,7 @@ func (r *Replica) firstMissing(upTo uint64) uint64 {
 
 func (r *Replica) tickViewChange() {
 	if r.vc.statusTimer.fired(r.ticks) {
-		r.startViewChange(r.view + 1) // escalate (spec §3.3 ViewChangeStatus)
+		r.startViewChange(r.escalationView()) // escalate (spec §3.3 ViewChangeStatus)
 		return
 	}
 	if r.vc.svcTimer.fired(r.ticks) {
@@ -469,4 +469,15 @@ func suffixWellFormed(head uint64, headers []PrepareHeader) bool {
 		}
 	}
 	return true
+}
+
+// escalationView is the view a stalled view change (or an exhausted
+// probe) moves to: the next one, or, when traffic of a later view was
+// seen, that view at once. A replica left behind climbs one view per
+// status timeout otherwise, and a cluster many views ahead keeps it out
+// for as many timeouts (simulator finding 12, seed 10207958 crashy); in
+// the cluster's own view its SVC is answered with a StartView by that
+// view's Normal primary.
+func (r *Replica) escalationView() uint32 {
+	return max(r.view+1, r.observedNewerView)
 }
