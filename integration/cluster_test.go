@@ -1,6 +1,11 @@
 package integration
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,4 +84,178 @@ func TestClusterMetadataReplicatesAndFailsOver(t *testing.T) {
 	if _, err := nl.LoginUser(ctx, "alice", "secret-pw"); err != nil {
 		t.Fatalf("user created before the failover: %v", err)
 	}
+}
+
+// streamNames logs in at node i (a follower forwards the login to the
+// primary) and returns the names of the streams it serves from its state.
+func (c *testCluster) streamNames(i int) map[string]bool {
+	c.t.Helper()
+	cl := rootClient(c.t, c.addr(i))
+	streams, err := cl.GetStreams(testCtx(c.t))
+	must(c.t, err)
+	out := map[string]bool{}
+	for _, s := range streams {
+		out[s.Name] = true
+	}
+	return out
+}
+
+// waitStreams polls node i until it serves every stream in want.
+func (c *testCluster) waitStreams(i int, within time.Duration, want ...string) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		have := c.streamNames(i)
+		missing := 0
+		for _, w := range want {
+			if !have[w] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("node %d still misses %d of %d streams after %s", i, missing, len(want), within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterFollowerLoginAndRedirect: a login at a follower succeeds
+// (forwarded to the primary), reads are served there, a write there
+// answers 58, and cluster metadata names the leader.
+func TestClusterFollowerLoginAndRedirect(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	primary := rootClient(t, c.addr(0))
+	if _, err := primary.CreateStream(ctx, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	c.waitStreams(1, 10*time.Second, "orders")
+	follower := rootClient(t, c.addr(1))
+	md, err := follower.GetClusterMetadata(ctx)
+	must(t, err)
+	if md.Nodes[0].Role != wire.RoleLeader || md.Nodes[1].Role != wire.RoleFollower {
+		t.Fatalf("cluster metadata at the follower: %+v", md)
+	}
+	_, err = follower.CreateStream(ctx, "refused")
+	expectCode(t, err, wire.ErrTransientNotAccepted)
+	// Logout at the follower is forwarded too; logging in again works.
+	must(t, follower.Logout(ctx))
+	if _, err := follower.LoginUser(ctx, "iggy", "iggy"); err != nil {
+		t.Fatalf("login again at the follower: %v", err)
+	}
+}
+
+// TestClusterRestartedNodeCatchesUp: a follower killed while the others
+// commit catches up by repair after a restart; one that was down while
+// the journal wrapped past a checkpoint catches up by state transfer; a
+// wiped follower rejoins by state transfer.
+func TestClusterRestartedNodeCatchesUp(t *testing.T) {
+	c := startCluster(t, 3, "IGGY_METADATA_JOURNAL_SLOTS=256")
+	ctx := testCtx(t)
+	primary := rootClient(t, c.addr(0))
+	c.nodes[2].stop(syscall.SIGKILL)
+	var names []string
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("repair-%d", i)
+		_, err := primary.CreateStream(ctx, name)
+		must(t, err)
+		names = append(names, name)
+	}
+	c.nodes[2].start()
+	c.waitStreams(2, 20*time.Second, names...)
+
+	// Down while the primary checkpoints past 256 journal slots.
+	c.nodes[2].stop(syscall.SIGKILL)
+	for i := 0; i < 400; i++ {
+		name := fmt.Sprintf("transfer-%d", i)
+		_, err := primary.CreateStream(ctx, name)
+		must(t, err)
+		names = append(names, name)
+	}
+	c.nodes[2].start()
+	c.waitStreams(2, 30*time.Second, names...)
+	if !strings.Contains(c.nodes[2].logs.String(), "metadata snapshot installed from a peer") {
+		t.Errorf("node 2 caught up without a state transfer")
+	}
+
+	// Wiped: a clean slate rejoins by state transfer.
+	c.nodes[1].stop(syscall.SIGTERM)
+	must(t, os.RemoveAll(c.nodes[1].dataDir))
+	c.nodes[1].start()
+	c.waitStreams(1, 30*time.Second, names...)
+}
+
+// TestClusterTwoNodesNeedBoth: with two replicas the quorum is both; a
+// metadata write while one is down gets a retryable error, and works again
+// once it returns.
+func TestClusterTwoNodesNeedBoth(t *testing.T) {
+	c := startCluster(t, 2)
+	ctx := testCtx(t)
+	primary := rootClient(t, c.addr(0))
+	_, err := primary.CreateStream(ctx, "before")
+	must(t, err)
+	c.nodes[1].stop(syscall.SIGKILL)
+	short, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	_, err = primary.CreateStream(short, "while-down")
+	if code := client.CodeOf(err); code != wire.ErrTransientNotCommitted && code != wire.ErrTransientNotAccepted && err == nil {
+		t.Fatalf("write with the only peer down: err %v, want a retryable error", err)
+	}
+	c.nodes[1].start()
+	leader, _ := c.writeOnAnyNode("after", -1, 30*time.Second)
+	t.Logf("two nodes: node %d accepted a write after the peer returned", leader)
+}
+
+// TestClusterFiveNodesTolerateTwoFailures: five replicas keep accepting
+// metadata writes with two of them killed.
+func TestClusterFiveNodesTolerateTwoFailures(t *testing.T) {
+	c := startCluster(t, 5)
+	ctx := testCtx(t)
+	primary := rootClient(t, c.addr(0))
+	_, err := primary.CreateStream(ctx, "five")
+	must(t, err)
+	c.nodes[3].stop(syscall.SIGKILL)
+	c.nodes[0].stop(syscall.SIGKILL)
+	leader, took := c.writeOnAnyNode("after-two-failures", 0, failoverBound+10*time.Second)
+	t.Logf("five nodes, two killed (one the primary): node %d accepted a write after %s", leader, took.Round(time.Millisecond))
+	if !c.streamNames(leader)["five"] {
+		t.Fatal("the write before the failures is gone")
+	}
+}
+
+// TestClusterCorruptWALRefusesBootOthersServe: an interior bit flip in one
+// node's metadata WAL refuses that node's boot, naming the file and the
+// offset, while the other two keep serving; wiping it heals it by state
+// transfer.
+func TestClusterCorruptWALRefusesBootOthersServe(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	primary := rootClient(t, c.addr(0))
+	for i := 0; i < 5; i++ {
+		_, err := primary.CreateStream(ctx, fmt.Sprintf("s%d", i))
+		must(t, err)
+	}
+	c.waitStreams(2, 10*time.Second, "s4")
+	c.nodes[2].stop(syscall.SIGTERM)
+	wal := filepath.Join(c.nodes[2].dataDir, "metadata", "journal.wal")
+	b, err := os.ReadFile(wal)
+	must(t, err)
+	if len(b) < 600 {
+		t.Fatalf("WAL of %d bytes is too short to damage its interior", len(b))
+	}
+	b[300] ^= 0xFF
+	must(t, os.WriteFile(wal, b, 0o644))
+	err = c.nodes[2].startExpectExit()
+	if err == nil || !strings.Contains(c.nodes[2].logs.String(), "interior corruption at byte") ||
+		!strings.Contains(c.nodes[2].logs.String(), "journal.wal") {
+		t.Fatalf("boot on a damaged WAL: exit %v, log:\n%s", err, c.nodes[2].logs.String())
+	}
+	_, err = primary.CreateStream(ctx, "still-serving")
+	must(t, err)
+	must(t, os.RemoveAll(c.nodes[2].dataDir))
+	c.nodes[2].start()
+	c.waitStreams(2, 30*time.Second, "s0", "s4", "still-serving")
 }

@@ -182,3 +182,35 @@ func (s *server) restart(sig syscall.Signal) {
 	s.stop(sig)
 	s.start()
 }
+
+// startExpectExit boots the server on its data and expects it to refuse:
+// it returns the exit error (nil if the process published its address and
+// kept running, which the caller treats as a failure).
+func (s *server) startExpectExit() error {
+	s.t.Helper()
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"IGGY_SYSTEM_PATH=" + s.dataDir,
+		"IGGY_TCP_ADDRESS=127.0.0.1:0",
+	}
+	s.cmd = exec.Command(serverBinary, append([]string{"--with-default-root-credentials"}, s.args...)...)
+	s.cmd.Env = append(env, s.env...)
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatalf("start server: %v", err)
+	}
+	s.exited = make(chan struct{})
+	go func() {
+		s.exitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
+	select {
+	case <-s.exited:
+		return s.exitErr
+	case <-time.After(bootTimeout):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+		return nil
+	}
+}

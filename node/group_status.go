@@ -20,3 +20,13 @@ func snapshotStatus(g consensus.Group) groupStatus {
 	return groupStatus{view: g.View(), status: g.Status(), primary: g.IsPrimary(),
 		commitMin: g.CommitMin(), commitMax: g.CommitMax()}
 }
+
+// isMetadataPrimary reports whether this node leads the metadata group (a
+// single node always does).
+func (n *Node) isMetadataPrimary() bool {
+	if !n.topo.clustered {
+		return true
+	}
+	st := n.driver.status.Load()
+	return st != nil && st.primary
+}

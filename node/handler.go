@@ -38,10 +38,10 @@ func (n *Node) Closed(c *transport.Conn) {
 func (n *Node) logoutReplicated(v sessionView, request uint64) {
 	ctx, cancel := context.WithTimeout(n.lifetime, disconnectLogoutTimeout)
 	defer cancel()
-	out := n.driver.propose(ctx, consensus.Request{
+	out := n.sessionPropose(ctx, consensus.Request{
 		Client: v.client, Session: v.fence, Request: request,
 		Operation: consensus.OperationLogout, UserID: v.userID,
-	}, nil)
+	})
 	if out.kind != consensus.ReplyCommitted && !errors.Is(out.err, errDriverStopped) {
 		n.log.Warn("session logout not committed", "conn", v.connID, "kind", out.kind, "err", out.err)
 	}

@@ -69,7 +69,8 @@ func (n *Node) patCleanerLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if !n.state.HasExpiredTokens(nowMicros()) {
+			// One cleaner per cluster: the metadata primary's.
+			if !n.isMetadataPrimary() || !n.state.HasExpiredTokens(nowMicros()) {
 				continue
 			}
 			if _, err := n.proposeInternal(ctx, metadata.DeleteExpiredTokens{}); err != nil {

@@ -59,6 +59,7 @@ type Node struct {
 	plane       *partitionPlane
 	topo        topology
 	bus         bus.Bus // nil on a single node
+	forwards    *forwarder
 	// partitionWritesRefused counts partition writes refused in cluster
 	// mode (partition groups are replicated by cluster part 2).
 	partitionWritesRefused atomic.Uint64
@@ -91,6 +92,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	n := &Node{
 		topo:        topo,
+		forwards:    newForwarder(),
 		cfg:         cfg,
 		log:         log,
 		sessions:    newRegistry(),

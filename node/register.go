@@ -36,12 +36,17 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		n.evict(c, s, hdr.Client, reason)
 		return
 	}
-	out := n.driver.propose(n.lifetime, consensus.Request{
+	out := n.sessionPropose(n.lifetime, consensus.Request{
 		Client: toConsensus(hdr.Client), Operation: consensus.OperationRegister, UserID: userID,
-	}, nil)
+	})
 	if out.kind != consensus.ReplyCommitted {
 		n.answerTransient(c, s, hdr, out)
 		return
+	}
+	if out.body == nil {
+		// Forwarded: the primary committed it; the reply is built from
+		// committed data alone, so it is the one the primary would send.
+		out.body = n.registerReplyBody(userID, out.op)
 	}
 	s.bind(toConsensus(hdr.Client), out.op, userID)
 	n.log.Info("session bound", "conn", c.ID(), "remote", c.RemoteAddr(), "user_id", userID, "session", out.op,
@@ -105,10 +110,10 @@ func (n *Node) handleLogout(c *transport.Conn, s *session, hdr wire.RequestHeade
 		n.sendOK(c, hdr, nil)
 		return
 	}
-	out := n.driver.propose(n.lifetime, consensus.Request{
+	out := n.sessionPropose(n.lifetime, consensus.Request{
 		Client: v.client, Session: hdr.Session, Request: hdr.Request,
 		Checksum: hdr.RequestChecksum.Lo, Operation: consensus.OperationLogout, UserID: v.userID,
-	}, nil)
+	})
 	switch out.kind {
 	case consensus.ReplyCommitted:
 		s.unbind()

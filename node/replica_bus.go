@@ -20,6 +20,7 @@ func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
 	}
 	opts.Logger = n.log.With("transport", "replica-bus")
 	opts.OnMessage = n.routeReplicaMessage
+	opts.OnForward = n.onForward
 	b, err := bus.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("replica bus: %w", err)
