@@ -61,3 +61,33 @@ func expectCode(t *testing.T, err error, want wire.ErrorCode) {
 func id(n uint32) wire.Identifier    { return wire.NumericID(n) }
 func named(s string) wire.Identifier { return wire.NamedID(s) }
 func ptr[T any](v T) *T              { return &v }
+
+// keepAlive pings c every `every` from a background goroutine, the way an SDK's
+// heartbeat does, so c stays live however long the test's own steps take
+// (other clients' logins under -race can stall the test for longer than a
+// short heartbeat window). It stops at test cleanup, before c is closed; a
+// failed ping fails the test.
+func keepAlive(t *testing.T, c *client.Client, every time.Duration) {
+	t.Helper()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			err := c.Ping(ctx)
+			cancel()
+			if err != nil {
+				t.Errorf("keep-alive ping: %v", err)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+}

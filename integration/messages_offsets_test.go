@@ -148,11 +148,18 @@ func TestConsumerGroupAssignmentOffsetsAndRelease(t *testing.T) {
 }
 
 // TestHeartbeatLossReleasesPartitions: a member that stops pinging loses its
-// partitions; the live member then polls them instead of the sentinel.
+// partitions; the live member, which pings like an SDK, keeps its own and
+// then polls the silent member's instead of the sentinel.
+//
+// No wall-clock margin is tight: the eviction window is 1.2 × 2 s and the
+// live member pings every 100 ms (24 pings per window), so only a single
+// request stalled for over two seconds could make it look silent.
 func TestHeartbeatLossReleasesPartitions(t *testing.T) {
-	srv := startServer(t, "", "IGGY_HEARTBEAT_INTERVAL=300ms")
+	const interval = 2 * time.Second
+	srv := startServer(t, "", "IGGY_HEARTBEAT_INTERVAL="+interval.String())
 	ctx := testCtx(t)
 	live := rootClient(t, srv.addr)
+	keepAlive(t, live, interval/20)
 	_, err := live.CreateStream(ctx, "s")
 	must(t, err)
 	_, err = live.CreateTopic(ctx, id(0), "t", 2)
@@ -163,21 +170,30 @@ func TestHeartbeatLossReleasesPartitions(t *testing.T) {
 	sendOK(t, live, id(0), id(0), partitionID(1), makeMessages("h", 0, 2))
 	must(t, live.JoinConsumerGroup(ctx, id(0), id(0), named("g")))
 	silent := rootClient(t, srv.addr)
-	must(t, silent.JoinConsumerGroup(ctx, id(0), id(0), named("g")))
+	must(t, silent.JoinConsumerGroup(ctx, id(0), id(0), named("g"))) // its last request
 	asg, err := live.SyncConsumerGroup(ctx, id(0), id(0), named("g"))
 	must(t, err)
 	if len(asg.Partitions) != 1 {
 		t.Fatalf("live member owns %v with two members", asg.Partitions)
 	}
-	other := 1 - asg.Partitions[0]
+	own, other := asg.Partitions[0], 1-asg.Partitions[0]
 	group := wire.Consumer{Kind: wire.ConsumerKindGroup, ID: wire.NamedID("g")}
 	first := wire.PollingStrategy{Kind: wire.PollFirst}
 	if r := pollAt(t, live, group, id(0), id(0), wire.SomePartition(other), first, 10, false); r.PartitionID != wire.PollResyncPartitionID {
 		t.Fatalf("poll of the silent member's partition: %+v", r)
 	}
-	waitFor(t, "the silent member's partitions to move", 10*time.Second, func() bool {
-		r := pollAt(t, live, group, id(0), id(0), wire.SomePartition(other), first, 10, false) // also a heartbeat
+	waitFor(t, "the silent member's partitions to move", 30*time.Second, func() bool {
+		r := pollAt(t, live, group, id(0), id(0), wire.SomePartition(other), first, 10, false)
 		return r.PartitionID == other && r.MessagesCount == 2
 	})
 	expectCode(t, silent.Ping(ctx), wire.ErrStaleClient)
+	// The live member was never evicted and now owns both partitions.
+	asg, err = live.SyncConsumerGroup(ctx, id(0), id(0), named("g"))
+	must(t, err)
+	if len(asg.Partitions) != 2 {
+		t.Fatalf("live member owns %v after the silent one was evicted", asg.Partitions)
+	}
+	if r := pollAt(t, live, group, id(0), id(0), wire.SomePartition(own), first, 10, false); r.PartitionID != own || r.MessagesCount != 2 {
+		t.Fatalf("poll of the live member's own partition: %+v", r)
+	}
 }
