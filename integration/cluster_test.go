@@ -259,3 +259,91 @@ func TestClusterCorruptWALRefusesBootOthersServe(t *testing.T) {
 	c.nodes[2].start()
 	c.waitStreams(2, 30*time.Second, "s0", "s4", "still-serving")
 }
+
+// TestClusterPSKRotationThreeSteps rotates the replica bus's shared secret
+// on a live 3-node cluster in upstream's three rolling steps (spec §7.2):
+// (1) shared = old, previous = new on every node; (2) shared = new,
+// previous = old; (3) shared = new alone. Each step restarts the nodes one
+// at a time, and after each restart the cluster commits a metadata write
+// through the primary and the primary's cluster metadata shows every peer
+// Healthy (a bus connection exists only after the PSK handshake). Finally a node that still signs
+// with the retired key cannot join: with it and one other down the
+// remaining node has no quorum with it.
+func TestClusterPSKRotationThreeSteps(t *testing.T) {
+	const oldKey = "old-cluster-secret-of-32-bytes-or-more!"
+	const newKey = "new-cluster-secret-of-32-bytes-or-more!"
+	auth := func(shared, previous string) []string {
+		env := []string{"IGGY_CLUSTER_AUTH_ENABLED=true", "IGGY_CLUSTER_AUTH_SHARED_SECRET=" + shared}
+		if previous != "" {
+			env = append(env, "IGGY_CLUSTER_AUTH_PREVIOUS_SHARED_SECRET="+previous)
+		}
+		return env
+	}
+	c := startCluster(t, 3, auth(oldKey, "")...)
+	writes := 0
+	write := func(step string) {
+		t.Helper()
+		writes++
+		leader, _ := c.writeOnAnyNode(fmt.Sprintf("%s-%d", step, writes), -1, 30*time.Second)
+		c.waitAllHealthy(leader, 20*time.Second)
+		t.Logf("%s: node %d committed write %d; it holds authenticated bus connections to both peers", step, leader, writes)
+	}
+	write("start")
+	// Restart order: followers first, then node 0 (the primary), so each
+	// restarted node must authenticate with the ones still on the old step.
+	restartAll := func(step string, env []string) {
+		for _, i := range []int{2, 1, 0} {
+			c.nodes[i].stop(syscall.SIGTERM)
+			c.nodes[i].env = append(append([]string(nil), c.env[i]...), env...)
+			c.nodes[i].start()
+			write(fmt.Sprintf("%s-node%d", step, i))
+		}
+	}
+	restartAll("step1", auth(oldKey, newKey))
+	restartAll("step2", auth(newKey, oldKey))
+	restartAll("step3", auth(newKey, ""))
+	// A node signing with the retired key alone is refused by the others.
+	c.nodes[2].stop(syscall.SIGTERM)
+	c.nodes[2].env = append(append([]string(nil), c.env[2]...), auth(oldKey, "")...)
+	c.nodes[2].start()
+	c.nodes[1].stop(syscall.SIGKILL)
+	short, cancel := context.WithTimeout(testCtx(t), 6*time.Second)
+	defer cancel()
+	cl, err := client.Dial(short, c.addr(0), client.WithResponseTimeout(5*time.Second))
+	must(t, err)
+	defer cl.Close()
+	if _, err := cl.LoginUser(short, "iggy", "iggy"); err == nil {
+		if _, err := cl.CreateStream(short, "must-not-commit"); err == nil {
+			t.Fatal("a write committed with the only other live node on the retired key")
+		}
+	}
+	if !strings.Contains(c.nodes[2].logs.String(), "mac") && !strings.Contains(c.nodes[0].logs.String(), "mac") {
+		t.Logf("node 0 log:\n%s", c.nodes[0].logs.String())
+		t.Error("no handshake refusal logged for the retired key")
+	}
+}
+
+// waitAllHealthy polls node via's cluster metadata until every node is
+// Healthy (this node, and a live replica-bus connection to each peer).
+func (c *testCluster) waitAllHealthy(via int, within time.Duration) {
+	c.t.Helper()
+	cl := rootClient(c.t, c.addr(via))
+	deadline := time.Now().Add(within)
+	for {
+		md, err := cl.GetClusterMetadata(testCtx(c.t))
+		must(c.t, err)
+		healthy := 0
+		for _, n := range md.Nodes {
+			if n.Status == wire.NodeHealthy {
+				healthy++
+			}
+		}
+		if healthy == len(md.Nodes) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("node %d: %d of %d nodes Healthy after %s: %+v", via, healthy, len(md.Nodes), within, md.Nodes)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
