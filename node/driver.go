@@ -123,6 +123,7 @@ type driver struct {
 	// one-replica node, which never produces any).
 	inbox         chan consensus.Message
 	peers         peerSender
+	clock         loopClock
 	inboxDropped  atomic.Uint64
 	unsentDropped uint64
 	// status is the group's view state as of the last Ready round.
@@ -149,6 +150,7 @@ func newDriver(log *slog.Logger, g metadataGroup, store durableLog, app applier,
 		proposals:      make(chan *proposal, proposalQueueMax),
 		stopped:        make(chan struct{}),
 		inbox:          make(chan consensus.Message, inboxMax),
+		clock:          systemClock{},
 		waiting:        make(map[uint64]*proposal),
 		byKey:          make(map[proposalKey]*proposal),
 		bodies:         make(map[uint64][]byte),
@@ -206,7 +208,7 @@ func (d *driver) deliver(m consensus.Message) bool {
 // only when storage failed (the node must stop: it cannot make progress
 // safely).
 func (d *driver) run(ctx context.Context) error {
-	ticker := time.NewTicker(tickInterval)
+	ticker := d.clock.NewTicker(tickInterval)
 	defer ticker.Stop()
 	defer close(d.stopped)
 	defer d.failPending()
@@ -215,7 +217,7 @@ func (d *driver) run(ctx context.Context) error {
 		case <-ctx.Done():
 			// Finish what is already admitted so acknowledged work is durable.
 			return d.processReady()
-		case <-ticker.C:
+		case <-ticker.C():
 			d.setNow()
 			d.group.Tick()
 		case m := <-d.inbox:
@@ -248,7 +250,7 @@ func (d *driver) run(ctx context.Context) error {
 }
 
 func (d *driver) setNow() {
-	d.group.SetNow(uint64(time.Now().UnixMicro()))
+	d.group.SetNow(d.clock.NowMicros())
 }
 
 func (d *driver) admit(p *proposal) {

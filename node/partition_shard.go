@@ -67,6 +67,7 @@ type shardControl struct {
 // Checkpoint).
 type partitionShard struct {
 	log       *slog.Logger
+	clock     loopClock
 	cfg       partitionGroupConfig
 	proposals chan *partitionProposal
 	controls  chan shardControl
@@ -83,6 +84,7 @@ type partitionShard struct {
 func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig) *partitionShard {
 	return &partitionShard{
 		log:       log,
+		clock:     systemClock{},
 		cfg:       cfg,
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
 		controls:  make(chan shardControl, partitionControlQueueMax),
@@ -171,15 +173,15 @@ func (s *partitionShard) propose(ctx context.Context, p *partitionProposal) part
 // run drives the shard until ctx is cancelled, then finishes what was
 // admitted, syncs and closes every log.
 func (s *partitionShard) run(ctx context.Context) {
-	ticker := time.NewTicker(tickInterval)
+	ticker := s.clock.NewTicker(tickInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			s.drain()
 			return
-		case <-ticker.C:
-			now := nowMicros()
+		case <-ticker.C():
+			now := s.clock.NowMicros()
 			for e := range s.groups {
 				e.group.SetNow(now)
 				e.group.Tick()
@@ -296,7 +298,7 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.nextTag++
 	s.waiting[s.nextTag] = p
 	e.inflight++
-	e.group.SetNow(nowMicros())
+	e.group.SetNow(s.clock.NowMicros())
 	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag})
 	s.touch(e)
 }
