@@ -19,12 +19,16 @@ import (
 // Bus is what the node needs from the replica transport. The TCP bus and
 // an in-memory bus (a deterministic whole-node simulator) both satisfy it.
 // Received messages arrive through the OnMessage callback the bus was
-// built with.
+// built with, forward frames through OnForward.
 type Bus interface {
 	// Send queues m for replica to without blocking. A message that cannot
 	// be queued (no connection, full queue, too large) is dropped and
 	// counted; VSR retransmission covers the loss.
 	Send(to uint8, m *consensus.Message)
+	// SendForward queues a forward frame for replica to, without blocking,
+	// on the same queue as Send and with the same drop accounting. A lost
+	// forward is the sender's to retry (it parks with a deadline).
+	SendForward(to uint8, f *Forward)
 	// Connected reports whether a live connection to replica to exists.
 	Connected(to uint8) bool
 	// Stats snapshots the counters.
@@ -52,11 +56,16 @@ type Options struct {
 	// goroutine, in arrival order per peer; To is set to SelfID. It must
 	// not block for long (hand the message to an inbox).
 	OnMessage func(consensus.Message)
+	// OnForward receives every valid forward frame (commands 26–29), on
+	// the same reader goroutine as OnMessage and in the same per-peer
+	// order; To is set to SelfID. It must not block for long. Nil: forward
+	// frames are counted (FramesDroppedNoHandler) and dropped.
+	OnForward func(Forward)
 }
 
 // OptionsFromConfig builds the options of replica selfID from a validated
 // cluster configuration (roster, [message_bus], [cluster.auth],
-// [cluster.tls]). Logger and OnMessage are left to the caller.
+// [cluster.tls]). Logger, OnMessage and OnForward are left to the caller.
 func OptionsFromConfig(cfg *config.Config, selfID uint8) (Options, error) {
 	opts := Options{Cluster: ClusterID(cfg.Cluster.Name), SelfID: selfID, Peers: map[uint8]string{},
 		MessageBus: cfg.MessageBus}
@@ -114,6 +123,7 @@ type TCPBus struct {
 	tls       *TLSConfig
 	log       *slog.Logger
 	onMessage func(consensus.Message)
+	onForward func(Forward) // nil: forward frames are dropped
 	selfID    uint8
 	peers     []*peerSlot // index = replica id; nil for self
 	listener  net.Listener
@@ -172,6 +182,7 @@ func New(opts Options) (*TCPBus, error) {
 		tls:              opts.TLS,
 		log:              log.With("component", "replica_bus", "replica", opts.SelfID),
 		onMessage:        opts.OnMessage,
+		onForward:        opts.OnForward,
 		selfID:           opts.SelfID,
 		peers:            make([]*peerSlot, n),
 		listener:         opts.Listener,
@@ -266,6 +277,29 @@ func (b *TCPBus) Send(to uint8, m *consensus.Message) {
 	if err != nil {
 		b.stats.droppedEncode.Add(1)
 		b.log.Error("dropping replica message that does not encode", "peer", to, "kind", m.Kind, "err", err)
+		return
+	}
+	if !pc.enqueue(frame) {
+		b.stats.droppedQueueFull.Add(1)
+	}
+}
+
+// SendForward implements Bus. A forward frame is HeaderBytes long, below
+// any max_message_size New accepts, so it is never dropped as oversize.
+func (b *TCPBus) SendForward(to uint8, f *Forward) {
+	if int(to) >= len(b.peers) || b.peers[to] == nil {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	pc := b.peers[to].conn.Load()
+	if pc == nil {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	frame, err := b.codec.EncodeForward(nil, f)
+	if err != nil {
+		b.stats.droppedEncode.Add(1)
+		b.log.Error("dropping forward frame that does not encode", "peer", to, "kind", f.Kind, "err", err)
 		return
 	}
 	if !pc.enqueue(frame) {

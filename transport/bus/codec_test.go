@@ -644,16 +644,32 @@ func TestDecodeRejectsInvalidFrames(t *testing.T) {
 }
 
 // TestWriteFuzzSeeds keeps testdata/fuzz/FuzzDecodeReplicaFrame in step
-// with the golden frames (-update rewrites them) and checks each seed
-// file holds its golden frame.
+// with the golden frames of both codecs (-update rewrites them) and checks
+// each seed file holds its golden frame.
 func TestWriteFuzzSeeds(t *testing.T) {
 	c := NewCodec(testCluster)
 	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeReplicaFrame")
+	type seed struct {
+		name  string
+		frame []byte
+	}
+	var seeds []seed
 	for _, tc := range goldenCases() {
 		frame, err := c.Encode(nil, &tc.msg)
 		if err != nil {
 			t.Fatal(err)
 		}
+		seeds = append(seeds, seed{tc.name, frame})
+	}
+	for _, tc := range forwardCases() {
+		frame, err := c.EncodeForward(nil, &tc.fwd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, seed{tc.name, frame})
+	}
+	for _, tc := range seeds {
+		frame := tc.frame
 		for _, fix := range []bool{false, true} {
 			content := "go test fuzz v1\n[]byte(" + strconv.Quote(string(frame)) + ")\nbool(" + strconv.FormatBool(fix) + ")\n"
 			path := filepath.Join(dir, "golden_"+tc.name)

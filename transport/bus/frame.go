@@ -37,7 +37,7 @@ const (
 type Command uint8
 
 // Replica-plane commands. The consensus kinds share their numbers with
-// consensus.MessageKind; 14–16 are the handshake.
+// consensus.MessageKind; 14–16 are the handshake; 26–29 the forward frames.
 const (
 	CommandPrepare                      = Command(consensus.MsgPrepare)
 	CommandPrepareOk                    = Command(consensus.MsgPrepareOk)
@@ -57,6 +57,11 @@ const (
 	CommandStateTransferTarget          = Command(consensus.MsgStateTransferTarget)
 	CommandRequestStateChunk            = Command(consensus.MsgRequestStateChunk)
 	CommandStateChunk                   = Command(consensus.MsgStateChunk)
+	// Node-level forward frames (not consensus messages): see Forward.
+	CommandForwardRegister       = Command(ForwardRegister)
+	CommandForwardRegisterResult = Command(ForwardRegisterResult)
+	CommandForwardLogout         = Command(ForwardLogout)
+	CommandForwardLogoutResult   = Command(ForwardLogoutResult)
 )
 
 // SuffixHeadersMax bounds the DoViewChange / StartView suffix (the nack and

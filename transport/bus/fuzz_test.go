@@ -8,11 +8,12 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// FuzzDecodeReplicaFrame: Decode never panics, refuses with ErrInvalidFrame
-// only, and whatever it accepts re-encodes to the very same bytes (a frame
-// decodes only in its canonical form). With fix set, the input's size,
-// checksum_body and seal are made consistent first, so mutations reach the
-// field rules behind the checksums. Seeds: the golden frames, committed
+// FuzzDecodeReplicaFrame: Decode and DecodeForward never panic, refuse
+// with ErrInvalidFrame only, never both accept the same frame, and whatever
+// one accepts re-encodes to the very same bytes (a frame decodes only in
+// its canonical form). With fix set, the input's size, checksum_body and
+// seal are made consistent first, so mutations reach the field rules
+// behind the checksums. Seeds: the golden frames of both codecs, committed
 // under testdata/fuzz/FuzzDecodeReplicaFrame.
 func FuzzDecodeReplicaFrame(f *testing.F) {
 	c := NewCodec(testCluster)
@@ -30,12 +31,27 @@ func FuzzDecodeReplicaFrame(f *testing.F) {
 				putWide(frame[offChecksum:], frameChecksum(frame))
 			}
 		}
+		fw, ferr := c.DecodeForward(frame)
+		if ferr == nil {
+			again, err := c.EncodeForward(nil, &fw)
+			if err != nil {
+				t.Fatalf("decoded forward frame does not encode: %v", err)
+			}
+			if !bytes.Equal(again, frame) {
+				t.Fatalf("decoded forward frame re-encodes differently\nin  %x\nout %x", frame, again)
+			}
+		} else if !errors.Is(ferr, ErrInvalidFrame) {
+			t.Fatalf("forward error not wrapping ErrInvalidFrame: %v", ferr)
+		}
 		m, err := c.Decode(frame)
 		if err != nil {
 			if !errors.Is(err, ErrInvalidFrame) {
 				t.Fatalf("error not wrapping ErrInvalidFrame: %v", err)
 			}
 			return
+		}
+		if ferr == nil {
+			t.Fatalf("frame decodes both as a consensus message and as a forward frame: %x", frame)
 		}
 		again, err := c.Encode(nil, &m)
 		if err != nil {

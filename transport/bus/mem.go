@@ -37,8 +37,16 @@ func NewMemNetwork(cluster consensus.Uint128, peerQueueCapacity int, maxMessageB
 }
 
 // Join attaches replica id; onMessage receives its frames during Deliver.
+// Forward frames to it are counted (FramesDroppedNoHandler) and dropped.
 func (n *MemNetwork) Join(id uint8, onMessage func(consensus.Message)) *MemBus {
-	b := &MemBus{net: n, id: id, onMessage: onMessage}
+	return n.JoinWithForward(id, onMessage, nil)
+}
+
+// JoinWithForward attaches replica id; during Deliver, onMessage receives
+// its consensus messages and onForward its forward frames (nil: counted and
+// dropped, as on the TCP bus without Options.OnForward).
+func (n *MemNetwork) JoinWithForward(id uint8, onMessage func(consensus.Message), onForward func(Forward)) *MemBus {
+	b := &MemBus{net: n, id: id, onMessage: onMessage, onForward: onForward}
 	n.mu.Lock()
 	n.buses[id] = b
 	n.mu.Unlock()
@@ -92,6 +100,10 @@ func (n *MemNetwork) Deliver(limit int) int {
 		if dst == nil || dst.isClosed() {
 			continue
 		}
+		if IsForwardCommand(FrameCommand(f.frame)) {
+			dst.receiveForward(n.codec, f)
+			continue
+		}
 		m, err := n.codec.Decode(f.frame)
 		if err != nil || m.From != f.from {
 			dst.stats.framesInvalid.Add(1)
@@ -104,11 +116,27 @@ func (n *MemNetwork) Deliver(limit int) int {
 	return delivered
 }
 
+func (b *MemBus) receiveForward(codec *Codec, f memFrame) {
+	fw, err := codec.DecodeForward(f.frame)
+	if err != nil || fw.From != f.from {
+		b.stats.framesInvalid.Add(1)
+		return
+	}
+	if b.onForward == nil {
+		b.stats.droppedNoHandler.Add(1)
+		return
+	}
+	fw.To = f.to
+	b.stats.framesReceived.Add(1)
+	b.onForward(fw)
+}
+
 // MemBus is one replica's endpoint on a MemNetwork.
 type MemBus struct {
 	net       *MemNetwork
 	id        uint8
 	onMessage func(consensus.Message)
+	onForward func(Forward)
 	stats     counters
 	mu        sync.Mutex
 	closed    bool
@@ -132,6 +160,31 @@ func (b *MemBus) Send(to uint8, m *consensus.Message) {
 		b.stats.droppedEncode.Add(1)
 		return
 	}
+	b.enqueue(to, frame)
+}
+
+// SendForward implements Bus.
+func (b *MemBus) SendForward(to uint8, f *Forward) {
+	if !b.Connected(to) {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	frame, err := b.net.codec.EncodeForward(nil, f)
+	if err != nil {
+		b.stats.droppedEncode.Add(1)
+		return
+	}
+	if uint64(len(frame)) > b.net.maxMessageBytes {
+		b.stats.droppedOversize.Add(1)
+		return
+	}
+	b.enqueue(to, frame)
+}
+
+// enqueue queues a frame from b to replica to, or drops and counts it when
+// that ordered pair already holds peer_queue_capacity frames.
+func (b *MemBus) enqueue(to uint8, frame []byte) {
+	n := b.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	key := [2]uint8{b.id, to}

@@ -170,22 +170,55 @@ func (pc *peerConn) reader() {
 			b.log.Info("replica connection closed mid-frame", "peer", pc.peer, "err", err)
 			return
 		}
+		if IsForwardCommand(FrameCommand(header)) {
+			pc.readForward(frame)
+			continue
+		}
 		m, err := b.codec.Decode(frame)
 		if err == nil && m.From != pc.peer {
 			err = invalid("sender replica %d on the connection of replica %d", m.From, pc.peer)
 		}
 		if err != nil {
-			b.stats.framesInvalid.Add(1)
-			pc.invalid++
-			if pc.invalid <= invalidLogFirst || pc.invalid%invalidLogEvery == 0 {
-				b.log.Warn("dropping invalid replica frame", "peer", pc.peer,
-					"command", header[offCommand], "size", size, "invalid_total", pc.invalid, "err", err)
-			}
+			pc.dropInvalid(header, err)
 			continue
 		}
 		m.To = b.selfID
 		b.stats.framesReceived.Add(1)
 		b.onMessage(m)
+	}
+}
+
+// readForward decodes a forward frame and hands it to OnForward (reader
+// goroutine).
+func (pc *peerConn) readForward(frame []byte) {
+	b := pc.bus
+	f, err := b.codec.DecodeForward(frame)
+	if err == nil && f.From != pc.peer {
+		err = invalid("sender replica %d on the connection of replica %d", f.From, pc.peer)
+	}
+	if err != nil {
+		pc.dropInvalid(frame[:HeaderBytes], err)
+		return
+	}
+	if b.onForward == nil {
+		if b.stats.droppedNoHandler.Add(1) == 1 {
+			b.log.Warn("dropping forward frame: no forward handler", "peer", pc.peer, "kind", f.Kind)
+		}
+		return
+	}
+	f.To = b.selfID
+	b.stats.framesReceived.Add(1)
+	b.onForward(f)
+}
+
+// dropInvalid counts and (rate-limited) logs an invalid frame.
+func (pc *peerConn) dropInvalid(header []byte, err error) {
+	b := pc.bus
+	b.stats.framesInvalid.Add(1)
+	pc.invalid++
+	if pc.invalid <= invalidLogFirst || pc.invalid%invalidLogEvery == 0 {
+		b.log.Warn("dropping invalid replica frame", "peer", pc.peer,
+			"command", header[offCommand], "size", FrameSize(header), "invalid_total", pc.invalid, "err", err)
 	}
 }
 

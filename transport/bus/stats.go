@@ -5,7 +5,7 @@ import "sync/atomic"
 // Stats is a snapshot of a bus's counters (monotonic since New).
 type Stats struct {
 	FramesSent     uint64 // frames written to a peer's socket
-	FramesReceived uint64 // frames decoded and delivered to OnMessage
+	FramesReceived uint64 // frames decoded and delivered to OnMessage or OnForward
 	FramesInvalid  uint64 // received frames logged and dropped (unknown, malformed, bad checksum, wrong sender)
 	WriteBatches   uint64 // socket writes (each up to max_batch frames)
 	LargestBatch   uint64 // most frames coalesced into one write so far
@@ -13,7 +13,8 @@ type Stats struct {
 	FramesDroppedQueueFull    uint64 // peer send queue at peer_queue_capacity
 	FramesDroppedNotConnected uint64 // no live connection to the peer (or not a roster peer)
 	FramesDroppedOversize     uint64 // frame above max_message_size, never sent
-	FramesDroppedEncode       uint64 // message that does not encode (unknown kind, missing prepare)
+	FramesDroppedEncode       uint64 // message that does not encode (unknown kind, missing prepare, forward outcome out of range)
+	FramesDroppedNoHandler    uint64 // valid forward frame received with no OnForward set
 
 	ConnectionsClosedOversize uint64 // peer declared a frame size outside [256, max_message_size]
 	ConnectionsDialed         uint64 // handshakes completed as the dialer (to a higher id)
@@ -37,6 +38,7 @@ func (s Stats) Refused(r Refusal) uint64 {
 type counters struct {
 	framesSent, framesReceived, framesInvalid, writeBatches                   atomic.Uint64
 	droppedQueueFull, droppedNotConnected, droppedOversize, droppedEncode     atomic.Uint64
+	droppedNoHandler                                                          atomic.Uint64
 	closedOversize, dialed, accepted, dialFailures, acceptsShed, largestBatch atomic.Uint64
 	refused                                                                   [refusalCount]atomic.Uint64
 }
@@ -47,7 +49,8 @@ func (c *counters) snapshot() Stats {
 		FramesInvalid: c.framesInvalid.Load(), WriteBatches: c.writeBatches.Load(),
 		FramesDroppedQueueFull: c.droppedQueueFull.Load(), FramesDroppedNotConnected: c.droppedNotConnected.Load(),
 		FramesDroppedOversize: c.droppedOversize.Load(), FramesDroppedEncode: c.droppedEncode.Load(),
-		LargestBatch: c.largestBatch.Load(), ConnectionsClosedOversize: c.closedOversize.Load(),
+		FramesDroppedNoHandler: c.droppedNoHandler.Load(),
+		LargestBatch:           c.largestBatch.Load(), ConnectionsClosedOversize: c.closedOversize.Load(),
 		ConnectionsDialed: c.dialed.Load(), ConnectionsAccepted: c.accepted.Load(),
 		DialFailures: c.dialFailures.Load(), AcceptsShed: c.acceptsShed.Load(),
 	}
