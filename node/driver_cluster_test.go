@@ -43,8 +43,8 @@ func cloneMessage(m *consensus.Message) consensus.Message {
 		p.Body = append([]byte(nil), m.Prepare.Body...)
 		c.Prepare = &p
 	}
-	c.Headers = append([]consensus.PrepareHeader(nil), m.Headers...)
-	c.Data = append([]byte(nil), m.Data...)
+	c.Suffix = append([]consensus.PrepareHeader(nil), m.Suffix...)
+	c.ChunkData = append([]byte(nil), m.ChunkData...)
 	return c
 }
 
