@@ -145,9 +145,9 @@ func (h *harness) checkRevealsOnlyDurable(i int, m Message) {
 		h.failf("replica %d sent DVC with log_view %d, durable log_view %d", i, m.LogView, st.superblock.LogView)
 	}
 	if m.Kind == MsgDoViewChange && st.superblock != nil && st.superblock.LogView == m.LogView &&
-		m.Op < viewHeadersHead(st.superblock.ViewHeaders) {
+		m.HeadOp < viewHeadersHead(st.superblock.ViewHeaders) {
 		h.failf("replica %d sent DVC with log_view %d and head %d below that view's durable head %d",
-			i, m.LogView, m.Op, viewHeadersHead(st.superblock.ViewHeaders))
+			i, m.LogView, m.HeadOp, viewHeadersHead(st.superblock.ViewHeaders))
 	}
 	if (m.Kind == MsgPrepareOk || m.Kind == MsgPrepare) && m.Prepare != nil {
 		e, ok := st.entries[m.Prepare.Header.Op]
@@ -200,8 +200,8 @@ func cloneMessage(m Message) Message {
 		p := Prepare{Header: m.Prepare.Header, Body: append([]byte(nil), m.Prepare.Body...)}
 		m.Prepare = &p
 	}
-	m.Headers = append([]PrepareHeader(nil), m.Headers...)
-	m.Data = append([]byte(nil), m.Data...)
+	m.Suffix = append([]PrepareHeader(nil), m.Suffix...)
+	m.ChunkData = append([]byte(nil), m.ChunkData...)
 	return m
 }
 

@@ -22,40 +22,62 @@ const (
 	MsgStateChunk           MessageKind = 25
 )
 
-// Message is one replica-to-replica message. Fields not used by a Kind are
-// zero. The transport encodes it for the wire; the simulator passes it by
-// value (handlers must not retain or mutate Headers/Prepare/Data of a
+// Message is one replica-to-replica message. Each field is named by what
+// it holds and is carried by the kinds listed beside it; fields a Kind does
+// not carry are zero (docs/consensus.md, "Message fields per kind"). The
+// transport encodes it for the wire; the simulator passes it by value
+// (handlers must not retain or mutate Suffix/Prepare/ChunkData of a
 // received message without copying).
 type Message struct {
 	Kind  MessageKind
 	Group uint64
 	From  uint8
 	To    uint8
-	View  uint32
+	View  uint32 // the sender's current view
 
-	// Prepare / RepairPrepare: the entry. PrepareOk: Prepare.Header
-	// identifies the acknowledged op (body nil).
+	// Prepare holds, per kind:
+	//   - Prepare / RepairPrepare: the journal entry (header and body);
+	//   - PrepareOk: the acknowledged prepare's header (consensus reads its
+	//     Op and Checksum; body nil);
+	//   - StateTransferTarget (Available): the chain anchor, the header of
+	//     the snapshot op {Op: SnapshotOp, Checksum, Timestamp:
+	//     AnchorTimestamp}.
 	Prepare *Prepare
 
-	Op        uint64 // head op (DVC, StartView), from-op (RequestPrepares), op (RepairDone/RangeEvicted)
-	ToOp      uint64 // RequestPrepares upper bound (inclusive)
-	Commit    uint64 // commit number (Commit heartbeat, DVC, StartView, PrepareOk)
-	LogView   uint32 // DVC
-	Timestamp uint64 // Commit heartbeat monotonic counter
+	CommitMax        uint64 // PrepareOk: the sender's commit_max
+	CommitMin        uint64 // Commit heartbeat: the primary's commit_min
+	HeartbeatCounter uint64 // Commit heartbeat: monotonic counter, restarts each view
 
-	// DoViewChange / StartView suffix: headers from Op downwards.
-	Headers []PrepareHeader
-	// DVC: Nack bit i = proves it never prepared op (Op - i); Present bit i =
-	// can serve the body of op (Op - i).
+	HeadOp   uint64 // DoViewChange, StartView: the sender's head op; Suffix starts here
+	CommitOp uint64 // DoViewChange: min(commit_max, HeadOp); StartView: the new primary's commit
+	LogView  uint32 // DoViewChange
+	// DoViewChange / StartView suffix: headers from HeadOp downwards.
+	Suffix []PrepareHeader
+	// DoViewChange: Nack bit i = proves it never prepared op (HeadOp - i);
+	// Present bit i = can serve the body of op (HeadOp - i).
 	Nack    Uint128
 	Present Uint128
 
-	// Nonce correlates probes (incarnation), repair and transfer sessions.
+	// Incarnation correlates a probe with its answer: RequestStartView, and
+	// StartView echoing it (zero on a broadcast StartView).
+	Incarnation Uint128
+	// Nonce correlates a repair or state-transfer session: RequestPrepares,
+	// RepairPrepare, RepairDone, RangeEvicted, RequestStateTransfer,
+	// StateTransferTarget, RequestStateChunk, StateChunk.
 	Nonce Uint128
 
+	FromOp          uint64 // RequestPrepares: first op asked for
+	ToOp            uint64 // RequestPrepares: last op asked for (inclusive)
+	LastServedOp    uint64 // RepairDone: the last op the peer served
+	FirstRetainedOp uint64 // RangeEvicted: the oldest op the peer still holds
+
 	// State transfer.
-	Offset    uint64
-	Length    uint32
-	Available bool
-	Data      []byte
+	SnapshotOp        uint64 // StateTransferTarget, RequestStateChunk, StateChunk: the snapshot's op
+	SnapshotSizeBytes uint64 // StateTransferTarget: size of the snapshot data
+	SnapshotChecksum  uint64 // StateTransferTarget: XXH3 of the snapshot data
+	AnchorTimestamp   uint64 // StateTransferTarget: prepare timestamp of the snapshot op
+	ChunkOffset       uint64 // RequestStateChunk, StateChunk: byte offset into the snapshot data
+	ChunkLengthBytes  uint32 // RequestStateChunk: bytes asked for (StateChunk: len(ChunkData))
+	Available         bool   // StateTransferTarget, StateChunk
+	ChunkData         []byte // StateChunk
 }

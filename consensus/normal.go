@@ -151,7 +151,7 @@ func (r *Replica) sendPrepareOk(h *PrepareHeader) {
 		return
 	}
 	hdr := *h
-	r.send(Message{Kind: MsgPrepareOk, To: r.primaryOf(r.view), View: r.view, Commit: r.commitMax,
+	r.send(Message{Kind: MsgPrepareOk, To: r.primaryOf(r.view), View: r.view, CommitMax: r.commitMax,
 		Prepare: &Prepare{Header: hdr}})
 }
 
@@ -273,7 +273,7 @@ func (r *Replica) tickPrimary() {
 			r.probeView(r.observedNewerView)
 		} else {
 			r.heartbeatsSent++
-			r.broadcast(Message{Kind: MsgCommit, View: r.view, Commit: r.commitMin, Timestamp: r.heartbeatsSent})
+			r.broadcast(Message{Kind: MsgCommit, View: r.view, CommitMin: r.commitMin, HeartbeatCounter: r.heartbeatsSent})
 		}
 	}
 	if r.prepareTimer.fired(r.ticks) {
@@ -332,11 +332,11 @@ func (r *Replica) onCommit(m Message) {
 	if r.status != StatusNormal || r.isPrimaryIndex() || m.From != r.primaryOf(r.view) {
 		return
 	}
-	if m.View == r.heartbeatView && m.Timestamp <= r.heartbeatCounter {
+	if m.View == r.heartbeatView && m.HeartbeatCounter <= r.heartbeatCounter {
 		return
 	}
-	r.heartbeatView, r.heartbeatCounter = m.View, m.Timestamp
+	r.heartbeatView, r.heartbeatCounter = m.View, m.HeartbeatCounter
 	r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
-	r.raiseCommitMax(m.Commit)
+	r.raiseCommitMax(m.CommitMin)
 	r.commitJournal()
 }

@@ -18,7 +18,7 @@ func TestStartViewKeepsUnverifiableEntriesDurable(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Advance(r.Ready())
-	r.Step(Message{Kind: MsgStartView, From: 0, To: 2, View: 3, Op: 8, Commit: 6, Headers: descending(log, 8, 6)})
+	r.Step(Message{Kind: MsgStartView, From: 0, To: 2, View: 3, HeadOp: 8, CommitOp: 6, Suffix: descending(log, 8, 6)})
 	rd := r.Ready()
 	if rd.Truncate != 0 || len(rd.Entries) != 0 {
 		t.Fatalf("Ready truncates %d and writes %d entries; want the durable journal untouched", rd.Truncate, len(rd.Entries))

@@ -243,7 +243,7 @@ func (r *Replica) restoreViewHead() {
 
 func (r *Replica) broadcastProbe() {
 	r.recovery.probeTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
-	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Nonce: r.cfg.Incarnation})
+	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation})
 }
 
 func (r *Replica) tickRecovering() {
@@ -263,15 +263,16 @@ func (r *Replica) tickRecovering() {
 
 // probeView asks the primary of a newer view we heard of for its StartView.
 func (r *Replica) probeView(v uint32) {
-	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Nonce: r.cfg.Incarnation})
+	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation})
 }
 
 // onRequestStartView: only the current Normal primary answers, with a
-// StartView targeted at the prober and echoing its nonce. A probe from the
-// primary-by-index of our own view means that primary restarted: elect.
+// StartView targeted at the prober and echoing its incarnation. A probe
+// from the primary-by-index of our own view means that primary restarted:
+// elect.
 func (r *Replica) onRequestStartView(m Message) {
 	if r.IsPrimary() {
-		r.sendStartView(m.From, m.Nonce)
+		r.sendStartView(m.From, m.Incarnation)
 		return
 	}
 	if r.status == StatusNormal && m.View == r.view && m.From == r.primaryOf(r.view) {

@@ -145,7 +145,7 @@ func (r *Replica) sendRepairRequest() {
 	r.repair.missingBefore = from
 	r.repair.doneTo, r.repair.doneSeen = 0, false
 	r.repair.retryTimer.start(r.ticks, uint64(r.cfg.RepairRetryTicks))
-	r.send(Message{Kind: MsgRequestPrepares, To: peer, View: r.view, Op: from, ToOp: to, Nonce: r.repair.nonce})
+	r.send(Message{Kind: MsgRequestPrepares, To: peer, View: r.view, FromOp: from, ToOp: to, Nonce: r.repair.nonce})
 }
 
 func (r *Replica) tickRepair() {
@@ -163,18 +163,18 @@ func (r *Replica) tickRepair() {
 // the front is gone, then the entries, then RepairDone naming the last op
 // served.
 func (r *Replica) onRequestPrepares(m Message) {
-	if r.Transferring() || r.status == StatusRecovering || m.Op == 0 || m.ToOp < m.Op {
+	if r.Transferring() || r.status == StatusRecovering || m.FromOp == 0 || m.ToOp < m.FromOp {
 		return
 	}
-	from := m.Op
+	from := m.FromOp
 	if from < r.journal.floor || (r.snapshot != nil && from <= r.snapshot.Op) {
 		first := r.journal.lowestHeld(from)
 		if first == 0 {
 			first = r.op + 1
 		}
-		r.send(Message{Kind: MsgRangeEvicted, To: m.From, View: r.view, Op: first, Nonce: m.Nonce})
+		r.send(Message{Kind: MsgRangeEvicted, To: m.From, View: r.view, FirstRetainedOp: first, Nonce: m.Nonce})
 		if first > m.ToOp {
-			r.send(Message{Kind: MsgRepairDone, To: m.From, View: r.view, Op: from - 1, Nonce: m.Nonce})
+			r.send(Message{Kind: MsgRepairDone, To: m.From, View: r.view, LastServedOp: from - 1, Nonce: m.Nonce})
 			return
 		}
 		from = first
@@ -190,7 +190,7 @@ func (r *Replica) onRequestPrepares(m Message) {
 		r.send(Message{Kind: MsgRepairPrepare, To: m.From, View: r.view, Prepare: &p, Nonce: m.Nonce})
 		last = op
 	}
-	r.send(Message{Kind: MsgRepairDone, To: m.From, View: r.view, Op: last, Nonce: m.Nonce})
+	r.send(Message{Kind: MsgRepairDone, To: m.From, View: r.view, LastServedOp: last, Nonce: m.Nonce})
 }
 
 // onRepairPrepare accepts a repaired entry sent in our view: from the
@@ -296,14 +296,14 @@ func (r *Replica) onRepairReply(m Message) {
 		return
 	}
 	if m.Kind == MsgRangeEvicted {
-		if m.Op > r.commitMin+1 && r.repairWanted() {
+		if m.FirstRetainedOp > r.commitMin+1 && r.repairWanted() {
 			// The history we need is gone from the peer: state transfer.
 			r.repair.active = false
 			r.startTransfer(m.From)
 		}
 		return
 	}
-	r.repair.doneTo, r.repair.doneSeen = m.Op, true
+	r.repair.doneTo, r.repair.doneSeen = m.LastServedOp, true
 	next := r.firstMissing(r.repairTarget())
 	if next == 0 {
 		r.repair.active = false

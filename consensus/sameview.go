@@ -19,18 +19,18 @@ package consensus
 
 // startViewLog returns the head a StartView leads this replica to and the
 // canonical header lookup for reconciling its journal. above holds the
-// headers of view v's log from the head down to just above m.Op (blank
+// headers of view v's log from the head down to just above m.HeadOp (blank
 // where unknown, at most ViewHeadersMax), for the durable view headers.
 func (r *Replica) startViewLog(m Message) (head uint64, above []PrepareHeader, canonical func(op uint64) (PrepareHeader, bool)) {
 	suffix := func(op uint64) (PrepareHeader, bool) {
-		if op > m.Op || m.Op-op >= uint64(len(m.Headers)) {
+		if op > m.HeadOp || m.HeadOp-op >= uint64(len(m.Suffix)) {
 			return PrepareHeader{}, false
 		}
-		h := m.Headers[m.Op-op]
+		h := m.Suffix[m.HeadOp-op]
 		return h, h.Checksum != 0 && h.Op == op
 	}
-	head = m.Op
-	if m.View != r.logView || r.op <= m.Op {
+	head = m.HeadOp
+	if m.View != r.logView || r.op <= m.HeadOp {
 		return head, nil, suffix
 	}
 	head = r.op
@@ -43,7 +43,7 @@ func (r *Replica) startViewLog(m Message) (head uint64, above []PrepareHeader, c
 		}
 		return PrepareHeader{}, false
 	}
-	n := min(head-m.Op, uint64(ViewHeadersMax))
+	n := min(head-m.HeadOp, uint64(ViewHeadersMax))
 	above = make([]PrepareHeader, n)
 	for i := range above {
 		op := head - uint64(i)
@@ -54,7 +54,7 @@ func (r *Replica) startViewLog(m Message) (head uint64, above []PrepareHeader, c
 		}
 	}
 	canonical = func(op uint64) (PrepareHeader, bool) {
-		if op <= m.Op {
+		if op <= m.HeadOp {
 			return suffix(op)
 		}
 		if head-op < n {

@@ -50,10 +50,10 @@ expect 2 status=recovering view=1 logview=1 op=3 journal=1..3`)
 	stale := 0
 	for i, m := range ts.h.stash[2] {
 		if m.Kind == MsgStartView {
-			if m.View != 1 || m.Op != 1 {
-				t.Fatalf("held StartView view %d op %d, want view 1 op 1", m.View, m.Op)
+			if m.View != 1 || m.HeadOp != 1 {
+				t.Fatalf("held StartView view %d op %d, want view 1 op 1", m.View, m.HeadOp)
 			}
-			ts.h.stash[2][i].Nonce = r.cfg.Incarnation
+			ts.h.stash[2][i].Incarnation = r.cfg.Incarnation
 			stale++
 		}
 	}

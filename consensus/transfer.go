@@ -50,8 +50,8 @@ func (r *Replica) sendTransferRequest() {
 		r.send(Message{Kind: MsgRequestStateTransfer, To: t.peer, View: r.view, Nonce: t.nonce})
 	case transferFetching:
 		length := min(uint64(stateChunkBytesMax), t.size-uint64(len(t.buf)))
-		r.send(Message{Kind: MsgRequestStateChunk, To: t.peer, View: r.view, Nonce: t.nonce, Op: t.op,
-			Offset: uint64(len(t.buf)), Length: uint32(length)})
+		r.send(Message{Kind: MsgRequestStateChunk, To: t.peer, View: r.view, Nonce: t.nonce, SnapshotOp: t.op,
+			ChunkOffset: uint64(len(t.buf)), ChunkLengthBytes: uint32(length)})
 	}
 }
 
@@ -84,10 +84,10 @@ func (r *Replica) onRequestStateTransfer(m Message) {
 		((r.IsPrimary() && r.commitMin == r.commitMax) || r.status == StatusViewChange)
 	reply := Message{Kind: MsgStateTransferTarget, To: m.From, View: r.view, Nonce: m.Nonce, Available: available}
 	if available {
-		reply.Op = r.snapshot.Op
-		reply.Offset = uint64(len(r.snapshot.Data)) // total size
-		reply.Commit = r.snapshot.Checksum
-		reply.Timestamp = r.snapshotTimestamp // floor for the receiver's prepare timestamps
+		reply.SnapshotOp = r.snapshot.Op
+		reply.SnapshotSizeBytes = uint64(len(r.snapshot.Data))
+		reply.SnapshotChecksum = r.snapshot.Checksum
+		reply.AnchorTimestamp = r.snapshotTimestamp // floor for the receiver's prepare timestamps
 		reply.Prepare = &Prepare{Header: PrepareHeader{Op: r.snapshot.Op, Checksum: r.anchorChecksum,
 			Timestamp: r.snapshotTimestamp}} // the chain anchor (header only)
 	}
@@ -99,15 +99,15 @@ func (r *Replica) onStateTransferTarget(m Message) {
 	if t.stage != transferAwaitingTarget || m.Nonce != t.nonce || m.From != t.peer {
 		return
 	}
-	if !m.Available || m.Op <= r.commitMin || m.Offset > stateTransferBytesMax {
+	if !m.Available || m.SnapshotOp <= r.commitMin || m.SnapshotSizeBytes > stateTransferBytesMax {
 		r.abortTransfer() // nothing useful offered: journal repair carries on
 		r.noteGap()
 		return
 	}
 	t.stage = transferFetching
-	t.op, t.size, t.checksum = m.Op, m.Offset, m.Commit
-	t.anchorTimestamp = m.Timestamp
-	if m.Prepare != nil && m.Prepare.Header.Op == m.Op {
+	t.op, t.size, t.checksum = m.SnapshotOp, m.SnapshotSizeBytes, m.SnapshotChecksum
+	t.anchorTimestamp = m.AnchorTimestamp
+	if m.Prepare != nil && m.Prepare.Header.Op == m.SnapshotOp {
 		t.anchorChecksum = m.Prepare.Header.Checksum
 	}
 	t.buf = make([]byte, 0, t.size)
@@ -120,22 +120,21 @@ func (r *Replica) onStateTransferTarget(m Message) {
 }
 
 func (r *Replica) onRequestStateChunk(m Message) {
-	reply := Message{Kind: MsgStateChunk, To: m.From, View: r.view, Nonce: m.Nonce, Op: m.Op, Offset: m.Offset}
+	reply := Message{Kind: MsgStateChunk, To: m.From, View: r.view, Nonce: m.Nonce, SnapshotOp: m.SnapshotOp, ChunkOffset: m.ChunkOffset}
 	s := r.snapshot
-	if s == nil || s.Op != m.Op || m.Offset > uint64(len(s.Data)) {
+	if s == nil || s.Op != m.SnapshotOp || m.ChunkOffset > uint64(len(s.Data)) {
 		r.send(reply) // Available=false: the offer is gone
 		return
 	}
-	end := min(uint64(len(s.Data)), m.Offset+uint64(min(m.Length, stateChunkBytesMax)))
+	end := min(uint64(len(s.Data)), m.ChunkOffset+uint64(min(m.ChunkLengthBytes, stateChunkBytesMax)))
 	reply.Available = true
-	reply.Length = uint32(end - m.Offset)
-	reply.Data = s.Data[m.Offset:end]
+	reply.ChunkData = s.Data[m.ChunkOffset:end]
 	r.send(reply)
 }
 
 func (r *Replica) onStateChunk(m Message) {
 	t := &r.transfer
-	if t.stage != transferFetching || m.Nonce != t.nonce || m.From != t.peer || m.Op != t.op {
+	if t.stage != transferFetching || m.Nonce != t.nonce || m.From != t.peer || m.SnapshotOp != t.op {
 		return
 	}
 	if !m.Available {
@@ -144,10 +143,10 @@ func (r *Replica) onStateChunk(m Message) {
 		r.sendTransferRequest()
 		return
 	}
-	if m.Offset != uint64(len(t.buf)) || uint64(len(t.buf)+len(m.Data)) > t.size || len(m.Data) == 0 {
+	if m.ChunkOffset != uint64(len(t.buf)) || uint64(len(t.buf)+len(m.ChunkData)) > t.size || len(m.ChunkData) == 0 {
 		return // duplicate or out of order: the retry timer re-asks
 	}
-	t.buf = append(t.buf, m.Data...)
+	t.buf = append(t.buf, m.ChunkData...)
 	t.stalls = 0
 	if uint64(len(t.buf)) < t.size {
 		r.sendTransferRequest()

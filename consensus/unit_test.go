@@ -58,16 +58,16 @@ func TestHeartbeatReplayIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, Commit: 0, Timestamp: 5})
-	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, Commit: 9, Timestamp: 5})
+	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, CommitMin: 0, HeartbeatCounter: 5})
+	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, CommitMin: 9, HeartbeatCounter: 5})
 	if r.CommitMax() != 0 {
 		t.Fatalf("replayed heartbeat accepted: commit_max %d", r.CommitMax())
 	}
-	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, Commit: 9, Timestamp: 6})
+	r.Step(Message{Kind: MsgCommit, From: 0, To: 1, View: 0, CommitMin: 9, HeartbeatCounter: 6})
 	if r.CommitMax() != 9 {
 		t.Fatalf("fresh heartbeat rejected: commit_max %d", r.CommitMax())
 	}
-	r.Step(Message{Kind: MsgCommit, From: 2, To: 1, View: 0, Commit: 20, Timestamp: 7})
+	r.Step(Message{Kind: MsgCommit, From: 2, To: 1, View: 0, CommitMin: 20, HeartbeatCounter: 7})
 	if r.CommitMax() != 9 {
 		t.Fatalf("heartbeat from a non-primary accepted")
 	}

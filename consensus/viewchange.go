@@ -79,7 +79,7 @@ func (r *Replica) maybeSendDVC() {
 
 func (r *Replica) sendDVC(d dvcRecord) {
 	r.send(Message{Kind: MsgDoViewChange, To: r.primaryOf(r.view), View: r.view, LogView: d.logView,
-		Op: d.op, Commit: d.commit, Headers: d.headers, Nack: d.nack, Present: d.present})
+		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present})
 }
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
@@ -136,7 +136,7 @@ func (r *Replica) recordDVC(d dvcRecord) {
 }
 
 func (r *Replica) onDoViewChange(m Message) {
-	if r.status == StatusRecovering || m.View < r.view || len(m.Headers) > dvcSuffixHeadersMax {
+	if r.status == StatusRecovering || m.View < r.view || len(m.Suffix) > dvcSuffixHeadersMax {
 		return
 	}
 	if m.View > r.view {
@@ -148,11 +148,11 @@ func (r *Replica) onDoViewChange(m Message) {
 		}
 		return
 	}
-	if !r.isPrimaryIndex() || m.LogView > m.View || !suffixWellFormed(m.Op, m.Headers) {
+	if !r.isPrimaryIndex() || m.LogView > m.View || !suffixWellFormed(m.HeadOp, m.Suffix) {
 		return
 	}
-	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.Op, commit: min(m.Commit, m.Op),
-		headers: append([]PrepareHeader(nil), m.Headers...), nack: m.Nack, present: m.Present}
+	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.HeadOp, commit: min(m.CommitOp, m.HeadOp),
+		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present}
 	r.recordDVC(d)
 	r.maybeSendDVC()
 	r.tryMerge()
@@ -257,10 +257,10 @@ func (r *Replica) stopViewChangeTimers() {
 }
 
 // sendStartView tells `to` the current view's log (head, commit, suffix).
-// nonce echoes a probe's incarnation (zero when broadcast).
-func (r *Replica) sendStartView(to uint8, nonce Uint128) {
+// incarnation echoes a probe's (zero when broadcast).
+func (r *Replica) sendStartView(to uint8, incarnation Uint128) {
 	commit, headers := r.startViewSuffix()
-	r.send(Message{Kind: MsgStartView, To: to, View: r.view, Op: r.op, Commit: commit, Headers: headers, Nonce: nonce})
+	r.send(Message{Kind: MsgStartView, To: to, View: r.view, HeadOp: r.op, CommitOp: commit, Suffix: headers, Incarnation: incarnation})
 }
 
 // startViewSuffix is the primary's log suffix for a StartView: headers
@@ -284,17 +284,17 @@ func (r *Replica) startViewSuffix() (commit uint64, headers []PrepareHeader) {
 
 // onStartView: a backup adopts the new primary's log (spec §3.5 step 7).
 func (r *Replica) onStartView(m Message) {
-	if m.From != r.primaryOf(m.View) || m.View < r.view || len(m.Headers) > dvcSuffixHeadersMax {
+	if m.From != r.primaryOf(m.View) || m.View < r.view || len(m.Suffix) > dvcSuffixHeadersMax {
 		return
 	}
 	if r.status == StatusNormal && m.View == r.view && r.logView == r.view {
 		return // already in this view
 	}
-	if m.View == r.logView && m.Op < r.commitMin {
+	if m.View == r.logView && m.HeadOp < r.commitMin {
 		return
 	}
-	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && m.Nonce != r.cfg.Incarnation &&
-		(!m.Nonce.IsZero() || m.View == r.logView) {
+	if r.status == StatusRecovering && !r.cfg.Incarnation.IsZero() && m.Incarnation != r.cfg.Incarnation &&
+		(!m.Incarnation.IsZero() || m.View == r.logView) {
 		// An answer to an earlier boot's probe, or a nonce-less StartView
 		// of the view this replica's log is in: it may predate prepares of
 		// that view this replica acknowledged before it crashed (finding
@@ -318,20 +318,20 @@ func (r *Replica) onStartView(m Message) {
 	r.recovery.probeAttempts = 0
 	r.commitTimer.stop()
 	r.observedNewerView = 0
-	r.raiseCommitMax(m.Commit)
-	for _, h := range m.Headers {
+	r.raiseCommitMax(m.CommitOp)
+	for _, h := range m.Suffix {
 		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	}
 	r.reconcileJournal(head, canonical)
 	// log_view = v becomes durable with v's head headers (finding 6): if
 	// this replica crashes before repair fills the journal, its DVC still
 	// reports the view's head instead of a shorter, canonical-looking log.
-	r.setViewHeaders(head, append(above, m.Headers...))
+	r.setViewHeaders(head, append(above, m.Suffix...))
 	r.op = head
 	r.seenOp = head
 	r.heartbeatView, r.heartbeatCounter = m.View, 0
 	r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
-	for op := m.Commit + 1; op <= head; op++ {
+	for op := m.CommitOp + 1; op <= head; op++ {
 		if h, ok := r.journal.header(op); ok {
 			r.sendPrepareOk(&h)
 		}
@@ -453,7 +453,7 @@ func (r *Replica) tickViewChange() {
 	if r.vc.rsvTimer.fired(r.ticks) {
 		r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
 		if r.vc.dvcSent && !r.isPrimaryIndex() {
-			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Nonce: r.cfg.Incarnation})
+			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Incarnation: r.cfg.Incarnation})
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestStartViewPersistsViewHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Step(Message{Kind: MsgStartView, Group: 0, From: 1, To: 2, View: 1, Op: 3, Commit: 1, Headers: descending(log, 3, 1)})
+	r.Step(Message{Kind: MsgStartView, Group: 0, From: 1, To: 2, View: 1, HeadOp: 3, CommitOp: 1, Suffix: descending(log, 3, 1)})
 	rd := r.Ready()
 	if rd.Superblock == nil || rd.Superblock.LogView != 1 || len(rd.Superblock.ViewHeaders) != 3 {
 		t.Fatalf("superblock %+v, want log_view 1 with 3 view headers", rd.Superblock)
@@ -43,7 +43,7 @@ func TestStartViewPersistsViewHeaders(t *testing.T) {
 	}
 	asked := false
 	for _, m := range rd.Messages {
-		asked = asked || (m.Kind == MsgRequestPrepares && m.Op == 1 && m.ToOp == 3)
+		asked = asked || (m.Kind == MsgRequestPrepares && m.FromOp == 1 && m.ToOp == 3)
 	}
 	if !asked {
 		t.Fatalf("no RequestPrepares for ops 1..3 in %+v", rd.Messages)

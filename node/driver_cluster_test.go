@@ -20,7 +20,7 @@ import (
 // a stopped replica drops, like a dead peer.
 type memBus struct {
 	from    uint8
-	drivers []*driver
+	drivers []atomic.Pointer[driver] // a restart swaps one in while the others send
 	down    []atomic.Bool
 }
 
@@ -33,7 +33,9 @@ func (p memBusPort) Send(to uint8, m *consensus.Message) {
 	if int(to) >= len(p.bus.drivers) || p.bus.down[to].Load() || p.bus.down[p.from].Load() {
 		return
 	}
-	p.bus.drivers[to].deliver(cloneMessage(m))
+	if d := p.bus.drivers[to].Load(); d != nil {
+		d.deliver(cloneMessage(m))
+	}
 }
 
 func cloneMessage(m *consensus.Message) consensus.Message {
@@ -43,8 +45,8 @@ func cloneMessage(m *consensus.Message) consensus.Message {
 		p.Body = append([]byte(nil), m.Prepare.Body...)
 		c.Prepare = &p
 	}
-	c.Headers = append([]consensus.PrepareHeader(nil), m.Headers...)
-	c.Data = append([]byte(nil), m.Data...)
+	c.Suffix = append([]consensus.PrepareHeader(nil), m.Suffix...)
+	c.ChunkData = append([]byte(nil), m.ChunkData...)
 	return c
 }
 
@@ -115,7 +117,7 @@ type clusterReplica struct {
 // state transfer, installed through the applier.
 func TestDriversReplicateAndTransferState(t *testing.T) {
 	const n = 3
-	bus := &memBus{drivers: make([]*driver, n), down: make([]atomic.Bool, n)}
+	bus := &memBus{drivers: make([]atomic.Pointer[driver], n), down: make([]atomic.Bool, n)}
 	dir := t.TempDir()
 	reps := make([]*clusterReplica, n)
 	start := func(i int, sub string) {
@@ -134,7 +136,7 @@ func TestDriversReplicateAndTransferState(t *testing.T) {
 		app := &listApp{}
 		d := newDriver(quietLogger(), g, store, app, 0)
 		d.peers = memBusPort{bus: bus, from: uint8(i)}
-		bus.drivers[i] = d
+		bus.drivers[i].Store(d)
 		ctx, cancel := context.WithCancel(context.Background())
 		r := &clusterReplica{d: d, app: app, store: store, cancel: cancel, done: make(chan error, 1)}
 		go func() { r.done <- d.run(ctx) }()

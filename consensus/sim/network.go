@@ -335,8 +335,8 @@ func cloneMessage(m consensus.Message) consensus.Message {
 		p.Body = slices.Clone(p.Body)
 		m.Prepare = &p
 	}
-	m.Headers = slices.Clone(m.Headers)
-	m.Data = slices.Clone(m.Data)
+	m.Suffix = slices.Clone(m.Suffix)
+	m.ChunkData = slices.Clone(m.ChunkData)
 	return m
 }
 

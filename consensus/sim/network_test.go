@@ -17,7 +17,7 @@ func TestNetworkDeliversWithinLatencyBounds(t *testing.T) {
 	nw := testNetwork(3, NetworkOptions{LatencyMinTicks: 2, LatencyMeanTicks: 3, LinkCapacityMax: 1000}, 1)
 	nw.tick(10)
 	for i := 0; i < 200; i++ {
-		nw.send(consensus.Message{Kind: consensus.MsgCommit, From: 0, To: 1, Commit: uint64(i)})
+		nw.send(consensus.Message{Kind: consensus.MsgCommit, From: 0, To: 1, CommitMin: uint64(i)})
 	}
 	got := 0
 	for now := uint64(10); now < 10+2+50*3+2; now++ {
@@ -121,11 +121,11 @@ func TestNetworkCopiesMessages(t *testing.T) {
 	nw := testNetwork(2, NetworkOptions{LatencyMinTicks: 1, LatencyMeanTicks: 1}, 7)
 	p := &consensus.Prepare{Header: consensus.PrepareHeader{Op: 1}, Body: []byte{1, 2, 3}}
 	hs := []consensus.PrepareHeader{{Op: 9}}
-	nw.send(consensus.Message{From: 0, To: 1, Prepare: p, Headers: hs, Data: []byte{4}})
+	nw.send(consensus.Message{From: 0, To: 1, Prepare: p, Suffix: hs, ChunkData: []byte{4}})
 	p.Header.Op, p.Body[0], hs[0].Op = 77, 77, 77
 	nw.tick(1000)
 	m := nw.deliverDue()[0].msg
-	if m.Prepare.Header.Op != 1 || m.Prepare.Body[0] != 1 || m.Headers[0].Op != 9 || m.Data[0] != 4 {
+	if m.Prepare.Header.Op != 1 || m.Prepare.Body[0] != 1 || m.Suffix[0].Op != 9 || m.ChunkData[0] != 4 {
 		t.Fatalf("sender mutation leaked into a packet in flight: %+v", m)
 	}
 }
@@ -140,10 +140,10 @@ func TestNetworkDeterministic(t *testing.T) {
 		for now := uint64(1); now < 2000; now++ {
 			nw.tick(now)
 			for i := 0; i < 3; i++ {
-				nw.send(consensus.Message{From: uint8(i), To: uint8((i + 1) % 3), Commit: now})
+				nw.send(consensus.Message{From: uint8(i), To: uint8((i + 1) % 3), CommitMin: now})
 			}
 			for _, p := range nw.deliverDue() {
-				order = append(order, p.msg.Commit<<8|uint64(p.msg.From))
+				order = append(order, p.msg.CommitMin<<8|uint64(p.msg.From))
 			}
 		}
 		return order

@@ -60,7 +60,7 @@ func (w *world) trace(kind evKind, node, group int, a, b uint64) {
 }
 
 func (w *world) traceMessage(kind evKind, m *consensus.Message) {
-	op := m.Op
+	op := messageOp(m)
 	if m.Prepare != nil {
 		op = m.Prepare.Header.Op
 	}
@@ -70,12 +70,51 @@ func (w *world) traceMessage(kind evKind, m *consensus.Message) {
 	}
 	verbose := w.verbose
 	w.verbose = nil // print the decoded line below instead of raw fields
-	w.trace(kind, int(m.From), int(m.To), uint64(m.Kind)<<56|uint64(gi)<<48|uint64(m.View&0xffffff)<<24|(op&0xffffff), m.Commit)
+	w.trace(kind, int(m.From), int(m.To), uint64(m.Kind)<<56|uint64(gi)<<48|uint64(m.View&0xffffff)<<24|(op&0xffffff), messageCommit(m))
 	w.verbose = verbose
 	if verbose != nil {
 		fmt.Fprintf(verbose, "%7d %-10s %s %s %d->%d view=%d op=%d commit=%d log_view=%d\n", w.now, evNames[kind],
-			w.groups[gi].name, messageKindName(m.Kind), m.From, m.To, m.View, op, m.Commit, m.LogView)
+			w.groups[gi].name, messageKindName(m.Kind), m.From, m.To, m.View, op, messageCommit(m), m.LogView)
 	}
+}
+
+// messageOp is the op a message is about, for the trace: the head op
+// (DoViewChange, StartView), the first op asked for (RequestPrepares), the
+// last op served (RepairDone), the first op retained (RangeEvicted) or the
+// snapshot op (state transfer); 0 for the other kinds. A message carrying a
+// prepare is traced by the prepare's op instead.
+func messageOp(m *consensus.Message) uint64 {
+	switch m.Kind {
+	case consensus.MsgDoViewChange, consensus.MsgStartView:
+		return m.HeadOp
+	case consensus.MsgRequestPrepares:
+		return m.FromOp
+	case consensus.MsgRepairDone:
+		return m.LastServedOp
+	case consensus.MsgRangeEvicted:
+		return m.FirstRetainedOp
+	case consensus.MsgStateTransferTarget, consensus.MsgRequestStateChunk, consensus.MsgStateChunk:
+		return m.SnapshotOp
+	}
+	return 0
+}
+
+// messageCommit is the second traced number of a message: the sender's
+// commit_max (PrepareOk), commit_min (Commit heartbeat), the commit op
+// (DoViewChange, StartView) or the snapshot checksum
+// (StateTransferTarget); 0 for the other kinds.
+func messageCommit(m *consensus.Message) uint64 {
+	switch m.Kind {
+	case consensus.MsgPrepareOk:
+		return m.CommitMax
+	case consensus.MsgCommit:
+		return m.CommitMin
+	case consensus.MsgDoViewChange, consensus.MsgStartView:
+		return m.CommitOp
+	case consensus.MsgStateTransferTarget:
+		return m.SnapshotChecksum
+	}
+	return 0
 }
 
 var messageKindNames = map[consensus.MessageKind]string{

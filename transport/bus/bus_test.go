@@ -166,7 +166,7 @@ func (c *cluster) exchange(tag uint64) {
 			if i == j {
 				continue
 			}
-			m := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: uint8(i), View: 1, Commit: tag, Timestamp: uint64(i*100 + j)}
+			m := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: uint8(i), View: 1, CommitMin: tag, HeartbeatCounter: uint64(i*100 + j)}
 			got := false
 			deadline := time.Now().Add(5 * time.Second)
 			for !got && time.Now().Before(deadline) {
@@ -176,7 +176,7 @@ func (c *cluster) exchange(tag uint64) {
 				for {
 					select {
 					case r := <-to.inbox:
-						if r.Commit == tag && r.From == uint8(i) && r.Timestamp == m.Timestamp && r.To == uint8(j) {
+						if r.CommitMin == tag && r.From == uint8(i) && r.HeartbeatCounter == m.HeartbeatCounter && r.To == uint8(j) {
 							got = true
 							break drain
 						}
@@ -377,11 +377,11 @@ func TestBusInvalidFrameDroppedPeerStays(t *testing.T) {
 	}
 	waitFor(t, "raw peer installed", func() bool { return target.bus.Connected(0) })
 	codec := NewCodec(testCluster)
-	good := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 0, View: 3, Commit: 9}
+	good := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 0, View: 3, CommitMin: 9}
 	frame, _ := codec.Encode(nil, &good)
 	bad := bytes.Clone(frame)
 	bad[152] ^= 1 // breaks the seal
-	spoof := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 2, View: 3, Commit: 10}
+	spoof := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 2, View: 3, CommitMin: 10}
 	spoofed, _ := codec.Encode(nil, &spoof)
 	unknown := bytes.Clone(frame)
 	unknown[offCommand] = 99
@@ -539,14 +539,14 @@ func TestBusCloseFlushesQueue(t *testing.T) {
 	c := newCluster(t, 2, nil)
 	waitFor(t, "connections", c.allConnected)
 	for i := range 100 {
-		c.nodes[0].bus.Send(1, &consensus.Message{Kind: consensus.MsgCommit, From: 0, View: 1, Commit: uint64(i)})
+		c.nodes[0].bus.Send(1, &consensus.Message{Kind: consensus.MsgCommit, From: 0, View: 1, CommitMin: uint64(i)})
 	}
 	c.stop(0)
 	for i := range 100 {
 		select {
 		case got := <-c.nodes[1].inbox:
-			if got.Commit != uint64(i) {
-				t.Fatalf("frame %d arrived as %d", i, got.Commit)
+			if got.CommitMin != uint64(i) {
+				t.Fatalf("frame %d arrived as %d", i, got.CommitMin)
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatalf("frame %d lost on close", i)

@@ -135,7 +135,7 @@ func goldenCases() []goldenCase {
 				s.common(7, 19, 0)
 				return s.frame(false, true)
 			}},
-		{"prepare_ok", consensus.Message{Kind: consensus.MsgPrepareOk, Group: metaGroup, From: 1, View: 7, Commit: 39,
+		{"prepare_ok", consensus.Message{Kind: consensus.MsgPrepareOk, Group: metaGroup, From: 1, View: 7, CommitMax: 39,
 			Prepare: &consensus.Prepare{Header: consensus.PrepareHeader{Op: 42, Checksum: p.Header.Checksum,
 				Parent: p.Header.Parent, Timestamp: testTS, Request: 10, Operation: 128}}},
 			func() []byte {
@@ -151,7 +151,7 @@ func goldenCases() []goldenCase {
 				s.common(7, 7, 1)
 				return s.frame(true, false)
 			}},
-		{"commit", consensus.Message{Kind: consensus.MsgCommit, Group: partGroup, From: 0, View: 7, Commit: 41, Timestamp: 77},
+		{"commit", consensus.Message{Kind: consensus.MsgCommit, Group: partGroup, From: 0, View: 7, CommitMin: 41, HeartbeatCounter: 77},
 			func() []byte {
 				var s spec
 				s.u64(144, 77)
@@ -168,7 +168,7 @@ func goldenCases() []goldenCase {
 				return s.frame(true, false)
 			}},
 		{"do_view_change", consensus.Message{Kind: consensus.MsgDoViewChange, Group: metaGroup, From: 2, View: 8,
-			Op: 42, Commit: 40, LogView: 7, Headers: suffix,
+			HeadOp: 42, CommitOp: 40, LogView: 7, Suffix: suffix,
 			Nack: consensus.Uint128{Lo: 0b10}, Present: consensus.Uint128{Lo: 0b01}},
 			func() []byte {
 				s := spec{body: append(suffixEntry(&p.Header, metaGroup), suffixEntry(&blank, metaGroup)...)}
@@ -182,7 +182,7 @@ func goldenCases() []goldenCase {
 				return s.frame(true, false)
 			}},
 		{"start_view", consensus.Message{Kind: consensus.MsgStartView, Group: metaGroup, From: 1, View: 9,
-			Op: 42, Commit: 42, Headers: suffix[:1], Nonce: sampleIncarnation},
+			HeadOp: 42, CommitOp: 42, Suffix: suffix[:1], Incarnation: sampleIncarnation},
 			func() []byte {
 				s := spec{body: suffixEntry(&p.Header, metaGroup)}
 				s.u64(128, 42)
@@ -192,7 +192,7 @@ func goldenCases() []goldenCase {
 				s.common(9, 12, 1)
 				return s.frame(true, false)
 			}},
-		{"request_start_view", consensus.Message{Kind: consensus.MsgRequestStartView, Group: partGroup, From: 2, View: 9, Nonce: sampleIncarnation},
+		{"request_start_view", consensus.Message{Kind: consensus.MsgRequestStartView, Group: partGroup, From: 2, View: 9, Incarnation: sampleIncarnation},
 			func() []byte {
 				var s spec
 				s.u64(128, partGroup)
@@ -200,7 +200,7 @@ func goldenCases() []goldenCase {
 				s.common(9, 17, 2)
 				return s.frame(true, false)
 			}},
-		{"request_prepares", consensus.Message{Kind: consensus.MsgRequestPrepares, Group: metaGroup, From: 2, View: 9, Op: 10, ToOp: 20, Nonce: sampleNonce},
+		{"request_prepares", consensus.Message{Kind: consensus.MsgRequestPrepares, Group: metaGroup, From: 2, View: 9, FromOp: 10, ToOp: 20, Nonce: sampleNonce},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleNonce.Lo, sampleNonce.Hi)
@@ -210,7 +210,7 @@ func goldenCases() []goldenCase {
 				s.common(9, 18, 2)
 				return s.frame(true, false)
 			}},
-		{"repair_done", consensus.Message{Kind: consensus.MsgRepairDone, Group: metaGroup, From: 0, View: 9, Op: 20, Nonce: sampleNonce},
+		{"repair_done", consensus.Message{Kind: consensus.MsgRepairDone, Group: metaGroup, From: 0, View: 9, LastServedOp: 20, Nonce: sampleNonce},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleNonce.Lo, sampleNonce.Hi)
@@ -219,7 +219,7 @@ func goldenCases() []goldenCase {
 				s.common(9, 20, 0)
 				return s.frame(true, false)
 			}},
-		{"range_evicted", consensus.Message{Kind: consensus.MsgRangeEvicted, Group: metaGroup, From: 0, View: 9, Op: 15, Nonce: sampleNonce},
+		{"range_evicted", consensus.Message{Kind: consensus.MsgRangeEvicted, Group: metaGroup, From: 0, View: 9, FirstRetainedOp: 15, Nonce: sampleNonce},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleNonce.Lo, sampleNonce.Hi)
@@ -237,7 +237,7 @@ func goldenCases() []goldenCase {
 				return s.frame(true, false)
 			}},
 		{"state_transfer_target", consensus.Message{Kind: consensus.MsgStateTransferTarget, Group: partGroup, From: 0, View: 9,
-			Nonce: sampleNonce, Available: true, Op: 30, Offset: 4096, Commit: 0x5A5A, Timestamp: testTS,
+			Nonce: sampleNonce, Available: true, SnapshotOp: 30, SnapshotSizeBytes: 4096, SnapshotChecksum: 0x5A5A, AnchorTimestamp: testTS,
 			Prepare: &consensus.Prepare{Header: consensus.PrepareHeader{Op: 30, Checksum: 0x7777, Timestamp: testTS}}},
 			func() []byte {
 				var manifest [32]byte
@@ -262,7 +262,7 @@ func goldenCases() []goldenCase {
 				return s.frame(true, false)
 			}},
 		{"request_state_chunk", consensus.Message{Kind: consensus.MsgRequestStateChunk, Group: partGroup, From: 2, View: 9,
-			Nonce: sampleNonce, Op: 30, Offset: 1024, Length: 512},
+			Nonce: sampleNonce, SnapshotOp: 30, ChunkOffset: 1024, ChunkLengthBytes: 512},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleNonce.Lo, sampleNonce.Hi)
@@ -274,7 +274,7 @@ func goldenCases() []goldenCase {
 				return s.frame(true, false)
 			}},
 		{"state_chunk", consensus.Message{Kind: consensus.MsgStateChunk, Group: partGroup, From: 0, View: 9,
-			Nonce: sampleNonce, Op: 30, Offset: 1024, Available: true, Length: 5, Data: []byte("chunk")},
+			Nonce: sampleNonce, SnapshotOp: 30, ChunkOffset: 1024, Available: true, ChunkData: []byte("chunk")},
 			func() []byte {
 				s := spec{body: []byte("chunk")}
 				s.u128(128, sampleNonce.Lo, sampleNonce.Hi)
@@ -286,7 +286,7 @@ func goldenCases() []goldenCase {
 				return s.frame(true, false)
 			}},
 		{"state_chunk_unavailable", consensus.Message{Kind: consensus.MsgStateChunk, Group: partGroup, From: 0, View: 9,
-			Nonce: sampleNonce, Op: 30, Offset: 1024},
+			Nonce: sampleNonce, SnapshotOp: 30, ChunkOffset: 1024},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleNonce.Lo, sampleNonce.Hi)
@@ -420,50 +420,53 @@ func randomMessage(r *rand.Rand, k consensus.MessageKind) consensus.Message {
 	case consensus.MsgPrepareOk:
 		m.Prepare = &consensus.Prepare{Header: consensus.PrepareHeader{Op: r.Uint64(), Checksum: r.Uint64(),
 			Parent: r.Uint64(), Timestamp: r.Uint64(), Request: r.Uint64(), Operation: consensus.Operation(r.Uint32())}}
-		m.Commit = r.Uint64()
+		m.CommitMax = r.Uint64()
 	case consensus.MsgCommit:
-		m.Commit, m.Timestamp = r.Uint64(), r.Uint64()
+		m.CommitMin, m.HeartbeatCounter = r.Uint64(), r.Uint64()
 	case consensus.MsgStartViewChange:
 	case consensus.MsgDoViewChange:
-		m.Op = r.Uint64()
-		m.Commit = r.Uint64N(m.Op + 1)
+		m.HeadOp = r.Uint64()
+		m.CommitOp = r.Uint64N(m.HeadOp + 1)
 		m.LogView = r.Uint32N(m.View + 1)
 		if m.View == ^uint32(0) {
 			m.LogView = m.View
 		}
-		m.Headers = suffix()
-		mask := bitsFrom(len(m.Headers))
+		m.Suffix = suffix()
+		mask := bitsFrom(len(m.Suffix))
 		m.Nack = consensus.Uint128{Lo: r.Uint64() &^ mask.Lo, Hi: r.Uint64() &^ mask.Hi}
 		m.Present = consensus.Uint128{Lo: r.Uint64() &^ mask.Lo, Hi: r.Uint64() &^ mask.Hi}
 	case consensus.MsgStartView:
-		m.Op = r.Uint64()
-		m.Commit = r.Uint64N(m.Op + 1)
-		if m.Op == ^uint64(0) {
-			m.Commit = m.Op
+		m.HeadOp = r.Uint64()
+		m.CommitOp = r.Uint64N(m.HeadOp + 1)
+		if m.HeadOp == ^uint64(0) {
+			m.CommitOp = m.HeadOp
 		}
-		m.Headers = suffix()
-		m.Nonce = u128()
-	case consensus.MsgRequestStartView, consensus.MsgRequestStateTransfer:
+		m.Suffix = suffix()
+		m.Incarnation = u128()
+	case consensus.MsgRequestStartView:
+		m.Incarnation = u128()
+	case consensus.MsgRequestStateTransfer:
 		m.Nonce = u128()
 	case consensus.MsgRequestPrepares:
 		m.Nonce = u128()
-		m.Op = 1 + r.Uint64N(1<<40)
-		m.ToOp = m.Op + r.Uint64N(1<<20)
-	case consensus.MsgRepairDone, consensus.MsgRangeEvicted:
-		m.Nonce, m.Op = u128(), r.Uint64()
+		m.FromOp = 1 + r.Uint64N(1<<40)
+		m.ToOp = m.FromOp + r.Uint64N(1<<20)
+	case consensus.MsgRepairDone:
+		m.Nonce, m.LastServedOp = u128(), r.Uint64()
+	case consensus.MsgRangeEvicted:
+		m.Nonce, m.FirstRetainedOp = u128(), r.Uint64()
 	case consensus.MsgStateTransferTarget:
-		m.Nonce, m.Op, m.Available = u128(), r.Uint64(), r.IntN(2) == 0
+		m.Nonce, m.SnapshotOp, m.Available = u128(), r.Uint64(), r.IntN(2) == 0
 		if m.Available {
-			m.Offset, m.Commit, m.Timestamp = r.Uint64(), r.Uint64(), r.Uint64()
-			m.Prepare = &consensus.Prepare{Header: consensus.PrepareHeader{Op: m.Op, Checksum: r.Uint64(), Timestamp: m.Timestamp}}
+			m.SnapshotSizeBytes, m.SnapshotChecksum, m.AnchorTimestamp = r.Uint64(), r.Uint64(), r.Uint64()
+			m.Prepare = &consensus.Prepare{Header: consensus.PrepareHeader{Op: m.SnapshotOp, Checksum: r.Uint64(), Timestamp: m.AnchorTimestamp}}
 		}
 	case consensus.MsgRequestStateChunk:
-		m.Nonce, m.Op, m.Offset, m.Length = u128(), r.Uint64(), r.Uint64(), 1+r.Uint32N(1<<20)
+		m.Nonce, m.SnapshotOp, m.ChunkOffset, m.ChunkLengthBytes = u128(), r.Uint64(), r.Uint64(), 1+r.Uint32N(1<<20)
 	case consensus.MsgStateChunk:
-		m.Nonce, m.Op, m.Offset, m.Available = u128(), r.Uint64(), r.Uint64(), r.IntN(2) == 0
+		m.Nonce, m.SnapshotOp, m.ChunkOffset, m.Available = u128(), r.Uint64(), r.Uint64(), r.IntN(2) == 0
 		if m.Available {
-			m.Data = bytesN(r.IntN(64))
-			m.Length = uint32(len(m.Data))
+			m.ChunkData = bytesN(r.IntN(64))
 		}
 	}
 	return m
@@ -503,9 +506,11 @@ func TestRoundTripRandom(t *testing.T) {
 // never reach the wire.
 func TestEncodeIgnoresFieldsTheKindDoesNotCarry(t *testing.T) {
 	c := NewCodec(testCluster)
-	m := consensus.Message{Kind: consensus.MsgCommit, Group: 1, From: 1, To: 2, View: 3, Commit: 4, Timestamp: 5,
-		Op: 99, ToOp: 98, LogView: 97, Offset: 96, Length: 95, Available: true, Data: []byte("x"),
-		Nonce: sampleNonce, Headers: []consensus.PrepareHeader{{Op: 1}}}
+	m := consensus.Message{Kind: consensus.MsgCommit, Group: 1, From: 1, To: 2, View: 3, CommitMin: 4, HeartbeatCounter: 5,
+		CommitMax: 100, HeadOp: 99, CommitOp: 99, FromOp: 98, ToOp: 98, LastServedOp: 98, FirstRetainedOp: 98, LogView: 97,
+		SnapshotOp: 96, SnapshotSizeBytes: 96, SnapshotChecksum: 96, AnchorTimestamp: 96, ChunkOffset: 96,
+		ChunkLengthBytes: 95, Available: true, ChunkData: []byte("x"),
+		Nonce: sampleNonce, Incarnation: sampleIncarnation, Suffix: []consensus.PrepareHeader{{Op: 1}}}
 	frame, err := c.Encode(nil, &m)
 	if err != nil {
 		t.Fatal(err)
@@ -514,7 +519,7 @@ func TestEncodeIgnoresFieldsTheKindDoesNotCarry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := consensus.Message{Kind: consensus.MsgCommit, Group: 1, From: 1, View: 3, Commit: 4, Timestamp: 5}
+	want := consensus.Message{Kind: consensus.MsgCommit, Group: 1, From: 1, View: 3, CommitMin: 4, HeartbeatCounter: 5}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v want %+v", got, want)
 	}
@@ -526,7 +531,7 @@ func TestEncodeRejects(t *testing.T) {
 		"unknown kind":        {Kind: 99},
 		"handshake kind":      {Kind: consensus.MessageKind(CommandReplicaHello)},
 		"prepare without one": {Kind: consensus.MsgPrepare},
-		"suffix over 128":     {Kind: consensus.MsgStartView, Headers: make([]consensus.PrepareHeader, SuffixHeadersMax+1)},
+		"suffix over 128":     {Kind: consensus.MsgStartView, Suffix: make([]consensus.PrepareHeader, SuffixHeadersMax+1)},
 	} {
 		if _, err := c.Encode(nil, &m); err == nil {
 			t.Errorf("%s: encoded", name)

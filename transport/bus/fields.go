@@ -2,15 +2,16 @@ package bus
 
 import "github.com/lodestream/lodestream/consensus"
 
-// fields is a consensus.Message with every field named by what it holds.
+// fields is the codec's view of a consensus.Message: only the fields
+// Kind carries, with the Prepare pointer unpacked into what it holds for
+// the kind (the entry, the acknowledged prepare's identity, the snapshot's
+// chain anchor).
 //
-// consensus.Message overloads several fields across kinds (Op is a head op,
-// a from-op, a last-served op or a snapshot op; Offset is a snapshot size in
-// StateTransferTarget; Commit is a commit_max, a commit_min or a data
-// checksum). The codec never reads an overloaded field directly: fromMessage
-// and toMessage below are the only places that know which Message field
-// carries which meaning, so renaming fields in consensus changes this file
-// only. The frame layouts (docs/bus.md) use the names here.
+// fromMessage and toMessage below are the only code that knows which
+// Message fields each kind carries; fields a kind does not carry are left
+// zero, so Encode never puts them on the wire (and Decode, which
+// re-encodes, refuses a frame that has them). The frame layouts
+// (docs/bus.md) use the names here.
 type fields struct {
 	Kind  consensus.MessageKind
 	Group uint64
@@ -53,8 +54,8 @@ type fields struct {
 	ChunkData         []byte // StateChunk
 }
 
-// fromMessage names m's fields for m.Kind. Fields a kind does not carry are
-// left zero (and so are not sent).
+// fromMessage picks the fields m.Kind carries. Fields a kind does not carry
+// are left zero (and so are not sent).
 func fromMessage(m *consensus.Message) fields {
 	f := fields{Kind: m.Kind, Group: m.Group, From: m.From, View: m.View}
 	switch m.Kind {
@@ -68,39 +69,39 @@ func fromMessage(m *consensus.Message) fields {
 			f.AckedOp, f.AckedChecksum, f.AckedParent = h.Op, h.Checksum, h.Parent
 			f.AckedTimestamp, f.AckedRequest, f.AckedOperation = h.Timestamp, h.Request, h.Operation
 		}
-		f.CommitMax = m.Commit
+		f.CommitMax = m.CommitMax
 	case consensus.MsgCommit:
-		f.CommitMin, f.HeartbeatCounter = m.Commit, m.Timestamp
+		f.CommitMin, f.HeartbeatCounter = m.CommitMin, m.HeartbeatCounter
 	case consensus.MsgStartViewChange:
 	case consensus.MsgDoViewChange:
-		f.HeadOp, f.CommitOp, f.LogView = m.Op, m.Commit, m.LogView
-		f.Suffix, f.Nack, f.Present = m.Headers, m.Nack, m.Present
+		f.HeadOp, f.CommitOp, f.LogView = m.HeadOp, m.CommitOp, m.LogView
+		f.Suffix, f.Nack, f.Present = m.Suffix, m.Nack, m.Present
 	case consensus.MsgStartView:
-		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.Op, m.Commit, m.Headers, m.Nonce
+		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation
 	case consensus.MsgRequestStartView:
-		f.Incarnation = m.Nonce
+		f.Incarnation = m.Incarnation
 	case consensus.MsgRequestPrepares:
-		f.Nonce, f.FromOp, f.ToOp = m.Nonce, m.Op, m.ToOp
+		f.Nonce, f.FromOp, f.ToOp = m.Nonce, m.FromOp, m.ToOp
 	case consensus.MsgRepairDone:
-		f.Nonce, f.LastServedOp = m.Nonce, m.Op
+		f.Nonce, f.LastServedOp = m.Nonce, m.LastServedOp
 	case consensus.MsgRangeEvicted:
-		f.Nonce, f.FirstRetainedOp = m.Nonce, m.Op
+		f.Nonce, f.FirstRetainedOp = m.Nonce, m.FirstRetainedOp
 	case consensus.MsgRequestStateTransfer:
 		f.Nonce = m.Nonce
 	case consensus.MsgStateTransferTarget:
-		f.Nonce, f.Available, f.SnapshotOp = m.Nonce, m.Available, m.Op
+		f.Nonce, f.Available, f.SnapshotOp = m.Nonce, m.Available, m.SnapshotOp
 		if m.Available {
-			f.SnapshotSizeBytes, f.SnapshotChecksum, f.AnchorTimestamp = m.Offset, m.Commit, m.Timestamp
+			f.SnapshotSizeBytes, f.SnapshotChecksum, f.AnchorTimestamp = m.SnapshotSizeBytes, m.SnapshotChecksum, m.AnchorTimestamp
 			if m.Prepare != nil {
 				f.AnchorChecksum = m.Prepare.Header.Checksum
 			}
 		}
 	case consensus.MsgRequestStateChunk:
-		f.Nonce, f.SnapshotOp, f.ChunkOffset, f.ChunkLengthBytes = m.Nonce, m.Op, m.Offset, m.Length
+		f.Nonce, f.SnapshotOp, f.ChunkOffset, f.ChunkLengthBytes = m.Nonce, m.SnapshotOp, m.ChunkOffset, m.ChunkLengthBytes
 	case consensus.MsgStateChunk:
-		f.Nonce, f.SnapshotOp, f.ChunkOffset, f.Available = m.Nonce, m.Op, m.Offset, m.Available
+		f.Nonce, f.SnapshotOp, f.ChunkOffset, f.Available = m.Nonce, m.SnapshotOp, m.ChunkOffset, m.Available
 		if m.Available {
-			f.ChunkData = m.Data
+			f.ChunkData = m.ChunkData
 		}
 	}
 	return f
@@ -119,41 +120,40 @@ func (f *fields) toMessage() consensus.Message {
 			Op: f.AckedOp, Checksum: f.AckedChecksum, Parent: f.AckedParent,
 			Timestamp: f.AckedTimestamp, Request: f.AckedRequest, Operation: f.AckedOperation,
 		}}
-		m.Commit = f.CommitMax
+		m.CommitMax = f.CommitMax
 	case consensus.MsgCommit:
-		m.Commit, m.Timestamp = f.CommitMin, f.HeartbeatCounter
+		m.CommitMin, m.HeartbeatCounter = f.CommitMin, f.HeartbeatCounter
 	case consensus.MsgStartViewChange:
 	case consensus.MsgDoViewChange:
-		m.Op, m.Commit, m.LogView = f.HeadOp, f.CommitOp, f.LogView
-		m.Headers, m.Nack, m.Present = f.Suffix, f.Nack, f.Present
+		m.HeadOp, m.CommitOp, m.LogView = f.HeadOp, f.CommitOp, f.LogView
+		m.Suffix, m.Nack, m.Present = f.Suffix, f.Nack, f.Present
 	case consensus.MsgStartView:
-		m.Op, m.Commit, m.Headers, m.Nonce = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
+		m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
 	case consensus.MsgRequestStartView:
-		m.Nonce = f.Incarnation
+		m.Incarnation = f.Incarnation
 	case consensus.MsgRequestPrepares:
-		m.Nonce, m.Op, m.ToOp = f.Nonce, f.FromOp, f.ToOp
+		m.Nonce, m.FromOp, m.ToOp = f.Nonce, f.FromOp, f.ToOp
 	case consensus.MsgRepairDone:
-		m.Nonce, m.Op = f.Nonce, f.LastServedOp
+		m.Nonce, m.LastServedOp = f.Nonce, f.LastServedOp
 	case consensus.MsgRangeEvicted:
-		m.Nonce, m.Op = f.Nonce, f.FirstRetainedOp
+		m.Nonce, m.FirstRetainedOp = f.Nonce, f.FirstRetainedOp
 	case consensus.MsgRequestStateTransfer:
 		m.Nonce = f.Nonce
 	case consensus.MsgStateTransferTarget:
-		m.Nonce, m.Available, m.Op = f.Nonce, f.Available, f.SnapshotOp
+		m.Nonce, m.Available, m.SnapshotOp = f.Nonce, f.Available, f.SnapshotOp
 		if f.Available {
-			m.Offset, m.Commit, m.Timestamp = f.SnapshotSizeBytes, f.SnapshotChecksum, f.AnchorTimestamp
+			m.SnapshotSizeBytes, m.SnapshotChecksum, m.AnchorTimestamp = f.SnapshotSizeBytes, f.SnapshotChecksum, f.AnchorTimestamp
 			m.Prepare = &consensus.Prepare{Header: consensus.PrepareHeader{
 				Op: f.SnapshotOp, Checksum: f.AnchorChecksum, Timestamp: f.AnchorTimestamp,
 			}}
 		}
 	case consensus.MsgRequestStateChunk:
-		m.Nonce, m.Op, m.Offset, m.Length = f.Nonce, f.SnapshotOp, f.ChunkOffset, f.ChunkLengthBytes
+		m.Nonce, m.SnapshotOp, m.ChunkOffset, m.ChunkLengthBytes = f.Nonce, f.SnapshotOp, f.ChunkOffset, f.ChunkLengthBytes
 	case consensus.MsgStateChunk:
-		m.Nonce, m.Op, m.Offset, m.Available = f.Nonce, f.SnapshotOp, f.ChunkOffset, f.Available
+		m.Nonce, m.SnapshotOp, m.ChunkOffset, m.Available = f.Nonce, f.SnapshotOp, f.ChunkOffset, f.Available
 		if len(f.ChunkData) > 0 {
-			m.Data = f.ChunkData
+			m.ChunkData = f.ChunkData
 		}
-		m.Length = uint32(len(f.ChunkData))
 	}
 	return m
 }

@@ -34,10 +34,10 @@ func TestBusForwardRoundTrip(t *testing.T) {
 	}
 	primary, backup := c.nodes[0].bus, c.nodes[1].bus
 
-	before := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 1, View: 7, Commit: 1, Timestamp: 1}
+	before := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 1, View: 7, CommitMin: 1, HeartbeatCounter: 1}
 	reg := Forward{Kind: ForwardRegister, From: 1, View: 7, Client: sampleClient, Nonce: sampleFwdNonce, UserID: 42}
 	after := before
-	after.Commit = 2
+	after.CommitMin = 2
 	backup.Send(0, &before)
 	backup.SendForward(0, &reg)
 	backup.Send(0, &after)
@@ -107,7 +107,7 @@ func TestBusForwardWithoutHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 0, View: 3, Commit: 9}
+	good := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 0, View: 3, CommitMin: 9}
 	frame, err := codec.Encode(nil, &good)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestMemNetworkForward(t *testing.T) {
 	buses[2] = n.Join(2, func(m consensus.Message) { got[2] = append(got[2], m) })
 
 	reg := Forward{Kind: ForwardRegister, From: 1, View: 4, Client: sampleClient, Nonce: sampleFwdNonce, UserID: 7}
-	hb := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 1, View: 4, Commit: 5}
+	hb := consensus.Message{Kind: consensus.MsgCommit, Group: metaGroup, From: 1, View: 4, CommitMin: 5}
 	buses[1].SendForward(0, &reg)
 	buses[1].Send(0, &hb)
 	buses[1].SendForward(0, &reg)

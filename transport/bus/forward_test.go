@@ -230,7 +230,7 @@ func TestForwardDecodeRejectsInvalidFrames(t *testing.T) {
 		return nil
 	}
 	commit := func() []byte {
-		f, err := c.Encode(nil, &consensus.Message{Kind: consensus.MsgCommit, From: 1, View: 2, Commit: 3})
+		f, err := c.Encode(nil, &consensus.Message{Kind: consensus.MsgCommit, From: 1, View: 2, CommitMin: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
