@@ -21,6 +21,7 @@ import (
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
+	"github.com/lodestream/lodestream/wire"
 )
 
 // ServerVersion is reported in Register replies and stats.
@@ -48,11 +49,14 @@ type Node struct {
 	driver      *driver
 	sessions    *registry
 	credentials credentialSlots
+	logins      *loginLimiter
 	internal    *internalSession
 	tcp         *transport.TCPServer
 	startedAt   time.Time
 	dataDir     string
 	plane       *partitionPlane
+
+	loginRefusalLog logThrottle
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -78,9 +82,11 @@ func Run(ctx context.Context, opts Options) error {
 		log:         log,
 		sessions:    newRegistry(),
 		credentials: newCredentialSlots(),
-		internal:    newInternalSession(),
-		startedAt:   time.Now(),
-		dataDir:     cfg.System.Path,
+		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
+			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
+		internal:  newInternalSession(),
+		startedAt: time.Now(),
+		dataDir:   cfg.System.Path,
 	}
 
 	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"),
@@ -136,10 +142,17 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	tcp, err := transport.ListenTCP(transport.TCPConfig{
-		Address:    cfg.TCP.Address,
-		RuntimeDir: n.runtimeDir(),
-		TLS:        tlsConfig,
-		Logger:     log.With("transport", "tcp"),
+		Address:                  cfg.TCP.Address,
+		ConnectionsMax:           int(cfg.TCP.ConnectionsMax),
+		ConnectionsPerAddressMax: int(cfg.TCP.ConnectionsPerAddressMax),
+		PreLoginFrameBytesMax:    wire.PreLoginFrameBytesMax,
+		LoginTimeout:             cfg.TCP.LoginTimeout.Duration,
+		FrameReadTimeout:         cfg.TCP.FrameReadTimeout.Duration,
+		SendQueueBytesMax:        int64(cfg.TCP.SendQueueBytesMax.Bytes()),
+		OutboundBytesMax:         int64(cfg.TCP.OutboundBytesMax.Bytes()),
+		RuntimeDir:               n.runtimeDir(),
+		TLS:                      tlsConfig,
+		Logger:                   log.With("transport", "tcp"),
 	})
 	if err != nil {
 		return err

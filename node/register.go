@@ -1,6 +1,8 @@
 package node
 
 import (
+	"net"
+
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
@@ -31,12 +33,31 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		n.sendOK(c, hdr, n.registerReplyBody(v.userID, v.fence))
 		return
 	}
+	// Failed logins are limited per source address and per username; a
+	// refused attempt is answered like a wrong password without running
+	// argon2 (or the token lookup).
+	address := sourceIP(c.RemoteAddr())
+	limitUser := ""
+	if login.Kind == wire.RegisterWithPassword {
+		limitUser = login.Username
+	}
+	if !n.logins.allow(address, limitUser) {
+		if n.loginRefusalLog.allow() {
+			n.log.Warn("login refused: too many failed attempts from this address or for this user (logged at most once a second)",
+				"conn", c.ID(), "remote", c.RemoteAddr(), "username", limitUser)
+		}
+		n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
+		return
+	}
 	var userID uint32
 	switch login.Kind {
 	case wire.RegisterWithPassword:
 		var uid, code uint32
-		n.credentials.run(func() { uid, code = n.state.VerifyPassword(login.Username, login.Password) })
+		if !n.credentials.run(c.Done(), func() { uid, code = n.state.VerifyPassword(login.Username, login.Password) }) {
+			return // closed while waiting (login deadline)
+		}
 		if code != metadata.CodeOK {
+			n.logins.failed(address, login.Username)
 			n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
 			return
 		}
@@ -47,9 +68,11 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		case metadata.CodeOK:
 			userID = uid
 		case metadata.CodeUserInactive:
+			n.logins.failed(address, "")
 			n.evict(c, s, hdr.Client, wire.EvictUserInactive)
 			return
 		default:
+			n.logins.failed(address, "")
 			n.evict(c, s, hdr.Client, wire.EvictInvalidToken)
 			return
 		}
@@ -62,9 +85,18 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		return
 	}
 	s.bind(toConsensus(hdr.Client), out.op, userID)
+	c.SetAuthenticated(true)
 	n.log.Info("session bound", "conn", c.ID(), "remote", c.RemoteAddr(), "user_id", userID, "session", out.op,
 		"sdk", version.SDKName, "sdk_version", version.SDKVersion)
 	n.sendOK(c, hdr, out.body)
+}
+
+// sourceIP is the IP part of a connection's "ip:port".
+func sourceIP(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
 }
 
 // registerReplyBody is the result-framed Register reply (§2.4). It is built
@@ -91,6 +123,7 @@ func (n *Node) handleLogout(c *transport.Conn, s *session, hdr wire.RequestHeade
 	switch out.kind {
 	case consensus.ReplyCommitted:
 		s.unbind()
+		c.SetAuthenticated(false) // pre-login frame bound and login deadline again
 		n.sendOK(c, hdr, nil)
 	case consensus.ReplyEvictNoSession:
 		n.evict(c, s, hdr.Client, wire.EvictNoSession)
