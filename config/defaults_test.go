@@ -41,7 +41,7 @@ func TestDefaultsDecodeAndValidate(t *testing.T) {
 		{"tcp.address", cfg.TCP.Address, "127.0.0.1:8090"},
 		{"tcp.connections_max", cfg.TCP.ConnectionsMax, uint64(4096)},
 		{"tcp.connections_per_address_max", cfg.TCP.ConnectionsPerAddressMax, uint64(1024)},
-		{"tcp.login_timeout", cfg.TCP.LoginTimeout.Duration, 10 * time.Second},
+		{"tcp.login_timeout", cfg.TCP.LoginTimeout.Duration, 60 * time.Second},
 		{"tcp.frame_read_timeout", cfg.TCP.FrameReadTimeout.Duration, 10 * time.Second},
 		{"tcp.send_queue_bytes_max", cfg.TCP.SendQueueBytesMax.Bytes(), 8 * MiB},
 		{"tcp.outbound_bytes_max", cfg.TCP.OutboundBytesMax.Bytes(), 256 * MiB},

@@ -65,6 +65,9 @@ type Conn struct {
 	authenticated atomic.Bool
 	authMu        sync.Mutex
 	loginTimer    *time.Timer
+	// evictedForRoom: closed to make room at ConnectionsMax (guarded by
+	// the server's mu).
+	evictedForRoom bool
 
 	// frameConsumed is set by the Handler (on the reader goroutine, during
 	// HandleFrame) when it no longer refers to the frame it was handed.

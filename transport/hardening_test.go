@@ -126,15 +126,16 @@ func TestInflightBudgetSharePerAddress(t *testing.T) {
 	if got := s.budget.inUse(); got != 1<<20 {
 		t.Fatalf("budget in use %d, want the one trickling frame of 127.0.0.2 (%d)", got, 1<<20)
 	}
-	// The first hog completes; the second then gets the share.
-	if _, err := hogs[0].Write(frame[headerBytes+1000:]); err != nil {
-		t.Fatal(err)
+	// Both hogs complete (whichever holds the share first, the other gets
+	// it next).
+	for _, c := range hogs {
+		if _, err := c.Write(frame[headerBytes+1000:]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	readEcho(t, hogs[0], frame)
-	if _, err := hogs[1].Write(frame[headerBytes+1000:]); err != nil {
-		t.Fatal(err)
+	for _, c := range hogs {
+		readEcho(t, c, frame)
 	}
-	readEcho(t, hogs[1], frame)
 	waitBudget(t, s, 0)
 }
 
@@ -280,7 +281,7 @@ func waitStable(h *bigReplyHandler) int {
 // bounded in bytes, not only frames); nothing is dropped or closed, and
 // every reply arrives once it reads.
 func TestSlowReaderPausesReadsWithoutDroppingReplies(t *testing.T) {
-	const reply, requests = 1 << 20, 150
+	const reply, requests = 1 << 20, 60
 	h := &bigReplyHandler{replyBytes: reply}
 	s := startServer(t, TCPConfig{SendQueueBytesMax: 2 << 20, WriteTimeout: 20 * time.Second, LoginTimeout: time.Minute}, h)
 	c := dial(t, s)
@@ -346,4 +347,28 @@ func TestOutboundBudgetHoldsSlowConnectionNotHealthyOne(t *testing.T) {
 	if s.outbound.inUse() > (2<<20)+2*reply {
 		t.Fatalf("outbound bytes %d, budget 2 MiB", s.outbound.inUse())
 	}
+}
+
+// Issue 15 point 3: at connections_max, idle connections that never log in
+// cannot lock new clients out: the oldest unauthenticated one makes room,
+// logged-in ones are never closed for it.
+func TestFullServerClosesOldestUnauthenticated(t *testing.T) {
+	h := &authHandler{}
+	s := startServer(t, TCPConfig{ConnectionsMax: 3}, h)
+	authed := dial(t, s)
+	login(t, authed)
+	oldest := dialFrom(t, s, "127.0.0.2")
+	waitFor(t, func() bool { return s.ConnectionCount() == 2 })
+	newer := dialFrom(t, s, "127.0.0.3")
+	waitFor(t, func() bool { return s.ConnectionCount() == 3 })
+	arriving := dial(t, s)
+	expectClosedWithin(t, oldest, 2*time.Second)
+	login(t, arriving)
+	expectOpenFor(t, newer, 100*time.Millisecond)
+	f := frameOf(3, 5)
+	if _, err := authed.Write(f); err != nil {
+		t.Fatal(err)
+	}
+	readEcho(t, authed, f)
+	waitFor(t, func() bool { return s.ConnectionCount() == 3 })
 }

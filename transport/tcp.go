@@ -36,8 +36,11 @@ type Handler interface {
 
 // TCPConfig bounds one TCP listener.
 type TCPConfig struct {
-	Address        string // host:port; port 0 binds an ephemeral port
-	ConnectionsMax int    // connections beyond this are closed on accept
+	Address string // host:port; port 0 binds an ephemeral port
+	// ConnectionsMax bounds open connections: when it is reached, a new
+	// connection closes the oldest one that has not logged in, or is itself
+	// closed on accept if every connection has logged in.
+	ConnectionsMax int
 	// ConnectionsPerAddressMax bounds the open connections of one source
 	// IP address; further ones are closed on accept.
 	ConnectionsPerAddressMax int
@@ -94,7 +97,7 @@ const (
 	DefaultOutboundBytesMax         = 256 << 20
 	DefaultWriteTimeout             = 30 * time.Second
 	DefaultHandshakeTimeout         = 10 * time.Second
-	DefaultLoginTimeout             = 10 * time.Second
+	DefaultLoginTimeout             = 60 * time.Second
 	DefaultFrameReadTimeout         = 10 * time.Second
 	// AddrFileName is the file under the runtime directory that receives the
 	// bound TCP address, for tests and tools that start the server on port 0.
@@ -160,10 +163,28 @@ type TCPServer struct {
 	mu         sync.Mutex
 	conns      map[uint32]*Conn
 	perAddress map[string]int // open connections by source IP
+	evicting   int            // connections closed to make room, not yet gone
 	closing    bool
 	wg         sync.WaitGroup // connection goroutines
 
-	refusalLog logThrottle // accept refusals are logged at most once a second
+	refusalLog  logThrottle // accept refusals are logged at most once a second
+	evictionLog logThrottle
+}
+
+// oldestUnauthenticatedLocked is the longest-open connection that has not
+// logged in and is not already being closed to make room (nil if none).
+// It scans every connection, which only happens when the server is full.
+func (s *TCPServer) oldestUnauthenticatedLocked() *Conn {
+	var oldest *Conn
+	for _, c := range s.conns {
+		if c.evictedForRoom || c.authenticated.Load() {
+			continue
+		}
+		if oldest == nil || c.openedAt.Before(oldest.openedAt) || c.openedAt.Equal(oldest.openedAt) && c.id < oldest.id {
+			oldest = c
+		}
+	}
+	return oldest
 }
 
 // ListenTCP binds the address and, if cfg.RuntimeDir is set, records the
@@ -245,12 +266,21 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 	addr := sourceAddress(remote)
 	s.mu.Lock()
 	var refusal string
+	var victim *Conn
 	switch {
 	case s.closing:
-	case len(s.conns) >= s.cfg.ConnectionsMax:
-		refusal = "connections_max"
 	case s.perAddress[addr] >= s.cfg.ConnectionsPerAddressMax:
 		refusal = "connections_per_address_max"
+	case len(s.conns)-s.evicting >= s.cfg.ConnectionsMax:
+		// Full: the oldest connection that has not logged in makes room
+		// (a healthy client logs in within milliseconds, so idle or stalled
+		// unauthenticated peers cannot lock everyone out); with none, refuse.
+		if victim = s.oldestUnauthenticatedLocked(); victim != nil {
+			victim.evictedForRoom = true
+			s.evicting++
+		} else {
+			refusal = "connections_max"
+		}
 	}
 	if s.closing || refusal != "" {
 		s.mu.Unlock()
@@ -269,6 +299,13 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 	s.conns[c.id] = c
 	s.perAddress[addr]++
 	s.mu.Unlock()
+	if victim != nil {
+		if s.evictionLog.allow() {
+			s.log.Warn("tcp connections_max reached: closing the oldest connection that has not logged in (logged at most once a second)",
+				"closed_conn", victim.id, "closed_remote", victim.remote, "opened", victim.openedAt, "connections_max", s.cfg.ConnectionsMax)
+		}
+		victim.Close()
+	}
 
 	h.Opened(c)
 	c.armLoginDeadline()
@@ -286,6 +323,9 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 		c.finish()
 		s.mu.Lock()
 		delete(s.conns, c.id)
+		if c.evictedForRoom {
+			s.evicting--
+		}
 		if s.perAddress[addr]--; s.perAddress[addr] <= 0 {
 			delete(s.perAddress, addr)
 		}
