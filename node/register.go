@@ -2,6 +2,7 @@ package node
 
 import (
 	"net"
+	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
@@ -46,7 +47,7 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 			n.log.Warn("login refused: too many failed attempts from this address or for this user (logged at most once a second)",
 				"conn", c.ID(), "remote", c.RemoteAddr(), "username", limitUser)
 		}
-		n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
+		n.failLogin(c, s, hdr.Client, wire.EvictInvalidCredentials)
 		return
 	}
 	var userID uint32
@@ -58,7 +59,7 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		}
 		if code != metadata.CodeOK {
 			n.logins.failed(address, login.Username)
-			n.evict(c, s, hdr.Client, wire.EvictInvalidCredentials)
+			n.failLogin(c, s, hdr.Client, wire.EvictInvalidCredentials)
 			return
 		}
 		userID = uid
@@ -69,11 +70,11 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 			userID = uid
 		case metadata.CodeUserInactive:
 			n.logins.failed(address, "")
-			n.evict(c, s, hdr.Client, wire.EvictUserInactive)
+			n.failLogin(c, s, hdr.Client, wire.EvictUserInactive)
 			return
 		default:
 			n.logins.failed(address, "")
-			n.evict(c, s, hdr.Client, wire.EvictInvalidToken)
+			n.failLogin(c, s, hdr.Client, wire.EvictInvalidToken)
 			return
 		}
 	}
@@ -89,6 +90,27 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 	n.log.Info("session bound", "conn", c.ID(), "remote", c.RemoteAddr(), "user_id", userID, "session", out.op,
 		"sdk", version.SDKName, "sdk_version", version.SDKVersion)
 	n.sendOK(c, hdr, out.body)
+}
+
+// failedLoginAnswerDelay holds back the eviction that answers a failed or
+// refused login (on that connection's goroutine only), so a client looping
+// on bad credentials makes about one attempt per second per connection
+// instead of thousands of cheap refusals, each a connection set-up and
+// teardown that costs every other client CPU.
+const failedLoginAnswerDelay = time.Second
+
+// failLogin answers a failed or refused login after failedLoginAnswerDelay
+// (sooner if the connection closes meanwhile).
+func (n *Node) failLogin(c *transport.Conn, s *session, client wire.Uint128, reason wire.EvictionReason) {
+	t := time.NewTimer(failedLoginAnswerDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.Done():
+		return
+	case <-n.lifetime.Done():
+	}
+	n.evict(c, s, client, reason)
 }
 
 // sourceIP is the IP part of a connection's "ip:port".
