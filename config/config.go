@@ -12,6 +12,7 @@ type Config struct {
 	DataMaintenance     DataMaintenanceConfig     `toml:"data_maintenance"`
 	PersonalAccessToken PersonalAccessTokenConfig `toml:"personal_access_token"`
 	Heartbeat           HeartbeatConfig           `toml:"heartbeat"`
+	Login               LoginConfig               `toml:"login"`
 	System              SystemConfig              `toml:"system"`
 	QUIC                QUICConfig                `toml:"quic"`
 	TCP                 TCPConfig                 `toml:"tcp"`
@@ -50,6 +51,19 @@ type PersonalAccessTokenConfig struct {
 type PeriodicCleanerConfig struct {
 	Enabled  bool     `toml:"enabled"`
 	Interval Duration `toml:"interval"`
+}
+
+// LoginConfig is [login] (ours): failed-login limiting. Failures are
+// counted per source IP address and per username in token buckets of
+// FailedAttemptsPer*Max tokens, one token returning every
+// FailedAttemptsRefillInterval; a login whose address or username has no
+// token left is refused without hashing. TrackedEntriesMax bounds each of
+// the two tables.
+type LoginConfig struct {
+	FailedAttemptsPerAddressMax  uint64   `toml:"failed_attempts_per_address_max"`
+	FailedAttemptsPerUserMax     uint64   `toml:"failed_attempts_per_user_max"`
+	FailedAttemptsRefillInterval Duration `toml:"failed_attempts_refill_interval"`
+	TrackedEntriesMax            uint64   `toml:"tracked_entries_max"`
 }
 
 // HeartbeatConfig is [heartbeat]: how often clients must ping.
@@ -153,11 +167,18 @@ type QUICCertificateConfig struct {
 	KeyFile    string `toml:"key_file"`
 }
 
-// TCPConfig is [tcp].
+// TCPConfig is [tcp]. The connection limits (connections_max and below)
+// are ours.
 type TCPConfig struct {
-	Enabled bool      `toml:"enabled"`
-	Address string    `toml:"address"`
-	TLS     TLSConfig `toml:"tls"`
+	Enabled                  bool      `toml:"enabled"`
+	Address                  string    `toml:"address"`
+	ConnectionsMax           uint64    `toml:"connections_max"`
+	ConnectionsPerAddressMax uint64    `toml:"connections_per_address_max"`
+	LoginTimeout             Duration  `toml:"login_timeout"`
+	FrameReadTimeout         Duration  `toml:"frame_read_timeout"`
+	SendQueueBytesMax        ByteSize  `toml:"send_queue_bytes_max"`
+	OutboundBytesMax         ByteSize  `toml:"outbound_bytes_max"`
+	TLS                      TLSConfig `toml:"tls"`
 }
 
 // TLSConfig is a listener's [*.tls] table.

@@ -40,6 +40,9 @@ const (
 	shutdownJoinTimeoutMax        = 900 * time.Second
 	reconcilePeriodicIntervalMax  = 30 * time.Second
 	websocketWriteBufferDefault   = 128 * KiB
+	tcpConnectionsMax             = 1 << 20
+	sendQueueBytesMin             = 64 * KiB
+	loginTrackedEntriesMax        = 1 << 20
 )
 
 // EncryptionKeyRule is the rule for system.encryption.key (upstream's
@@ -76,6 +79,7 @@ func (c *Config) Validate() error {
 	var v violations
 	c.validateSystem(&v)
 	c.validateTransports(&v)
+	c.validateConnectionLimits(&v)
 	c.validateClusterAlways(&v)
 	if c.Cluster.Enabled {
 		c.validateClusterTiming(&v)
@@ -184,6 +188,45 @@ func (c *Config) validateTransports(v *violations) {
 		}
 	}
 	c.validateWebSocketSizes(v)
+}
+
+// validateConnectionLimits checks the [tcp] connection limits and [login]
+// (both ours).
+func (c *Config) validateConnectionLimits(v *violations) {
+	t := c.TCP
+	if t.ConnectionsMax < 1 || t.ConnectionsMax > tcpConnectionsMax {
+		v.add("tcp.connections_max = %d: must be between 1 and %d", t.ConnectionsMax, tcpConnectionsMax)
+	}
+	if t.ConnectionsPerAddressMax < 1 || t.ConnectionsPerAddressMax > t.ConnectionsMax {
+		v.add("tcp.connections_per_address_max = %d: must be between 1 and tcp.connections_max = %d", t.ConnectionsPerAddressMax, t.ConnectionsMax)
+	}
+	for _, timer := range []struct {
+		key   string
+		value Duration
+	}{{"login_timeout", t.LoginTimeout}, {"frame_read_timeout", t.FrameReadTimeout}} {
+		if timer.value.IsZero() {
+			v.add("tcp.%s = 0: must be nonzero (a connection must not stay half-open forever)", timer.key)
+		}
+	}
+	if t.SendQueueBytesMax.Bytes() < sendQueueBytesMin {
+		v.add("tcp.send_queue_bytes_max = %s: must be at least 64 KiB", t.SendQueueBytesMax)
+	}
+	if t.OutboundBytesMax < t.SendQueueBytesMax {
+		v.add("tcp.outbound_bytes_max = %s: must be at least tcp.send_queue_bytes_max = %s", t.OutboundBytesMax, t.SendQueueBytesMax)
+	}
+	l := c.Login
+	if l.FailedAttemptsPerAddressMax < 1 {
+		v.add("login.failed_attempts_per_address_max = 0: must be at least 1")
+	}
+	if l.FailedAttemptsPerUserMax < 1 {
+		v.add("login.failed_attempts_per_user_max = 0: must be at least 1")
+	}
+	if l.FailedAttemptsRefillInterval.IsZero() {
+		v.add("login.failed_attempts_refill_interval = 0: must be nonzero")
+	}
+	if l.TrackedEntriesMax < 1 || l.TrackedEntriesMax > loginTrackedEntriesMax {
+		v.add("login.tracked_entries_max = %d: must be between 1 and %d", l.TrackedEntriesMax, loginTrackedEntriesMax)
+	}
 }
 
 func (c *Config) validateWebSocketSizes(v *violations) {

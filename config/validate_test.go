@@ -80,6 +80,35 @@ func TestValidateRulesCheckedEvenWhenClusterDisabled(t *testing.T) {
 	})
 }
 
+func TestValidateConnectionLimits(t *testing.T) {
+	runRules(t, singleNode, []rule{
+		{"connections_max 1 ok", func(c *Config) { c.TCP.ConnectionsMax = 1; c.TCP.ConnectionsPerAddressMax = 1 }, ""},
+		{"connections_max 0", func(c *Config) { c.TCP.ConnectionsMax = 0 }, "tcp.connections_max = 0: must be between 1 and 1048576"},
+		{"connections_max too large", func(c *Config) { c.TCP.ConnectionsMax = 1<<20 + 1 }, "tcp.connections_max = 1048577: must be between 1 and 1048576"},
+		{"per address equals max ok", func(c *Config) { c.TCP.ConnectionsPerAddressMax = 4096 }, ""},
+		{"per address 0", func(c *Config) { c.TCP.ConnectionsPerAddressMax = 0 },
+			"tcp.connections_per_address_max = 0: must be between 1 and tcp.connections_max = 4096"},
+		{"per address above max", func(c *Config) { c.TCP.ConnectionsPerAddressMax = 4097 },
+			"tcp.connections_per_address_max = 4097: must be between 1 and tcp.connections_max = 4096"},
+		{"login_timeout 1ms ok", func(c *Config) { c.TCP.LoginTimeout = Dur(time.Millisecond) }, ""},
+		{"login_timeout 0", func(c *Config) { c.TCP.LoginTimeout = Dur(0) }, "tcp.login_timeout = 0: must be nonzero"},
+		{"frame_read_timeout 0", func(c *Config) { c.TCP.FrameReadTimeout = Dur(0) }, "tcp.frame_read_timeout = 0: must be nonzero"},
+		{"send queue 64 KiB ok", func(c *Config) { c.TCP.SendQueueBytesMax = ByteSize(64 * KiB) }, ""},
+		{"send queue below 64 KiB", func(c *Config) { c.TCP.SendQueueBytesMax = ByteSize(64*KiB - 1) },
+			"tcp.send_queue_bytes_max = 65535 B: must be at least 64 KiB"},
+		{"outbound equal to send queue ok", func(c *Config) { c.TCP.OutboundBytesMax = c.TCP.SendQueueBytesMax }, ""},
+		{"outbound below send queue", func(c *Config) { c.TCP.OutboundBytesMax = ByteSize(MiB) },
+			"tcp.outbound_bytes_max = 1 MiB: must be at least tcp.send_queue_bytes_max = 8 MiB"},
+		{"failed per address 1 ok", func(c *Config) { c.Login.FailedAttemptsPerAddressMax = 1 }, ""},
+		{"failed per address 0", func(c *Config) { c.Login.FailedAttemptsPerAddressMax = 0 }, "login.failed_attempts_per_address_max = 0: must be at least 1"},
+		{"failed per user 0", func(c *Config) { c.Login.FailedAttemptsPerUserMax = 0 }, "login.failed_attempts_per_user_max = 0: must be at least 1"},
+		{"refill 0", func(c *Config) { c.Login.FailedAttemptsRefillInterval = Dur(0) }, "login.failed_attempts_refill_interval = 0: must be nonzero"},
+		{"tracked 1 ok", func(c *Config) { c.Login.TrackedEntriesMax = 1 }, ""},
+		{"tracked 0", func(c *Config) { c.Login.TrackedEntriesMax = 0 }, "login.tracked_entries_max = 0: must be between 1 and 1048576"},
+		{"tracked too large", func(c *Config) { c.Login.TrackedEntriesMax = 1<<20 + 1 }, "login.tracked_entries_max = 1048577: must be between 1 and 1048576"},
+	})
+}
+
 func TestValidateClusterTiming(t *testing.T) {
 	runRules(t, clusterConfig, []rule{
 		{"valid cluster", func(c *Config) {}, ""},

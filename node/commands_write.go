@@ -169,7 +169,7 @@ func (n *Node) createUserCommand(r wire.CreateUserRequest) (metadata.Command, an
 	}
 	var hash string
 	var err error
-	n.credentials.run(func() { hash, err = metadata.HashPassword(r.Password) })
+	n.credentials.run(nil, func() { hash, err = metadata.HashPassword(r.Password) })
 	if err != nil {
 		if errors.Is(err, metadata.ErrInvalidPassword) {
 			return nil, nil, wire.ErrInvalidPassword
@@ -191,7 +191,7 @@ func (n *Node) changePasswordCommand(r wire.ChangePasswordRequest) (metadata.Com
 	user, found := n.state.GetUser(cmd.User)
 	matches := false
 	if found {
-		n.credentials.run(func() { matches = metadata.VerifyPasswordHash(user.PasswordHash, r.CurrentPassword) })
+		n.credentials.run(nil, func() { matches = metadata.VerifyPasswordHash(user.PasswordHash, r.CurrentPassword) })
 	}
 	if found && !matches {
 		cmd.CurrentPasswordMismatch = true
@@ -199,7 +199,7 @@ func (n *Node) changePasswordCommand(r wire.ChangePasswordRequest) (metadata.Com
 	}
 	var hash string
 	var err error
-	n.credentials.run(func() { hash, err = metadata.HashPassword(r.NewPassword) })
+	n.credentials.run(nil, func() { hash, err = metadata.HashPassword(r.NewPassword) })
 	if err != nil {
 		if errors.Is(err, metadata.ErrInvalidPassword) {
 			return nil, nil, wire.ErrInvalidPassword

@@ -24,6 +24,7 @@ import (
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
 	"github.com/lodestream/lodestream/transport/bus"
+	"github.com/lodestream/lodestream/wire"
 )
 
 // ServerVersion is reported in Register replies and stats.
@@ -51,6 +52,7 @@ type Node struct {
 	driver      *driver
 	sessions    *registry
 	credentials credentialSlots
+	logins      *loginLimiter
 	internal    *internalSession
 	tcp         *transport.TCPServer
 	ports       servedPorts // bound port per client transport; set before serving
@@ -69,6 +71,8 @@ type Node struct {
 	// cipher encrypts message payloads at rest (system.encryption); nil when
 	// disabled.
 	cipher *encryption.Cipher
+
+	loginRefusalLog logThrottle
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -97,9 +101,11 @@ func Run(ctx context.Context, opts Options) error {
 		log:         log,
 		sessions:    newRegistry(),
 		credentials: newCredentialSlots(),
-		internal:    newInternalSession(),
-		startedAt:   time.Now(),
-		dataDir:     cfg.System.Path,
+		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
+			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
+		internal:  newInternalSession(),
+		startedAt: time.Now(),
+		dataDir:   cfg.System.Path,
 	}
 	// system.memory_pool.enabled: the frame buffer pools (size and
 	// bucket_capacity only accept their defaults, see config.Validate).
@@ -187,10 +193,17 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	tcp, err := transport.ListenTCP(transport.TCPConfig{
-		Address:    tcpAddress,
-		RuntimeDir: n.runtimeDir(),
-		TLS:        tlsConfig,
-		Logger:     log.With("transport", "tcp"),
+		Address:                  tcpAddress,
+		ConnectionsMax:           int(cfg.TCP.ConnectionsMax),
+		ConnectionsPerAddressMax: int(cfg.TCP.ConnectionsPerAddressMax),
+		PreLoginFrameBytesMax:    wire.PreLoginFrameBytesMax,
+		LoginTimeout:             cfg.TCP.LoginTimeout.Duration,
+		FrameReadTimeout:         cfg.TCP.FrameReadTimeout.Duration,
+		SendQueueBytesMax:        int64(cfg.TCP.SendQueueBytesMax.Bytes()),
+		OutboundBytesMax:         int64(cfg.TCP.OutboundBytesMax.Bytes()),
+		RuntimeDir:               n.runtimeDir(),
+		TLS:                      tlsConfig,
+		Logger:                   log.With("transport", "tcp"),
 	})
 	if err != nil {
 		return err

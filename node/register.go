@@ -1,6 +1,9 @@
 package node
 
 import (
+	"net"
+	"time"
+
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
@@ -31,9 +34,29 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		n.sendOK(c, hdr, n.registerReplyBody(v.userID, v.fence))
 		return
 	}
-	userID, reason, ok := n.registerCredentials(shapes)
+	// Failed logins are limited per source address and per username; a
+	// refused attempt is answered like a wrong password without running
+	// argon2 (or the token lookup).
+	address := sourceIP(c.RemoteAddr())
+	limitUser := ""
+	if shapes.Password != nil {
+		limitUser = shapes.Password.Username
+	}
+	if !n.logins.allow(address, limitUser) {
+		if n.loginRefusalLog.allow() {
+			n.log.Warn("login refused: too many failed attempts from this address or for this user (logged at most once a second)",
+				"conn", c.ID(), "remote", c.RemoteAddr(), "username", limitUser)
+		}
+		n.failLogin(c, s, hdr.Client, wire.EvictInvalidCredentials)
+		return
+	}
+	userID, reason, ok := n.registerCredentials(c, shapes)
 	if !ok {
-		n.evict(c, s, hdr.Client, reason)
+		if reason == 0 {
+			return // closed while waiting for a hashing slot (login deadline)
+		}
+		n.logins.failed(address, limitUser)
+		n.failLogin(c, s, hdr.Client, reason)
 		return
 	}
 	out := n.sessionPropose(n.lifetime, consensus.Request{
@@ -63,11 +86,16 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 // sends) is a password login only, so a wrong password is always
 // InvalidCredentials (spec §2.3); upstream would also try such a body as a
 // token when it happens to parse as one (e.g. an empty password).
-func (n *Node) registerCredentials(shapes wire.RegisterShapes) (uint32, wire.EvictionReason, bool) {
+//
+// Reason 0 with ok false: the connection closed while waiting for a
+// password-hashing slot.
+func (n *Node) registerCredentials(c *transport.Conn, shapes wire.RegisterShapes) (uint32, wire.EvictionReason, bool) {
 	credentialsRejected := false
 	if pw := shapes.Password; pw != nil {
 		var uid, code uint32
-		n.credentials.run(func() { uid, code = n.state.VerifyPassword(pw.Username, pw.Password) })
+		if !n.credentials.run(c.Done(), func() { uid, code = n.state.VerifyPassword(pw.Username, pw.Password) }) {
+			return 0, 0, false
+		}
 		if code == metadata.CodeOK {
 			return uid, 0, true
 		}
@@ -91,6 +119,35 @@ func (n *Node) registerCredentials(shapes wire.RegisterShapes) (uint32, wire.Evi
 		return 0, wire.EvictInvalidCredentials, false
 	}
 	return 0, wire.EvictMalformedLogin, false
+}
+
+// failedLoginAnswerDelay holds back the eviction that answers a failed or
+// refused login (on that connection's goroutine only), so a client looping
+// on bad credentials makes about one attempt per second per connection
+// instead of thousands of cheap refusals, each a connection set-up and
+// teardown that costs every other client CPU.
+const failedLoginAnswerDelay = time.Second
+
+// failLogin answers a failed or refused login after failedLoginAnswerDelay
+// (sooner if the connection closes meanwhile).
+func (n *Node) failLogin(c *transport.Conn, s *session, client wire.Uint128, reason wire.EvictionReason) {
+	t := time.NewTimer(failedLoginAnswerDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.Done():
+		return
+	case <-n.lifetime.Done():
+	}
+	n.evict(c, s, client, reason)
+}
+
+// sourceIP is the IP part of a connection's "ip:port".
+func sourceIP(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
 }
 
 // registerReplyBody is the result-framed Register reply (§2.4). It is built

@@ -32,9 +32,11 @@ type Conn struct {
 	id         uint32
 	nc         net.Conn
 	remote     string
+	source     string // remote IP: the key of the per-address limits
 	cfg        TCPConfig
 	openedAt   time.Time
 	budget     *frameBudget
+	outbound   *outboundBudget
 	queue      chan outFrame // nil bytes = close after flushing what precedes it
 	closed     chan struct{}
 	closeOnce  sync.Once
@@ -44,9 +46,28 @@ type Conn struct {
 
 	// writeMu is held for every socket write, so a reply written inline by
 	// the reader cannot interleave with the writer goroutine; queued counts
-	// frames handed to the queue and not yet written (or dropped).
-	writeMu sync.Mutex
-	queued  atomic.Int64
+	// frames handed to the queue and not yet written (or dropped), and
+	// queuedBytes their bytes (also counted in outbound). sendMu orders
+	// additions to the queue against finish, which returns whatever is
+	// still counted once the connection is over.
+	writeMu     sync.Mutex
+	queued      atomic.Int64
+	queuedBytes atomic.Int64
+	sendMu      sync.Mutex
+	finished    bool
+	// drained gets a token whenever the writer has written a queued frame,
+	// waking a reader paused by awaitDrain.
+	drained chan struct{}
+
+	// authenticated is set by the Handler once the peer has logged in; until
+	// then frames are bounded by PreLoginFrameBytesMax and loginTimer closes
+	// the connection at LoginTimeout.
+	authenticated atomic.Bool
+	authMu        sync.Mutex
+	loginTimer    *time.Timer
+	// evictedForRoom: closed to make room at ConnectionsMax (guarded by
+	// the server's mu).
+	evictedForRoom bool
 
 	// frameConsumed is set by the Handler (on the reader goroutine, during
 	// HandleFrame) when it no longer refers to the frame it was handed.
@@ -60,7 +81,7 @@ type outFrame struct {
 	recycle bool
 }
 
-func newConn(id uint32, nc net.Conn, cfg TCPConfig, budget *frameBudget) *Conn {
+func newConn(id uint32, nc net.Conn, cfg TCPConfig, budget *frameBudget, outbound *outboundBudget) *Conn {
 	now := time.Now()
 	c := &Conn{
 		id:         id,
@@ -68,13 +89,85 @@ func newConn(id uint32, nc net.Conn, cfg TCPConfig, budget *frameBudget) *Conn {
 		remote:     nc.RemoteAddr().String(),
 		cfg:        cfg,
 		budget:     budget,
+		outbound:   outbound,
 		openedAt:   now,
 		queue:      make(chan outFrame, cfg.SendQueueFramesMax),
 		closed:     make(chan struct{}),
 		writerDone: make(chan struct{}),
+		drained:    make(chan struct{}, 1),
 	}
+	c.source = sourceAddress(c.remote)
 	c.lastSeenNs.Store(now.UnixNano())
 	return c
+}
+
+// SetAuthenticated records whether the peer is logged in. true lifts the
+// pre-login frame bound and stops the login deadline; false (a logout)
+// restores both, the deadline counting from now.
+func (c *Conn) SetAuthenticated(ok bool) {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	c.authenticated.Store(ok)
+	if ok {
+		if c.loginTimer != nil {
+			c.loginTimer.Stop()
+			c.loginTimer = nil
+		}
+		return
+	}
+	c.armLoginDeadlineLocked()
+}
+
+// Authenticated reports what SetAuthenticated last recorded.
+func (c *Conn) Authenticated() bool { return c.authenticated.Load() }
+
+func (c *Conn) armLoginDeadline() {
+	c.authMu.Lock()
+	defer c.authMu.Unlock()
+	if !c.authenticated.Load() {
+		c.armLoginDeadlineLocked()
+	}
+}
+
+func (c *Conn) armLoginDeadlineLocked() {
+	if c.loginTimer != nil {
+		c.loginTimer.Stop()
+	}
+	c.loginTimer = time.AfterFunc(c.cfg.LoginTimeout, c.loginExpired)
+}
+
+func (c *Conn) loginExpired() {
+	c.authMu.Lock()
+	authenticated := c.authenticated.Load()
+	c.authMu.Unlock()
+	if authenticated {
+		return
+	}
+	select {
+	case <-c.closed:
+		return
+	default:
+	}
+	c.cfg.Logger.Info("closing connection: no login within login_timeout",
+		"conn", c.id, "remote", c.remote, "login_timeout", c.cfg.LoginTimeout)
+	c.Close()
+}
+
+// finish runs once the reader and writer have stopped: it stops the login
+// deadline and returns the bytes of replies that were never written to the
+// server-wide outbound count.
+func (c *Conn) finish() {
+	c.authMu.Lock()
+	if c.loginTimer != nil {
+		c.loginTimer.Stop()
+		c.loginTimer = nil
+	}
+	c.authMu.Unlock()
+	c.sendMu.Lock()
+	c.finished = true
+	left := c.queuedBytes.Swap(0)
+	c.sendMu.Unlock()
+	c.outbound.add(-left)
 }
 
 // ID is the server-assigned connection id (non-zero, unique per process).
@@ -89,9 +182,12 @@ func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
 // LastSeen is when the connection last delivered a complete frame.
 func (c *Conn) LastSeen() time.Time { return time.Unix(0, c.lastSeenNs.Load()) }
 
-// Send queues one frame for writing. It never blocks: a client whose queue is
-// full is not reading its replies, and the connection is closed. It reports
-// whether the frame was queued.
+// Send queues one frame for writing. It never blocks and never drops a
+// reply because of its size: a connection whose queued bytes exceed
+// SendQueueBytesMax stops reading requests until the writer drains them
+// (the reader pauses before the next frame). Only a queue full in frames —
+// more replies than requests, which no Handler path produces — closes the
+// connection. It reports whether the frame was queued.
 func (c *Conn) Send(frame []byte) bool { return c.send(outFrame{bytes: frame}) }
 
 // SendRecycled is Send for a buffer the caller hands over for good (e.g.
@@ -158,17 +254,70 @@ func (c *Conn) send(out outFrame) bool {
 		return false
 	default:
 	}
+	n := int64(len(frame))
+	c.sendMu.Lock()
+	if c.finished {
+		c.sendMu.Unlock()
+		return false
+	}
 	c.queued.Add(1)
+	c.queuedBytes.Add(n)
+	c.outbound.add(n)
 	select {
 	case c.queue <- out:
+		c.sendMu.Unlock()
 		return true
 	default:
 		c.queued.Add(-1)
+		c.queuedBytes.Add(-n)
+		c.outbound.add(-n)
+		c.sendMu.Unlock()
 		c.cfg.Logger.Warn("tcp send queue full: closing connection",
 			"conn", c.id, "remote", c.remote, "send_queue_frames_max", c.cfg.SendQueueFramesMax)
 		c.Close()
 		return false
 	}
+}
+
+// sendQueueFramesReserve: the reader pauses while fewer than this many
+// frame slots are free, so one HandleFrame (a reply, or a final frame plus
+// the close marker) always finds room.
+const sendQueueFramesReserve = 4
+
+// sendQueueFramesMin is the smallest usable SendQueueFramesMax.
+const sendQueueFramesMin = 2 * sendQueueFramesReserve
+
+// mustPause reports whether the reader should wait for the writer before
+// reading another request: this connection's queued replies exceed its byte
+// cap or nearly fill its queue, or the server-wide outbound budget is
+// exceeded while this connection still has replies queued.
+func (c *Conn) mustPause() bool {
+	q := c.queuedBytes.Load()
+	if q == 0 {
+		return false
+	}
+	return q > c.cfg.SendQueueBytesMax ||
+		c.queued.Load() > int64(c.cfg.SendQueueFramesMax-sendQueueFramesReserve) ||
+		c.outbound.over()
+}
+
+// awaitDrain holds the reader while mustPause; it reports false when the
+// connection closed meanwhile. A peer that never reads is closed by the
+// writer's WriteTimeout, which ends the wait.
+func (c *Conn) awaitDrain(log *slog.Logger) bool {
+	if !c.mustPause() {
+		return true
+	}
+	log.Debug("tcp reads paused: replies not drained", "conn", c.id, "remote", c.remote,
+		"queued_bytes", c.queuedBytes.Load(), "queued_frames", c.queued.Load(), "outbound_bytes", c.outbound.inUse())
+	for c.mustPause() {
+		select {
+		case <-c.drained:
+		case <-c.closed:
+			return false
+		}
+	}
+	return true
 }
 
 // SendThenClose queues a final frame (e.g. an eviction), stops handing
@@ -213,12 +362,20 @@ func (c *Conn) writeLoop() {
 			if out.bytes == nil {
 				return
 			}
+			n := int64(len(out.bytes))
 			c.writeMu.Lock()
 			ok := c.writeNow(out.bytes, out.recycle)
 			c.queued.Add(-1)
 			c.writeMu.Unlock()
 			if !ok {
+				// Still counted in queuedBytes: finish returns it.
 				return
+			}
+			c.queuedBytes.Add(-n)
+			c.outbound.add(-n)
+			select {
+			case c.drained <- struct{}{}:
+			default:
 			}
 		}
 	}
@@ -236,11 +393,19 @@ func (c *Conn) readLoop(h Handler, log *slog.Logger) {
 	}
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for !c.draining.Load() {
+		if !c.awaitDrain(log) {
+			return
+		}
 		frame, heldBytes, err := c.readFrame(r)
 		if err != nil {
-			if errors.Is(err, ErrFrameSize) || errors.Is(err, ErrFrameBudget) {
+			var ne net.Error
+			switch {
+			case errors.Is(err, ErrFrameSize) || errors.Is(err, ErrFrameBudget):
 				log.Warn("closing connection: bad frame size", "conn", c.id, "remote", c.remote, "err", err)
-			} else if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			case errors.As(err, &ne) && ne.Timeout():
+				log.Info("closing connection: frame not received within frame_read_timeout",
+					"conn", c.id, "remote", c.remote, "frame_read_timeout", c.cfg.FrameReadTimeout, "err", err)
+			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
 				log.Debug("tcp read ended", "conn", c.id, "remote", c.remote, "err", err)
 			}
 			return
@@ -266,23 +431,44 @@ func (c *Conn) finishFrame(frame []byte, heldBytes int64) {
 		ReleaseFrame(frame)
 	}
 	c.frameConsumed = false
-	c.budget.release(heldBytes)
+	c.budget.release(heldBytes, c.source)
 }
 
-// Large frame bodies must keep arriving: a body that takes longer than
-// bodyReadBaseTimeout plus its size at bodyReadMinBytesPerSecond closes the
-// connection, so a trickling peer cannot hold budget indefinitely.
-const (
-	bodyReadBaseTimeout       = 10 * time.Second
-	bodyReadMinBytesPerSecond = 1 << 20
-)
+// Large frame bodies must keep arriving: a body above eagerFrameBytesMax
+// gets FrameReadTimeout plus one second per bodyReadMinBytesPerSecond of
+// its size, so a trickling peer cannot hold budget indefinitely.
+const bodyReadMinBytesPerSecond = 1 << 20
 
-// readFrame reads one frame for the reader loop. Frames up to
-// eagerFrameBytesMax are allocated exactly; larger ones take their pooled
-// buffer's capacity from the server's in-flight budget (heldBytes, to be
-// released after handling), are allocated once at the declared size and
-// read under a deadline.
+// ErrPreLoginFrameSize reports a frame larger than any request that is
+// answered before login, sent by a peer that has not logged in.
+var ErrPreLoginFrameSize = fmt.Errorf("%w before login", ErrFrameSize)
+
+// readFrame reads one frame for the reader loop. Waiting for a frame's
+// first byte has no deadline (idle connections are bounded by the login
+// deadline and the per-address cap); from then on the rest of the frame
+// must arrive within FrameReadTimeout. The deadline is only set when the
+// frame is not already buffered, so pipelined small frames cost no timer.
+// Frames up to eagerFrameBytesMax are allocated exactly; larger ones take
+// their pooled buffer's capacity from the server's in-flight budget
+// (heldBytes, to be released after handling) and are allocated once at the
+// declared size.
 func (c *Conn) readFrame(r *bufio.Reader) (frame []byte, heldBytes int64, err error) {
+	if _, err := r.Peek(1); err != nil {
+		return nil, 0, err
+	}
+	deadline := false
+	setDeadline := func(extra time.Duration) {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.FrameReadTimeout + extra))
+		deadline = true
+	}
+	defer func() {
+		if deadline {
+			_ = c.nc.SetReadDeadline(time.Time{})
+		}
+	}()
+	if r.Buffered() < headerBytes {
+		setDeadline(0)
+	}
 	var header [headerBytes]byte
 	if _, err := io.ReadFull(r, header[:]); err != nil {
 		return nil, 0, err
@@ -291,24 +477,29 @@ func (c *Conn) readFrame(r *bufio.Reader) (frame []byte, heldBytes int64, err er
 	if err != nil {
 		return nil, 0, err
 	}
+	if size > c.cfg.PreLoginFrameBytesMax && !c.authenticated.Load() {
+		return nil, 0, fmt.Errorf("%w: declared %d bytes, allowed %d until logged in",
+			ErrPreLoginFrameSize, size, c.cfg.PreLoginFrameBytesMax)
+	}
 	if size <= eagerFrameBytesMax {
+		if !deadline && r.Buffered() < int(size)-headerBytes {
+			setDeadline(0)
+		}
 		frame = make([]byte, size)
 	} else {
 		frame = AcquireFrame(int(size), int(size))
 		heldBytes = int64(cap(frame))
-		if err := c.budget.acquire(heldBytes, c.closed); err != nil {
+		if err := c.budget.acquire(heldBytes, c.source, c.closed); err != nil {
 			ReleaseFrame(frame)
 			return nil, 0, err
 		}
-		timeout := bodyReadBaseTimeout + time.Duration(int64(size)/bodyReadMinBytesPerSecond)*time.Second
-		_ = c.nc.SetReadDeadline(time.Now().Add(timeout))
-		defer func() { _ = c.nc.SetReadDeadline(time.Time{}) }()
+		setDeadline(time.Duration(int64(size)/bodyReadMinBytesPerSecond) * time.Second)
 	}
 	copy(frame, header[:])
 	if _, err := io.ReadFull(r, frame[headerBytes:]); err != nil {
 		if heldBytes > 0 {
 			ReleaseFrame(frame)
-			c.budget.release(heldBytes)
+			c.budget.release(heldBytes, c.source)
 		}
 		return nil, 0, fmt.Errorf("read frame body of %d bytes: %w", size-headerBytes, err)
 	}

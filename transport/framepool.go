@@ -39,6 +39,14 @@ func frameClass(sizeBytes int) int {
 	return max(class, pooledFrameClassMin)
 }
 
+// pooledCapacity is the capacity AcquireFrame gives a buffer of sizeBytes.
+func pooledCapacity(sizeBytes int) int {
+	if class := frameClass(sizeBytes); class >= 0 {
+		return 1 << class
+	}
+	return sizeBytes
+}
+
 // AcquireFrame returns a buffer of length lenBytes and capacity of at least
 // capBytes (capBytes < lenBytes counts as lenBytes), taken from a pool when
 // capBytes is in the pooled range. Its contents are unspecified. Hand it

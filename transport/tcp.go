@@ -36,13 +36,44 @@ type Handler interface {
 
 // TCPConfig bounds one TCP listener.
 type TCPConfig struct {
-	Address            string        // host:port; port 0 binds an ephemeral port
-	ConnectionsMax     int           // connections beyond this are closed on accept
-	FrameBytesMin      uint32        // smaller declared sizes close the connection
-	FrameBytesMax      uint32        // larger declared sizes close the connection
-	SendQueueFramesMax int           // replies queued per connection; overflow closes it
-	WriteTimeout       time.Duration // per frame write deadline
-	RuntimeDir         string        // if set, the bound address is written to RuntimeDir/tcp.addr
+	Address string // host:port; port 0 binds an ephemeral port
+	// ConnectionsMax bounds open connections: when it is reached, a new
+	// connection closes the oldest one that has not logged in, or is itself
+	// closed on accept if every connection has logged in.
+	ConnectionsMax int
+	// ConnectionsPerAddressMax bounds the open connections of one source
+	// IP address; further ones are closed on accept.
+	ConnectionsPerAddressMax int
+	FrameBytesMin            uint32 // smaller declared sizes close the connection
+	FrameBytesMax            uint32 // larger declared sizes close the connection
+	// PreLoginFrameBytesMax bounds the declared size of every frame a
+	// connection sends before the Handler calls SetAuthenticated(true)
+	// (the node passes the largest pre-login request, wire.PreLoginFrameBytesMax);
+	// a larger one closes the connection before its body is read. Zero
+	// means FrameBytesMax (no pre-login bound).
+	PreLoginFrameBytesMax uint32
+	// LoginTimeout closes a connection that is not authenticated this long
+	// after it was accepted (or after SetAuthenticated(false)). Zero means
+	// DefaultLoginTimeout.
+	LoginTimeout time.Duration
+	// FrameReadTimeout bounds a partially read frame: once its first byte
+	// has arrived, the header and body must arrive within it (bodies above
+	// 64 KiB get one second more per MiB). Zero means DefaultFrameReadTimeout.
+	FrameReadTimeout time.Duration
+	// SendQueueFramesMax is the capacity of a connection's reply queue; the
+	// reader stops reading while it is nearly full, so a handler that sends
+	// one reply per frame never overflows it (an overflow closes the connection).
+	SendQueueFramesMax int
+	// SendQueueBytesMax: while a connection's queued reply bytes exceed it,
+	// its reader reads no new request (backpressure; replies are never dropped).
+	SendQueueBytesMax int64
+	// OutboundBytesMax bounds the queued reply bytes of all connections:
+	// while the total exceeds it, every connection that has replies queued
+	// stops reading until its own queue is empty or the total drops;
+	// connections with nothing queued (lockstep clients) are not held back.
+	OutboundBytesMax int64
+	WriteTimeout     time.Duration // per frame write deadline
+	RuntimeDir       string        // if set, the bound address is written to RuntimeDir/tcp.addr
 	// TLS, when set, switches the listener to TLS from the first byte
 	// (upstream [tcp.tls]); the handshake runs on the connection's reader
 	// goroutine, bounded by HandshakeTimeout.
@@ -57,12 +88,17 @@ type TCPConfig struct {
 
 // Defaults for zero TCPConfig fields.
 const (
-	DefaultConnectionsMax     = 4096
-	DefaultFrameBytesMin      = 256
-	DefaultFrameBytesMax      = 64 << 20
-	DefaultSendQueueFramesMax = 64
-	DefaultWriteTimeout       = 30 * time.Second
-	DefaultHandshakeTimeout   = 10 * time.Second
+	DefaultConnectionsMax           = 4096
+	DefaultConnectionsPerAddressMax = 1024
+	DefaultFrameBytesMin            = 256
+	DefaultFrameBytesMax            = 64 << 20
+	DefaultSendQueueFramesMax       = 64
+	DefaultSendQueueBytesMax        = 8 << 20
+	DefaultOutboundBytesMax         = 256 << 20
+	DefaultWriteTimeout             = 30 * time.Second
+	DefaultHandshakeTimeout         = 10 * time.Second
+	DefaultLoginTimeout             = 60 * time.Second
+	DefaultFrameReadTimeout         = 10 * time.Second
 	// AddrFileName is the file under the runtime directory that receives the
 	// bound TCP address, for tests and tools that start the server on port 0.
 	AddrFileName = "tcp.addr"
@@ -73,14 +109,32 @@ func (c *TCPConfig) withDefaults() TCPConfig {
 	if out.ConnectionsMax <= 0 {
 		out.ConnectionsMax = DefaultConnectionsMax
 	}
+	if out.ConnectionsPerAddressMax <= 0 {
+		out.ConnectionsPerAddressMax = min(DefaultConnectionsPerAddressMax, out.ConnectionsMax)
+	}
 	if out.FrameBytesMin == 0 {
 		out.FrameBytesMin = DefaultFrameBytesMin
 	}
 	if out.FrameBytesMax == 0 {
 		out.FrameBytesMax = DefaultFrameBytesMax
 	}
-	if out.SendQueueFramesMax <= 0 {
-		out.SendQueueFramesMax = DefaultSendQueueFramesMax
+	if out.PreLoginFrameBytesMax == 0 || out.PreLoginFrameBytesMax > out.FrameBytesMax {
+		out.PreLoginFrameBytesMax = out.FrameBytesMax
+	}
+	if out.LoginTimeout <= 0 {
+		out.LoginTimeout = DefaultLoginTimeout
+	}
+	if out.FrameReadTimeout <= 0 {
+		out.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if out.SendQueueFramesMax < sendQueueFramesMin {
+		out.SendQueueFramesMax = max(DefaultSendQueueFramesMax, sendQueueFramesMin)
+	}
+	if out.SendQueueBytesMax <= 0 {
+		out.SendQueueBytesMax = DefaultSendQueueBytesMax
+	}
+	if out.OutboundBytesMax <= 0 {
+		out.OutboundBytesMax = DefaultOutboundBytesMax
 	}
 	if out.WriteTimeout <= 0 {
 		out.WriteTimeout = DefaultWriteTimeout
@@ -103,12 +157,34 @@ type TCPServer struct {
 	listener net.Listener
 	log      *slog.Logger
 	budget   *frameBudget
+	outbound *outboundBudget
 
 	nextConnID atomic.Uint32
 	mu         sync.Mutex
 	conns      map[uint32]*Conn
+	perAddress map[string]int // open connections by source IP
+	evicting   int            // connections closed to make room, not yet gone
 	closing    bool
 	wg         sync.WaitGroup // connection goroutines
+
+	refusalLog  logThrottle // accept refusals are logged at most once a second
+	evictionLog logThrottle
+}
+
+// oldestUnauthenticatedLocked is the longest-open connection that has not
+// logged in and is not already being closed to make room (nil if none).
+// It scans every connection, which only happens when the server is full.
+func (s *TCPServer) oldestUnauthenticatedLocked() *Conn {
+	var oldest *Conn
+	for _, c := range s.conns {
+		if c.evictedForRoom || c.authenticated.Load() {
+			continue
+		}
+		if oldest == nil || c.openedAt.Before(oldest.openedAt) || c.openedAt.Equal(oldest.openedAt) && c.id < oldest.id {
+			oldest = c
+		}
+	}
+	return oldest
 }
 
 // ListenTCP binds the address and, if cfg.RuntimeDir is set, records the
@@ -120,7 +196,9 @@ func ListenTCP(cfg TCPConfig) (*TCPServer, error) {
 		return nil, fmt.Errorf("tcp listen on %q: %w", cfg.Address, err)
 	}
 	s := &TCPServer{cfg: cfg, listener: ln, log: cfg.Logger, conns: make(map[uint32]*Conn),
-		budget: newFrameBudget(cfg.InflightFrameBytesMax)}
+		perAddress: make(map[string]int),
+		budget:     newFrameBudget(cfg.InflightFrameBytesMax, inflightShareBytes(cfg)),
+		outbound:   &outboundBudget{bytesMax: cfg.OutboundBytesMax}}
 	if cfg.RuntimeDir != "" {
 		if err := writeAddrFile(cfg.RuntimeDir, ln.Addr().String()); err != nil {
 			_ = ln.Close()
@@ -184,13 +262,32 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
 	}
+	remote := nc.RemoteAddr().String()
+	addr := sourceAddress(remote)
 	s.mu.Lock()
-	if s.closing || len(s.conns) >= s.cfg.ConnectionsMax {
-		full := !s.closing
+	var refusal string
+	var victim *Conn
+	switch {
+	case s.closing:
+	case s.perAddress[addr] >= s.cfg.ConnectionsPerAddressMax:
+		refusal = "connections_per_address_max"
+	case len(s.conns)-s.evicting >= s.cfg.ConnectionsMax:
+		// Full: the oldest connection that has not logged in makes room
+		// (a healthy client logs in within milliseconds, so idle or stalled
+		// unauthenticated peers cannot lock everyone out); with none, refuse.
+		if victim = s.oldestUnauthenticatedLocked(); victim != nil {
+			victim.evictedForRoom = true
+			s.evicting++
+		} else {
+			refusal = "connections_max"
+		}
+	}
+	if s.closing || refusal != "" {
 		s.mu.Unlock()
-		if full {
-			s.log.Warn("tcp connection refused: limit reached",
-				"remote", nc.RemoteAddr().String(), "connections_max", s.cfg.ConnectionsMax)
+		if refusal != "" && s.refusalLog.allow() {
+			s.log.Warn("tcp connection refused: limit reached (logged at most once a second)",
+				"remote", remote, "limit", refusal, "connections_max", s.cfg.ConnectionsMax,
+				"connections_per_address_max", s.cfg.ConnectionsPerAddressMax)
 		}
 		_ = nc.Close()
 		return
@@ -198,11 +295,20 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 	if s.cfg.TLS != nil {
 		nc = tls.Server(nc, s.cfg.TLS)
 	}
-	c := newConn(s.nextConnID.Add(1), nc, s.cfg, s.budget)
+	c := newConn(s.nextConnID.Add(1), nc, s.cfg, s.budget, s.outbound)
 	s.conns[c.id] = c
+	s.perAddress[addr]++
 	s.mu.Unlock()
+	if victim != nil {
+		if s.evictionLog.allow() {
+			s.log.Warn("tcp connections_max reached: closing the oldest connection that has not logged in (logged at most once a second)",
+				"closed_conn", victim.id, "closed_remote", victim.remote, "opened", victim.openedAt, "connections_max", s.cfg.ConnectionsMax)
+		}
+		victim.Close()
+	}
 
 	h.Opened(c)
+	c.armLoginDeadline()
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -214,11 +320,36 @@ func (s *TCPServer) admit(nc net.Conn, h Handler) {
 		// Let a final frame (an eviction, the last reply) reach the peer.
 		c.CloseAfterFlush()
 		<-c.writerDone
+		c.finish()
 		s.mu.Lock()
 		delete(s.conns, c.id)
+		if c.evictedForRoom {
+			s.evicting--
+		}
+		if s.perAddress[addr]--; s.perAddress[addr] <= 0 {
+			delete(s.perAddress, addr)
+		}
 		s.mu.Unlock()
 		h.Closed(c)
 	}()
+}
+
+// sourceAddress is the IP part of a remote "ip:port" (the key of the
+// per-address limits).
+func sourceAddress(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
+}
+
+// logThrottle lets a repetitive warning through at most once a second.
+type logThrottle struct{ lastNs atomic.Int64 }
+
+func (l *logThrottle) allow() bool {
+	now := time.Now().UnixNano()
+	last := l.lastNs.Load()
+	return now-last >= int64(time.Second) && l.lastNs.CompareAndSwap(last, now)
 }
 
 func (s *TCPServer) closeAll() {

@@ -164,13 +164,14 @@ func TestSendThenCloseDeliversFinalFrame(t *testing.T) {
 }
 
 func TestConnectionLimit(t *testing.T) {
-	h := &echoHandler{}
+	h := &authHandler{}
 	s := startServer(t, TCPConfig{ConnectionsMax: 2}, h)
 	a, b := dial(t, s), dial(t, s)
-	waitFor(t, func() bool { return s.ConnectionCount() == 2 })
+	login(t, a)
+	login(t, b)
 	third := dial(t, s)
 	if _, err := third.Read(make([]byte, 1)); err == nil {
-		t.Fatal("third connection should be closed")
+		t.Fatal("third connection should be closed: both others are logged in")
 	}
 	for _, c := range []net.Conn{a, b} {
 		if _, err := c.Write(frameOf(0, 5)); err != nil {

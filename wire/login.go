@@ -2,6 +2,33 @@ package wire
 
 import "fmt"
 
+// ClientContextBytesMax bounds a Register body's client_context (a Str32
+// the SDKs send empty). Longer contexts are refused (MalformedLogin), and
+// the bound is part of PreLoginFrameBytesMax.
+const ClientContextBytesMax = 1024
+
+// PreLoginFrameBytesMax is the largest frame a connection that has not
+// logged in can need: before login the server answers only Ping (empty
+// body), Logout (empty body) and Register, and the largest Register is the
+// password shape at every wire maximum:
+//
+//	header                           256
+//	protocol_version u32               4
+//	sdk_name Name8                 1+255
+//	sdk_version Name8              1+255
+//	username Name8                 1+255
+//	password [len u8][bytes]       1+255
+//	client_context Str32   4+ClientContextBytesMax (1024)
+//	                               = 2312 bytes
+//
+// (the token shape, [len u8][token] with a token of at most 255 bytes, is
+// smaller). The transport closes an unauthenticated connection that
+// declares a larger frame before reading its body.
+const PreLoginFrameBytesMax = HeaderSize + 4 + 2*(1+bytes8Max) + (1 + bytes8Max) + (1 + bytes8Max) + 4 + ClientContextBytesMax
+
+// bytes8Max is the longest Name8 or [len u8] field.
+const bytes8Max = 255
+
 // ClientVersionInfo is the prefix of both Register bodies (§2.3).
 type ClientVersionInfo struct {
 	ProtocolVersion uint32 // packed, see PackVersion
@@ -84,6 +111,14 @@ func (r RegisterRequest) Encode() ([]byte, error) {
 	return appendStr32(b, r.ClientContext), nil
 }
 
+func (d *decoder) clientContext() string {
+	s := d.str32("client_context")
+	if len(s) > ClientContextBytesMax {
+		d.fail("client_context", "%d bytes exceeds the %d allowed", len(s), ClientContextBytesMax)
+	}
+	return s
+}
+
 // RegisterShapes is a Register body read both ways, as upstream's server reads it (§2.3): after the
 // common prefix, the tail is tried as the password shape and as the token shape, each reading what it
 // needs and ignoring bytes after client_context. Password and Token are nil for a shape the tail does
@@ -112,7 +147,7 @@ func DecodeRegisterShapes(b []byte) (RegisterShapes, error) {
 	pw := RegisterRequest{Kind: RegisterWithPassword, Version: version}
 	pw.Username = d.name8("username")
 	pw.Password = d.utf8("password", d.bytes8("password"))
-	pw.ClientContext = d.str32("client_context")
+	pw.ClientContext = d.clientContext()
 	exact := !d.failed() && d.remaining() == 0
 	d.skipTrailing()
 	pwErr := d.err()
@@ -124,7 +159,7 @@ func DecodeRegisterShapes(b []byte) (RegisterShapes, error) {
 	d = newDecoder("LoginRegisterWithPat", tail)
 	pat := RegisterRequest{Kind: RegisterWithToken, Version: version}
 	pat.Token = d.utf8("token", d.bytes8("token"))
-	pat.ClientContext = d.str32("client_context")
+	pat.ClientContext = d.clientContext()
 	d.skipTrailing()
 	if d.err() == nil {
 		shapes.Token = &pat
