@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -229,9 +231,18 @@ func start(ctx context.Context, inv invocation, parsed flags) error {
 		logger.Warn("no IGGY_ROOT_USERNAME/IGGY_ROOT_PASSWORD: generated a root password for the new root user",
 			"username", plan.RootUsername, "password", password)
 	}
+	tcpAddress := cfg.TCP.Address
+	if plan.Node != nil {
+		// In cluster mode the roster's port is the listener port.
+		if port, ok := plan.Node.Ports.Get(config.TransportTCP); ok {
+			if host, _, err := net.SplitHostPort(cfg.TCP.Address); err == nil {
+				tcpAddress = net.JoinHostPort(host, strconv.Itoa(int(port)))
+			}
+		}
+	}
 	logger.Info("starting iggy-server",
 		"cluster", cfg.Cluster.Enabled, "replica_id", boot.ReplicaID, "first_boot", boot.FirstBoot,
-		"system_path", cfg.System.Path, "tcp", cfg.TCP.Address)
+		"system_path", cfg.System.Path, "tcp", tcpAddress)
 	if text, err := config.EncodeTOML(cfg.Redacted()); err == nil {
 		logger.Debug("effective configuration", "toml", text)
 	}
