@@ -347,3 +347,67 @@ func (c *testCluster) waitAllHealthy(via int, within time.Duration) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// groupMembers reads a consumer group's member count through node i.
+func (c *testCluster) groupMembers(i int, stream, topic, group string) int {
+	c.t.Helper()
+	cl := rootClient(c.t, c.addr(i))
+	g, err := cl.GetConsumerGroup(testCtx(c.t), named(stream), named(topic), named(group))
+	must(c.t, err)
+	return len(g.Members)
+}
+
+// TestClusterGhostMembershipsReleased: a consumer whose connection was on
+// a node that dies (kill -9 of the metadata primary) leaves the group once
+// the new primary has seen that node gone for two heartbeat timeouts; one
+// whose node restarts is released by that node itself once it has caught
+// up. Group partitions are never left assigned to dead members.
+func TestClusterGhostMembershipsReleased(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	root := rootClient(t, c.addr(0))
+	_, err := root.CreateStream(ctx, "gs")
+	must(t, err)
+	_, err = root.CreateTopic(ctx, named("gs"), "gt", 2)
+	must(t, err)
+	_, err = root.CreateConsumerGroup(ctx, named("gs"), named("gt"), "gg")
+	must(t, err)
+	must(t, root.JoinConsumerGroup(ctx, named("gs"), named("gt"), named("gg")))
+	if n := c.groupMembers(0, "gs", "gt", "gg"); n != 1 {
+		t.Fatalf("members after join: %d", n)
+	}
+	// The primary dies with the member's connection.
+	c.nodes[0].stop(syscall.SIGKILL)
+	leader, _ := c.writeOnAnyNode("after-kill", 0, failoverBound+10*time.Second)
+	deadline := time.Now().Add(4*clusterHeartbeatTimeout + 10*time.Second)
+	for c.groupMembers(leader, "gs", "gt", "gg") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the dead node's member still holds the group's partitions")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// A member on the new primary; that node restarts (kill -9 and back
+	// at once, before any peer notices it gone): it releases the member
+	// itself once caught up.
+	nl := rootClient(t, c.addr(leader))
+	must(t, nl.JoinConsumerGroup(ctx, named("gs"), named("gt"), named("gg")))
+	c.nodes[0].start()
+	c.waitStreams(0, 20*time.Second, "after-kill")
+	c.nodes[leader].stop(syscall.SIGKILL)
+	c.nodes[leader].start()
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		other := 0
+		if leader == 0 {
+			other = 1
+		}
+		if n := c.groupMembers(other, "gs", "gt", "gg"); n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted node's old member still holds the group's partitions")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

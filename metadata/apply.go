@@ -10,6 +10,12 @@ type ApplyContext struct {
 	Op        uint64
 	Timestamp uint64 // µs; used as created_at and for PAT expiry
 	UserID    uint32 // acting user; RBAC is re-checked with it
+	// Node is the replica whose client connection proposed the command
+	// (the primary of the view it was prepared in) and Session the
+	// client's session epoch: a group membership records both, so the
+	// memberships of a node's vanished connections can be found.
+	Node    uint8
+	Session uint64
 }
 
 // Result is the outcome of one applied command: Code 0 or an Iggy error

@@ -165,7 +165,7 @@ func (s *State) applyJoinGroup(ctx ApplyContext, c JoinConsumerGroup) Result {
 		}
 		id++
 	}
-	g.members = append(g.members, Member{ID: id, ClientID: c.Client})
+	g.members = append(g.members, Member{ID: id, ClientID: c.Client, Node: ctx.Node, Session: ctx.Session})
 	sort.Slice(g.members, func(i, j int) bool { return g.members[i].ID < g.members[j].ID })
 	g.rebalance(uint32(len(t.partitions)))
 	return Result{}

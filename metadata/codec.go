@@ -94,6 +94,8 @@ type reader struct {
 	buf []byte
 	off int
 	err error
+	// version is the snapshot format being read (Restore sets it).
+	version uint16
 }
 
 func (r *reader) fail(err error) {

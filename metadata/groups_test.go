@@ -131,3 +131,41 @@ func TestAssignmentMoreMembersThanPartitions(t *testing.T) {
 		t.Fatalf("idle members %d, want 2 (3 partitions, 5 members)", idle)
 	}
 }
+
+// TestMembersRecordNodeAndSession: a membership records the node and the
+// session it was joined through, survives a snapshot round trip, and a
+// version-1 snapshot (no such fields) still restores with node 0.
+func TestMembersRecordNodeAndSession(t *testing.T) {
+	f := newFixture(t)
+	f.mustOK(RootUserID, CreateStream{Name: "s"})
+	topic := withPartitions(withTopicName(defaultTopic(), "t"), 2)
+	topic.Stream = ByName("s")
+	f.mustOK(RootUserID, topic)
+	f.mustOK(RootUserID, CreateConsumerGroup{Stream: ByName("s"), Topic: ByName("t"), Name: "g"})
+	f.op++
+	res := f.s.Apply(ApplyContext{Op: f.op, Timestamp: f.nowUs + 1000, UserID: RootUserID, Node: 2, Session: 77},
+		JoinConsumerGroup{Stream: ByName("s"), Topic: ByName("t"), Group: ByName("g"), Client: clientA})
+	if res.Code != CodeOK {
+		t.Fatalf("join: %d", res.Code)
+	}
+	if got := f.s.MembersBoundAt(2); len(got) != 1 || got[0].Client != clientA || got[0].Session != 77 {
+		t.Fatalf("MembersBoundAt(2) = %+v", got)
+	}
+	if got := f.s.MembersBoundAt(0); len(got) != 0 {
+		t.Fatalf("MembersBoundAt(0) = %+v", got)
+	}
+	restored, err := Restore(f.s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := restored.MembersBoundAt(2); len(got) != 1 || got[0].Session != 77 {
+		t.Fatalf("after restore: %+v", got)
+	}
+	v1, err := Restore(f.s.snapshotVersion(1))
+	if err != nil {
+		t.Fatalf("version-1 snapshot: %v", err)
+	}
+	if got := v1.MembersBoundAt(0); len(got) != 1 || got[0].Client != clientA {
+		t.Fatalf("version-1 member: %+v", got)
+	}
+}

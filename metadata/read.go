@@ -1,5 +1,7 @@
 package metadata
 
+import "sort"
+
 // Read API for the node. Every method takes the read lock and returns
 // copies; callers may keep and mutate them freely.
 
@@ -247,4 +249,41 @@ func (s *State) Counts() (streams, topics, partitions, groups int) {
 		}
 	}
 	return len(s.streams), topics, partitions, groups
+}
+
+// BoundMember is a consumer-group membership of a client whose connection
+// was held by a given node.
+type BoundMember struct {
+	Client  ClientID
+	Session uint64
+}
+
+// MembersBoundAt lists every client (once) that holds a group membership
+// joined through node's connections, sorted by client id.
+func (s *State) MembersBoundAt(node uint8) []BoundMember {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	seen := map[ClientID]uint64{}
+	for _, st := range s.streams {
+		for _, t := range st.topics {
+			for _, g := range t.groups {
+				for _, m := range g.members {
+					if m.Node == node {
+						seen[m.ClientID] = max(seen[m.ClientID], m.Session)
+					}
+				}
+			}
+		}
+	}
+	out := make([]BoundMember, 0, len(seen))
+	for c, session := range seen {
+		out = append(out, BoundMember{Client: c, Session: session})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Client.Hi != out[j].Client.Hi {
+			return out[i].Client.Hi < out[j].Client.Hi
+		}
+		return out[i].Client.Lo < out[j].Client.Lo
+	})
+	return out
 }

@@ -12,25 +12,31 @@ import (
 // preceding bytes]. The body lists every collection in ascending id (or
 // name) order, so equal states encode to identical bytes.
 const (
-	snapshotMagic   uint32 = 0x534D534C // "LSMS" little-endian
-	SnapshotVersion uint16 = 1
+	snapshotMagic uint32 = 0x534D534C // "LSMS" little-endian
+	// SnapshotVersion 2 adds each group member's node and session; version
+	// 1 snapshots still restore (members bound at node 0, session 0).
+	SnapshotVersion uint16 = 2
 	snapshotHeader         = 6
 	snapshotTrailer        = 8
 )
 
 // Snapshot returns the deterministic encoding of the whole state.
-func (s *State) Snapshot() []byte {
+func (s *State) Snapshot() []byte { return s.snapshotVersion(SnapshotVersion) }
+
+// snapshotVersion encodes in format version (tests write version 1 to
+// check that older snapshots still restore).
+func (s *State) snapshotVersion(version uint16) []byte {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	w := &writer{buf: make([]byte, 0, 4096)}
 	w.u32(snapshotMagic)
-	w.u16(SnapshotVersion)
+	w.u16(version)
 	w.u64(s.revision)
 	w.u64(s.lastOp)
 	w.u64(s.lastTimestamp)
 	w.u32(uint32(len(s.streams)))
 	for _, sid := range sortedKeys(s.streams) {
-		writeStream(w, s.streams[sid])
+		writeStream(w, s.streams[sid], version)
 	}
 	w.u32(uint32(len(s.users)))
 	for _, uid := range sortedKeys(s.users) {
@@ -53,7 +59,7 @@ func (s *State) Snapshot() []byte {
 	return w.buf
 }
 
-func writeStream(w *writer, st *streamState) {
+func writeStream(w *writer, st *streamState, version uint16) {
 	w.u32(st.id)
 	w.str16(st.name)
 	w.u64(st.createdAt)
@@ -94,6 +100,10 @@ func writeStream(w *writer, st *streamState) {
 			for _, m := range g.members {
 				w.u32(m.ID)
 				w.client(m.ClientID)
+				if version >= 2 {
+					w.u8(m.Node)
+					w.u64(m.Session)
+				}
 				w.u32(uint32(len(m.Partitions)))
 				for _, p := range m.Partitions {
 					w.u32(p)
@@ -117,8 +127,10 @@ func Restore(b []byte) (*State, error) {
 	if m := r.u32(); m != snapshotMagic {
 		return nil, fmt.Errorf("restore snapshot: bad magic %08x", m)
 	}
-	if v := r.u16(); v != SnapshotVersion {
-		return nil, fmt.Errorf("restore snapshot: unsupported version %d (want %d)", v, SnapshotVersion)
+	if v := r.u16(); v != SnapshotVersion && v != 1 {
+		return nil, fmt.Errorf("restore snapshot: unsupported version %d (want 1 or %d)", v, SnapshotVersion)
+	} else {
+		r.version = v
 	}
 	s := NewState()
 	s.revision, s.lastOp, s.lastTimestamp = r.u64(), r.u64(), r.u64()
@@ -235,6 +247,9 @@ func readGroup(r *reader, partitionsCount uint32) *groupState {
 	assigned := make(map[uint32]bool)
 	for i := 0; i < nm && r.err == nil; i++ {
 		m := Member{ID: r.u32(), ClientID: r.client()}
+		if r.version >= 2 {
+			m.Node, m.Session = r.u8(), r.u64()
+		}
 		if i > 0 && m.ID <= g.members[i-1].ID {
 			r.fail(fmt.Errorf("group %d: member id %d not ascending", g.id, m.ID))
 		}

@@ -163,6 +163,10 @@ type Member struct {
 	ID         uint32
 	ClientID   ClientID
 	Partitions []uint32 // sorted
+	// Node is the replica that held the member's connection when it
+	// joined; Session the session epoch it joined under.
+	Node    uint8
+	Session uint64
 }
 
 // User is a read-only view of a user.

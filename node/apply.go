@@ -69,7 +69,11 @@ type patReply struct{ token string }
 // data, so every replica that applies the op could answer identically.
 func (n *Node) applyCommitted(p consensus.Prepare, local *proposal) []byte {
 	h := p.Header
-	ctx := metadata.ApplyContext{Op: h.Op, Timestamp: h.Timestamp, UserID: h.UserID}
+	// The op was proposed on the primary of the view it was prepared in,
+	// which held the client's connection (metadata writes are accepted on
+	// the primary only): memberships record that node and the session.
+	ctx := metadata.ApplyContext{Op: h.Op, Timestamp: h.Timestamp, UserID: h.UserID,
+		Node: uint8(h.View % uint32(n.topo.count)), Session: h.Session}
 	switch h.Operation {
 	case consensus.OperationRegister:
 		return n.registerReplyBody(h.UserID, h.Op)

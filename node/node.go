@@ -241,6 +241,11 @@ func Run(ctx context.Context, opts Options) error {
 		defer wg.Done()
 		n.retentionLoop(serveCtx)
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n.ghostLoop(serveCtx)
+	}()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- tcp.Serve(serveCtx, n) }()
 
