@@ -72,6 +72,7 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 		out.body = n.registerReplyBody(userID, out.op)
 	}
 	s.bind(toConsensus(hdr.Client), out.op, userID)
+	c.SetAuthenticated(true)
 	n.log.Info("session bound", "conn", c.ID(), "remote", c.RemoteAddr(), "user_id", userID, "session", out.op,
 		"sdk", version.SDKName, "sdk_version", version.SDKVersion)
 	n.sendOK(c, hdr, out.body)
@@ -174,6 +175,7 @@ func (n *Node) handleLogout(c *transport.Conn, s *session, hdr wire.RequestHeade
 	switch out.kind {
 	case consensus.ReplyCommitted:
 		s.unbind()
+		c.SetAuthenticated(false) // pre-login frame bound and login deadline again
 		n.sendOK(c, hdr, nil)
 	case consensus.ReplyEvictNoSession:
 		n.evict(c, s, hdr.Client, wire.EvictNoSession)
