@@ -265,55 +265,65 @@ func (d *driver) admit(p *proposal) {
 func (d *driver) processReady() error {
 	defer d.publishStatus()
 	for round := 0; round < readyRoundsMax && d.group.HasReady(); round++ {
-		rd := d.group.Ready()
-		if err := d.persist(rd); err != nil {
+		if err := carryOut(d.group, d); err != nil {
 			return err
 		}
-		d.send(rd.Messages)
-		if rd.Snapshot != nil {
-			if err := d.app.installSnapshot(*rd.Snapshot, d.group); err != nil {
-				return fmt.Errorf("install metadata snapshot at op %d: %w", rd.Snapshot.Op, err)
-			}
-			d.appliedOp = max(d.appliedOp, rd.Snapshot.Op)
-			d.lastCheckpoint = max(d.lastCheckpoint, rd.Snapshot.Op)
-			d.log.Info("metadata snapshot installed from a peer", "op", rd.Snapshot.Op, "bytes", len(rd.Snapshot.Data))
-		}
-		for _, p := range rd.Committed {
-			local := d.byKey[proposalKey{p.Header.Client, p.Header.Request, p.Header.Operation}]
-			body := d.app.applyCommitted(p, local)
-			if local != nil {
-				d.bodies[p.Header.Op] = body
-			}
-			d.group.RecordReply(p.Header.Client, p.Header.Request, body)
-			d.appliedOp = p.Header.Op
-		}
-		for _, r := range rd.Replies {
-			p, ok := d.waiting[r.Tag]
-			if !ok {
-				continue
-			}
-			delete(d.waiting, r.Tag)
-			delete(d.byKey, proposalKey{p.req.Client, p.req.Request, p.req.Operation})
-			out := outcome{kind: r.Kind, op: r.Op}
-			if r.Kind == consensus.ReplyCommitted {
-				out.body = d.bodies[r.Op]
-				delete(d.bodies, r.Op)
-				if r.Cached != nil {
-					out.body = r.Cached
-				}
-			}
-			p.done <- out
-		}
-		if len(d.bodies) > bodiesMax {
-			// Replies that never came (a proposal answered otherwise): drop.
-			clear(d.bodies)
-		}
-		d.group.Advance(rd)
 		if err := d.maybeCheckpoint(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// install implements readySteps: the transferred snapshot (durable since
+// persist) replaces the applied state.
+func (d *driver) install(s consensus.Snapshot) error {
+	if err := d.app.installSnapshot(s, d.group); err != nil {
+		return fmt.Errorf("install metadata snapshot at op %d: %w", s.Op, err)
+	}
+	d.appliedOp = max(d.appliedOp, s.Op)
+	d.lastCheckpoint = max(d.lastCheckpoint, s.Op)
+	d.log.Info("metadata snapshot installed from a peer", "op", s.Op, "bytes", len(s.Data))
+	return nil
+}
+
+// apply implements readySteps: each committed op is applied, its reply
+// body kept for a local proposal and recorded in the client table's ring.
+func (d *driver) apply(committed []consensus.Prepare) {
+	for _, p := range committed {
+		local := d.byKey[proposalKey{p.Header.Client, p.Header.Request, p.Header.Operation}]
+		body := d.app.applyCommitted(p, local)
+		if local != nil {
+			d.bodies[p.Header.Op] = body
+		}
+		d.group.RecordReply(p.Header.Client, p.Header.Request, body)
+		d.appliedOp = p.Header.Op
+	}
+}
+
+// reply implements readySteps: it answers this node's waiting proposals.
+func (d *driver) reply(replies []consensus.Reply) {
+	for _, r := range replies {
+		p, ok := d.waiting[r.Tag]
+		if !ok {
+			continue
+		}
+		delete(d.waiting, r.Tag)
+		delete(d.byKey, proposalKey{p.req.Client, p.req.Request, p.req.Operation})
+		out := outcome{kind: r.Kind, op: r.Op}
+		if r.Kind == consensus.ReplyCommitted {
+			out.body = d.bodies[r.Op]
+			delete(d.bodies, r.Op)
+			if r.Cached != nil {
+				out.body = r.Cached
+			}
+		}
+		p.done <- out
+	}
+	if len(d.bodies) > bodiesMax {
+		// Replies that never came (a proposal answered otherwise): drop.
+		clear(d.bodies)
+	}
 }
 
 // publishStatus stores the group's view state for other goroutines; it
@@ -342,7 +352,7 @@ func (d *driver) send(msgs []consensus.Message) {
 	}
 }
 
-func (d *driver) persist(rd consensus.Ready) error {
+func (d *driver) persist(rd *consensus.Ready) error {
 	if rd.Truncate != 0 {
 		if err := d.store.TruncateAndAppend(rd.Truncate, rd.Entries); err != nil {
 			return fmt.Errorf("truncate metadata journal from op %d and re-append %d entries: %w", rd.Truncate, len(rd.Entries), err)

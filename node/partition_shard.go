@@ -22,13 +22,9 @@ const (
 	partitionWaitDuration     = 10 * time.Second
 )
 
-// partitionGroup is what a shard needs from a partition's consensus group:
-// the Group contract plus the wall clock and the checkpoint pressure hook.
-type partitionGroup interface {
-	consensus.Group
-	SetNow(micros uint64)
-	NeedsCheckpoint() bool
-}
+// partitionGroup is what a shard drives: the same contract as the
+// metadata group (drivenGroup), without the client table.
+type partitionGroup = drivenGroup
 
 // partitionGroupConfig sizes every partition group.
 type partitionGroupConfig struct {
@@ -340,59 +336,87 @@ func (s *partitionShard) processTouched() {
 	s.touched = s.touched[:0]
 }
 
-// process drains a group's Readys. Partition prepares are not persisted by
-// the driver (no prepare WAL yet): the committed batch itself is written to
-// the segment file before its reply, and synced first on persisted topics.
+// process drains a group's Readys through the one Ready contract
+// (carryOut); the entry supplies the partition plane's steps.
 func (s *partitionShard) process(e *partitionEntry) {
 	for round := 0; round < partitionReadyRoundsMax && e.group.HasReady(); round++ {
-		rd := e.group.Ready()
-		if rd.Snapshot != nil {
-			s.log.Error("partition group asked to install a state transfer snapshot; not supported by a one-replica node",
-				"dir", e.dir, "op", rd.Snapshot.Op)
+		if err := carryOut(e.group, e); err != nil {
+			s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+			return
 		}
-		appended := false
-		for i := range rd.Committed {
-			out, wrote := s.apply(e, &rd.Committed[i])
-			appended = appended || wrote
-			s.results[rd.Committed[i].Header.Op] = out
-		}
-		if appended && e.persisted {
-			if err := e.log.Sync(); err != nil {
-				s.log.Error("sync partition log", "dir", e.dir, "err", err)
-				for op, out := range s.results {
-					if out.code == wire.OK {
-						s.results[op] = partitionOutcome{code: wire.ErrCannotAppendMessage}
-					}
-				}
-			}
-		}
-		for _, r := range rd.Replies {
-			p, ok := s.waiting[r.Tag]
-			if !ok {
-				continue
-			}
-			delete(s.waiting, r.Tag)
-			e.inflight--
-			switch r.Kind {
-			case consensus.ReplyCommitted:
-				out, ok := s.results[r.Op]
-				if !ok {
-					out = partitionOutcome{code: wire.ErrTransientNotCommitted}
-				}
-				p.reply(out)
-			case consensus.ReplyNotAccepted, consensus.ReplyDropped:
-				p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
-			default:
-				p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
-			}
-		}
-		clear(s.results)
-		e.group.Advance(rd)
-		if len(rd.Committed) > 0 {
-			s.checkpoint(e)
-		}
+		s.checkpoint(e)
 		s.promoteBacklog(e)
 	}
+}
+
+// persist implements readySteps. A partition group keeps its journal in
+// memory (no prepare WAL yet: issue "durable replicated partitions"); the
+// committed batch itself is made durable as it is applied, before its
+// reply (synced first on persisted topics).
+func (e *partitionEntry) persist(*consensus.Ready) error { return nil }
+
+// send implements readySteps: a one-replica partition group sends nothing
+// (partition groups join the replica bus in cluster part 2).
+func (e *partitionEntry) send(msgs []consensus.Message) {
+	if len(msgs) > 0 {
+		e.shard.log.Error("partition group produced replica messages; partition groups have one replica", "dir", e.dir, "count", len(msgs))
+	}
+}
+
+// install implements readySteps: a one-replica group never transfers state.
+func (e *partitionEntry) install(snap consensus.Snapshot) error {
+	e.shard.log.Error("partition group asked to install a state transfer snapshot; not supported by a one-replica node",
+		"dir", e.dir, "op", snap.Op)
+	return nil
+}
+
+// apply implements readySteps: each committed op is carried out on the
+// partition's log (results kept for the replies), then a persisted topic's
+// log is synced once for the whole Ready.
+func (e *partitionEntry) apply(committed []consensus.Prepare) {
+	s := e.shard
+	appended := false
+	for i := range committed {
+		out, wrote := s.apply(e, &committed[i])
+		appended = appended || wrote
+		s.results[committed[i].Header.Op] = out
+	}
+	if appended && e.persisted {
+		if err := e.log.Sync(); err != nil {
+			s.log.Error("sync partition log", "dir", e.dir, "err", err)
+			for op, out := range s.results {
+				if out.code == wire.OK {
+					s.results[op] = partitionOutcome{code: wire.ErrCannotAppendMessage}
+				}
+			}
+		}
+	}
+}
+
+// reply implements readySteps: it answers the waiting proposals.
+func (e *partitionEntry) reply(replies []consensus.Reply) {
+	s := e.shard
+	for _, r := range replies {
+		p, ok := s.waiting[r.Tag]
+		if !ok {
+			continue
+		}
+		delete(s.waiting, r.Tag)
+		e.inflight--
+		switch r.Kind {
+		case consensus.ReplyCommitted:
+			out, ok := s.results[r.Op]
+			if !ok {
+				out = partitionOutcome{code: wire.ErrTransientNotCommitted}
+			}
+			p.reply(out)
+		case consensus.ReplyNotAccepted, consensus.ReplyDropped:
+			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+		default:
+			p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
+		}
+	}
+	clear(s.results)
 }
 
 // checkpoint hands consensus a tiny snapshot descriptor (the log's next
