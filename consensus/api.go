@@ -23,6 +23,8 @@
 // simulator (consensus/sim) and the node. Extend it; do not break it.
 package consensus
 
+import "fmt"
+
 // Uint128 is a little-endian 128-bit value (client ids, checksums, nonces).
 type Uint128 struct{ Lo, Hi uint64 }
 
@@ -37,6 +39,18 @@ const (
 	StatusViewChange
 	StatusRecovering
 )
+
+func (s Status) String() string {
+	switch s {
+	case StatusNormal:
+		return "normal"
+	case StatusViewChange:
+		return "view_change"
+	case StatusRecovering:
+		return "recovering"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
 
 // Config configures one replica of one group. Every duration is in ticks
 // (one tick = 10 ms); the config package converts milliseconds to ticks.

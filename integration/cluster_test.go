@@ -24,7 +24,9 @@ func (c *testCluster) writeOnAnyNode(name string, skip int, within time.Duration
 			if i == skip || !c.nodes[i].running() {
 				continue
 			}
-			cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(2*time.Second))
+			// A short response budget: the client stops replaying 57/58
+			// soon, so the loop's granularity does not hide the failover.
+			cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(500*time.Millisecond))
 			if err != nil {
 				continue
 			}

@@ -330,8 +330,13 @@ func (d *driver) reply(replies []consensus.Reply) {
 // allocates only when something changed.
 func (d *driver) publishStatus() {
 	cur := snapshotStatus(d.group)
-	if old := d.status.Load(); old != nil && *old == cur {
+	old := d.status.Load()
+	if old != nil && *old == cur {
 		return
+	}
+	if old != nil && (old.view != cur.view || old.status != cur.status) {
+		d.log.Info("metadata group view", "view", cur.view, "status", cur.status.String(), "primary", cur.primary,
+			"commit", cur.commitMin)
 	}
 	d.status.Store(&cur)
 }

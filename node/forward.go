@@ -52,6 +52,12 @@ func (n *Node) sessionPropose(ctx context.Context, req consensus.Request) outcom
 	default:
 		return n.driver.propose(ctx, req, nil)
 	}
+	if !n.bus.Connected(primary) {
+		// No connection to the primary (it may be dead): the request
+		// would be dropped and the client parked for nothing. It never
+		// entered a pipeline: 58, and the SDK looks for the leader.
+		return outcome{kind: consensus.ReplyNotAccepted}
+	}
 	result, ok := n.forwardAndWait(ctx, primary, f)
 	if !ok {
 		// Sent, no answer in time: the primary may have committed it.
