@@ -37,13 +37,13 @@ func (n *Node) ghostLoop(ctx context.Context) {
 	}
 	g := &ghostSweeper{downSince: map[uint8]time.Time{}, tried: map[metadata.ClientID]time.Time{}}
 	ghostAfter := 2 * n.cfg.Cluster.HeartbeatTimeout.Duration
-	ticker := time.NewTicker(ghostSweepInterval)
+	ticker := n.clock.NewTicker(ghostSweepInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-ticker.C:
+		case now := <-ticker.C():
 			n.sweepGhosts(ctx, g, now, ghostAfter)
 		}
 	}

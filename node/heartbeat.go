@@ -21,13 +21,13 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	}
 	staleAfter := interval * 12 / 10
 	check := max(interval/4, 10*time.Millisecond)
-	ticker := time.NewTicker(check)
+	ticker := n.clock.NewTicker(check)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-ticker.C:
+		case now := <-ticker.C():
 			n.evictStale(now, staleAfter)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
@@ -62,13 +61,13 @@ func (n *Node) patCleanerLoop(ctx context.Context) {
 	if !c.Enabled || c.Interval.Duration <= 0 {
 		return
 	}
-	ticker := time.NewTicker(c.Interval.Duration)
+	ticker := n.clock.NewTicker(c.Interval.Duration)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-ticker.C():
 			// One cleaner per cluster: the metadata primary's.
 			if !n.isMetadataPrimary() || !n.state.HasExpiredTokens(nowMicros()) {
 				continue

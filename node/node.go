@@ -60,8 +60,11 @@ type Node struct {
 	dataDir     string
 	plane       *partitionPlane
 	topo        topology
-	bus         bus.Bus // nil on a single node
-	forwards    *forwarder
+	// clock paces every loop and background job (system clock in
+	// production; a virtual clock in a whole-node simulator).
+	clock    loopClock
+	bus      bus.Bus // nil on a single node
+	forwards *forwarder
 	// partitionWritesRefused counts partition writes refused in cluster
 	// mode (partition groups are replicated by cluster part 2).
 	partitionWritesRefused atomic.Uint64
@@ -95,6 +98,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	n := &Node{
+		clock:       systemClock{},
 		topo:        topo,
 		forwards:    newForwarder(),
 		cfg:         cfg,

@@ -32,14 +32,14 @@ func (n *Node) partitionGroupConfig() partitionGroupConfig {
 
 // retentionLoop applies message_expiry and max_topic_size every second.
 func (n *Node) retentionLoop(ctx context.Context) {
-	ticker := time.NewTicker(retentionInterval)
+	ticker := n.clock.NewTicker(retentionInterval)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
-			n.applyRetention(nowMicros())
+		case <-ticker.C():
+			n.applyRetention(n.clock.NowMicros())
 		}
 	}
 }
