@@ -1,0 +1,165 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The iggy CLI binary, built on first use next to the server binary (TestMain removes that dir).
+var (
+	cliOnce   sync.Once
+	cliBinary string
+	cliErr    error
+)
+
+const cliTimeout = 20 * time.Second
+
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		cliBinary = filepath.Join(filepath.Dir(serverBinary), "iggy")
+		out, err := exec.Command("go", "build", "-o", cliBinary, "../cmd/iggy").CombinedOutput()
+		if err != nil {
+			cliErr = err
+			cliBinary = string(out)
+		}
+	})
+	if cliErr != nil {
+		t.Fatalf("build iggy CLI: %v\n%s", cliErr, cliBinary)
+	}
+	return cliBinary
+}
+
+// cliResult is one finished CLI invocation.
+type cliResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// iggyCLI runs the CLI against addr as root (global flags first, as upstream) with stdin.
+func iggyCLI(t *testing.T, addr, stdin string, args ...string) cliResult {
+	t.Helper()
+	full := append([]string{"--tcp-server-address", addr, "-u", "iggy", "-p", "iggy"}, args...)
+	return iggyCLIRaw(t, stdin, full...)
+}
+
+// iggyCLIRaw runs the CLI with exactly args, bounded by cliTimeout.
+func iggyCLIRaw(t *testing.T, stdin string, args ...string) cliResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildCLI(t), args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("iggy %q did not finish within %s", args, cliTimeout)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("iggy %q: %v", args, err)
+	}
+	return cliResult{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// ok fails the test unless r exited 0, and returns stdout.
+func (r cliResult) ok(t *testing.T) string {
+	t.Helper()
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
+
+// fails checks r exited with code and that stderr mentions every want.
+func (r cliResult) fails(t *testing.T, code int, want ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr %q lacks %q", r.stderr, w)
+		}
+	}
+}
+
+func decodeJSON(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+}
+
+func TestCLISystemCommands(t *testing.T) {
+	s := startServer(t, "")
+	// ping needs no login.
+	out := iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "ping", "-c", "2").ok(t)
+	if !strings.Contains(out, "Ping sequence id: 2") || !strings.Contains(out, "min/avg/max/mdev") {
+		t.Errorf("ping output:\n%s", out)
+	}
+	out = iggyCLI(t, s.addr, "", "me").ok(t)
+	if !strings.Contains(out, "| Transport | TCP") {
+		t.Errorf("me output:\n%s", out)
+	}
+	var me struct {
+		UserID    uint32 `json:"user_id"`
+		Transport string `json:"transport"`
+	}
+	decodeJSON(t, iggyCLI(t, s.addr, "", "--output", "json", "me").ok(t), &me)
+	if me.Transport != "TCP" {
+		t.Errorf("me json = %+v", me)
+	}
+	var stats struct {
+		StreamsCount uint32 `json:"streams_count"`
+		Hostname     string `json:"hostname"`
+	}
+	decodeJSON(t, iggyCLI(t, s.addr, "", "stats", "-o", "json").ok(t), &stats)
+	if stats.Hostname == "" {
+		t.Errorf("stats json = %+v", stats)
+	}
+	out = iggyCLI(t, s.addr, "", "cluster", "metadata").ok(t)
+	if !strings.Contains(out, "Cluster name:") || !strings.Contains(out, "| Name ") || !strings.Contains(out, "leader") {
+		t.Errorf("cluster metadata table:\n%s", out)
+	}
+	var meta struct {
+		Name  string `json:"name"`
+		Nodes []struct {
+			TCP  uint32 `json:"tcp"`
+			Role string `json:"role"`
+		} `json:"nodes"`
+	}
+	decodeJSON(t, iggyCLI(t, s.addr, "", "--output", "json", "cluster", "metadata").ok(t), &meta)
+	if len(meta.Nodes) != 1 || meta.Nodes[0].Role != "leader" || !strings.HasSuffix(s.addr, ":"+itoa(meta.Nodes[0].TCP)) {
+		t.Errorf("cluster metadata json = %+v (server %s)", meta, s.addr)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	s := startServer(t, "")
+	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "-u", "iggy", "-p", "nope", "me").
+		fails(t, 1, "InvalidCredentials (error 42)")
+	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "me").fails(t, 2, "missing credentials", "IGGY_USERNAME")
+	iggyCLIRaw(t, "", "--transport", "quic", "--tcp-server-address", s.addr, "ping").fails(t, 2, "not available yet")
+	// Environment credentials, as upstream.
+	cmd := exec.Command(buildCLI(t), "--tcp-server-address", s.addr, "me")
+	cmd.Env = []string{"IGGY_USERNAME=iggy", "IGGY_PASSWORD=iggy"}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Client ID") {
+		t.Errorf("env credentials: %v\n%s", err, out)
+	}
+	// Nothing listens on a port we just closed.
+	s.stop(syscall.SIGTERM)
+	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "ping").fails(t, 1, "connection refused")
+}
