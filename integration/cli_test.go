@@ -163,3 +163,53 @@ func TestCLIErrors(t *testing.T) {
 	s.stop(syscall.SIGTERM)
 	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "ping").fails(t, 1, "connection refused")
 }
+
+func TestCLIStreamAndTopicCRUD(t *testing.T) {
+	s := startServer(t, "")
+	a := s.addr
+	if out := iggyCLI(t, a, "", "stream", "create", "prod").ok(t); !strings.Contains(out, "Stream with name: prod") {
+		t.Errorf("create: %s", out)
+	}
+	iggyCLI(t, a, "", "stream", "create", "-s", "7", "other").fails(t, 2, "assigns stream IDs")
+	var streams []struct {
+		ID   uint32 `json:"id"`
+		Name string `json:"name"`
+	}
+	decodeJSON(t, iggyCLI(t, a, "", "--output", "json", "stream", "list").ok(t), &streams)
+	if len(streams) != 1 || streams[0].Name != "prod" {
+		t.Fatalf("streams = %+v", streams)
+	}
+	iggyCLI(t, a, "", "stream", "update", "prod", "production").ok(t)
+	if out := iggyCLI(t, a, "", "stream", "list", "-l", "list").ok(t); !strings.Contains(out, "|production|") {
+		t.Errorf("list mode: %q", out)
+	}
+	iggyCLI(t, a, "", "topic", "create", "production", "sensors", "3", "gzip", "1day", "2hour", "-m", "1GiB").ok(t)
+	iggyCLI(t, a, "", "t", "c", "production", "logs", "1", "none").ok(t) // upstream's aliases
+	var topic struct {
+		Name          string `json:"name"`
+		Compression   string `json:"compression_algorithm"`
+		MessageExpiry uint64 `json:"message_expiry"`
+		MaxTopicSize  uint64 `json:"max_topic_size"`
+		Partitions    []struct {
+			ID uint32 `json:"id"`
+		} `json:"partitions"`
+	}
+	decodeJSON(t, iggyCLI(t, a, "", "--output", "json", "topic", "get", "production", "sensors").ok(t), &topic)
+	if topic.Compression != "gzip" || topic.MessageExpiry != 26*3600*1_000_000 || topic.MaxTopicSize != 1<<30 || len(topic.Partitions) != 3 {
+		t.Errorf("topic = %+v", topic)
+	}
+	iggyCLI(t, a, "", "topic", "update", "production", "sensors", "readings", "none", "unlimited").ok(t)
+	out := iggyCLI(t, a, "", "topic", "list", "production").ok(t)
+	if !strings.Contains(out, "readings") || !strings.Contains(out, "unlimited") || !strings.Contains(out, "logs") {
+		t.Errorf("topic list:\n%s", out)
+	}
+	iggyCLI(t, a, "", "topic", "get", "production", "nope").fails(t, 1, "TopicIdNotFound (error 2010)")
+	iggyCLI(t, a, "", "topic", "purge", "production", "readings").ok(t)
+	iggyCLI(t, a, "", "topic", "delete", "production", "logs").ok(t)
+	iggyCLI(t, a, "", "stream", "purge", "production").ok(t)
+	// -q prints nothing on success.
+	if out := iggyCLIRaw(t, "", "--tcp-server-address", a, "-u", "iggy", "-p", "iggy", "-q", "stream", "delete", "production").ok(t); out != "" {
+		t.Errorf("quiet delete printed %q", out)
+	}
+	iggyCLI(t, a, "", "stream", "get", "production").fails(t, 1, "StreamIdNotFound (error 1009)", "iggy stream list")
+}

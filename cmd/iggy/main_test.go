@@ -150,3 +150,59 @@ func TestPingSummary(t *testing.T) {
 		t.Errorf("summary = %q", got)
 	}
 }
+
+func TestParseIdentifier(t *testing.T) {
+	if id, err := parseIdentifier("stream ID", "42"); err != nil || id != wire.NumericID(42) {
+		t.Errorf("42 -> %v, %v", id, err)
+	}
+	if id, err := parseIdentifier("stream ID", "prod"); err != nil || id != wire.NamedID("prod") {
+		t.Errorf("prod -> %v, %v", id, err)
+	}
+	// Beyond u32 is a name, as upstream's identifier parser does.
+	if id, err := parseIdentifier("stream ID", "4294967296"); err != nil || id.Kind != wire.IdentString {
+		t.Errorf("2^32 -> %v, %v", id, err)
+	}
+	if _, err := parseIdentifier("stream ID", strings.Repeat("x", 256)); err == nil {
+		t.Error("256-byte name accepted")
+	}
+}
+
+func TestTopicOptions(t *testing.T) {
+	opts, err := topicOptions("GZIP", []string{"1day", "1hour"}, "10GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []wire.Option{
+		wire.OptionString(wire.OptCompressionAlgorithm, "gzip"),
+		wire.OptionString(wire.OptMessageExpiry, "1day 1hour"),
+		wire.OptionString(wire.OptMaxTopicSize, "10GB"),
+	}
+	if !reflect.DeepEqual(opts, want) {
+		t.Errorf("opts = %+v", opts)
+	}
+	opts, _ = topicOptions("none", []string{"server_default"}, "server_default")
+	if len(opts) != 1 {
+		t.Errorf("server_default sent: %+v", opts)
+	}
+	if _, err := topicOptions("lz4", nil, ""); err == nil {
+		t.Error("lz4 accepted")
+	}
+	if _, err := parseSetOptions([]string{"segment_size"}); err == nil {
+		t.Error("--set without = accepted")
+	}
+}
+
+func TestPositionalArgumentErrors(t *testing.T) {
+	code, _, stderr := runCLI(t, "", "topic", "create", "prod", "t")
+	if code != 2 || !strings.Contains(stderr, "missing PARTITIONS_COUNT, COMPRESSION_ALGORITHM") {
+		t.Errorf("code %d stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "stream", "update", "1", "a", "b")
+	if code != 2 || !strings.Contains(stderr, "too many arguments") {
+		t.Errorf("code %d stderr %q", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "", "topic", "create", "prod", "t", "x", "none")
+	if code != 2 || !strings.Contains(stderr, "not a whole number") {
+		t.Errorf("code %d stderr %q", code, stderr)
+	}
+}
