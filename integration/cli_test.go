@@ -213,3 +213,104 @@ func TestCLIStreamAndTopicCRUD(t *testing.T) {
 	}
 	iggyCLI(t, a, "", "stream", "get", "production").fails(t, 1, "StreamIdNotFound (error 1009)", "iggy stream list")
 }
+
+func TestCLIMessageSendAndPoll(t *testing.T) {
+	s := startServer(t, "")
+	a := s.addr
+	iggyCLI(t, a, "", "stream", "create", "s").ok(t)
+	iggyCLI(t, a, "", "topic", "create", "s", "t", "2", "none").ok(t)
+	iggyCLI(t, a, "", "message", "send", "-p", "1", "s", "t", "hello", "with spaces").ok(t)
+	if out := iggyCLI(t, a, "one\n\ntwo\r\nthree", "message", "send", "--partition-id", "1", "s", "t").ok(t); !strings.Contains(out, "Sent 3 message(s)") {
+		t.Errorf("stdin send: %s", out)
+	}
+	iggyCLI(t, a, "", "message", "send", "s", "t").fails(t, 2, "no messages to send")
+	iggyCLI(t, a, "", "message", "send", "-m", "user-42", "s", "t", "keyed").ok(t)
+
+	type msg struct {
+		Offset  uint64 `json:"offset"`
+		Payload string `json:"payload"`
+	}
+	pollJSON := func(args ...string) []msg {
+		t.Helper()
+		out := iggyCLI(t, a, "", append([]string{"--output", "json", "message", "poll"}, args...)...).ok(t)
+		var msgs []msg
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if line == "" {
+				continue
+			}
+			var m msg
+			decodeJSON(t, line, &m)
+			msgs = append(msgs, m)
+		}
+		return msgs
+	}
+	payloads := func(ms []msg) string {
+		var p []string
+		for _, m := range ms {
+			p = append(p, m.Payload)
+		}
+		return strings.Join(p, ",")
+	}
+	if got := payloads(pollJSON("--first", "-m", "10", "s", "t", "1")); got != "hello,with spaces,one,two,three" {
+		t.Errorf("first: %s", got)
+	}
+	if got := payloads(pollJSON("--offset", "3", "-m", "10", "s", "t", "1")); got != "two,three" {
+		t.Errorf("offset 3: %s", got)
+	}
+	if got := payloads(pollJSON("-l", "-m", "2", "s", "t", "1")); got != "two,three" {
+		t.Errorf("last 2: %s", got)
+	}
+	// next with auto-commit walks the stored offset of consumer 7.
+	if got := payloads(pollJSON("--next", "-a", "-c", "7", "-m", "2", "s", "t", "1")); got != "hello,with spaces" {
+		t.Errorf("next 1: %s", got)
+	}
+	if got := payloads(pollJSON("--next", "-a", "-c", "7", "-m", "2", "s", "t", "1")); got != "one,two" {
+		t.Errorf("next 2: %s", got)
+	}
+	out := iggyCLI(t, a, "", "message", "poll", "--first", "-m", "1", "s", "t", "1").ok(t)
+	if !strings.Contains(out, "| Offset ") || !strings.Contains(out, "| hello ") {
+		t.Errorf("table poll:\n%s", out)
+	}
+	iggyCLI(t, a, "", "message", "poll", "--first", "s", "t", "9").fails(t, 1, "error 3007")
+}
+
+func TestCLIMessagePollFollowStopsOnSIGINT(t *testing.T) {
+	s := startServer(t, "")
+	a := s.addr
+	iggyCLI(t, a, "", "stream", "create", "s").ok(t)
+	iggyCLI(t, a, "", "topic", "create", "s", "t", "1", "none").ok(t)
+	iggyCLI(t, a, "", "message", "send", "-p", "0", "s", "t", "early").ok(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildCLI(t), "--tcp-server-address", a, "-u", "iggy", "-p", "iggy", "--output", "json",
+		"message", "poll", "--first", "--follow", "--poll-interval", "20ms", "-m", "5", "s", "t", "0")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			if time.Now().After(deadline) {
+				_ = cmd.Process.Kill()
+				t.Fatalf("follow output never showed %q:\n%s", what, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor(`"payload":"early"`)
+	iggyCLI(t, a, "", "message", "send", "-p", "0", "s", "t", "late").ok(t)
+	waitFor(`"payload":"late"`)
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("follow exit after SIGINT: %v\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), `"payload"`); n != 2 {
+		t.Errorf("follow printed %d messages, want 2 (no duplicates):\n%s", n, out.String())
+	}
+}

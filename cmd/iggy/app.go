@@ -154,7 +154,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.Flags().StringVar(&g.generate, "generate", "", "print shell completion code for bash, zsh, fish or powershell")
 	root.AddCommand(
 		a.pingCommand(), a.meCommand(), a.statsCommand(), a.clusterCommand(),
-		a.streamCommand(), a.topicCommand(),
+		a.streamCommand(), a.topicCommand(), a.messageCommand(),
 	)
 	root.InitDefaultCompletionCmd()
 	return root
