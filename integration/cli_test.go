@@ -314,3 +314,50 @@ func TestCLIMessagePollFollowStopsOnSIGINT(t *testing.T) {
 		t.Errorf("follow printed %d messages, want 2 (no duplicates):\n%s", n, out.String())
 	}
 }
+
+func TestCLIPartitionsGroupsAndTokens(t *testing.T) {
+	s := startServer(t, "")
+	a := s.addr
+	iggyCLI(t, a, "", "stream", "create", "s").ok(t)
+	iggyCLI(t, a, "", "topic", "create", "s", "t", "1", "none").ok(t)
+	iggyCLI(t, a, "", "partition", "create", "s", "t", "3").ok(t)
+	iggyCLI(t, a, "", "partition", "delete", "s", "t", "1").ok(t)
+	iggyCLI(t, a, "", "partition", "create", "s", "t", "0").fails(t, 2, "PARTITIONS_COUNT")
+	var topic struct {
+		PartitionsCount int `json:"partitions_count"`
+	}
+	decodeJSON(t, iggyCLI(t, a, "", "--output", "json", "topic", "get", "s", "t").ok(t), &topic)
+	if topic.PartitionsCount != 3 {
+		t.Errorf("partitions = %d, want 3", topic.PartitionsCount)
+	}
+
+	iggyCLI(t, a, "", "consumer-group", "create", "s", "t", "workers").ok(t)
+	iggyCLI(t, a, "", "consumer-group", "create", "-g", "4", "s", "t", "other").fails(t, 2, "assigns consumer group IDs")
+	var groups []struct {
+		Name            string `json:"name"`
+		PartitionsCount int    `json:"partitions_count"`
+	}
+	decodeJSON(t, iggyCLI(t, a, "", "--output", "json", "g", "l", "s", "t").ok(t), &groups)
+	if len(groups) != 1 || groups[0].Name != "workers" || groups[0].PartitionsCount != 3 {
+		t.Errorf("groups = %+v", groups)
+	}
+	if out := iggyCLI(t, a, "", "consumer-group", "get", "s", "t", "workers").ok(t); !strings.Contains(out, "| Consumer group name | workers") {
+		t.Errorf("group get:\n%s", out)
+	}
+	iggyCLI(t, a, "", "consumer-group", "delete", "s", "t", "workers").ok(t)
+	iggyCLI(t, a, "", "consumer-group", "get", "s", "t", "workers").fails(t, 1, "error 50")
+
+	// A token printed in quiet mode logs in with -t.
+	token := strings.TrimSpace(iggyCLIRaw(t, "", "--tcp-server-address", a, "-u", "iggy", "-p", "iggy", "-q", "pat", "create", "ci-token", "1day").ok(t))
+	if token == "" {
+		t.Fatal("no token printed")
+	}
+	if out := iggyCLIRaw(t, "", "--tcp-server-address", a, "-t", token, "stream", "list", "-l", "list").ok(t); !strings.Contains(out, "|s|") {
+		t.Errorf("stream list with token: %q", out)
+	}
+	if out := iggyCLI(t, a, "", "pat", "list", "-l", "list").ok(t); !strings.HasPrefix(out, "ci-token|") || strings.Contains(out, "unlimited") {
+		t.Errorf("pat list: %q", out)
+	}
+	iggyCLI(t, a, "", "pat", "delete", "ci-token").ok(t)
+	iggyCLIRaw(t, "", "--tcp-server-address", a, "-t", token, "me").fails(t, 1, "login with personal access token failed")
+}

@@ -80,3 +80,24 @@ func TestPayloadText(t *testing.T) {
 		t.Error("payloadText")
 	}
 }
+
+func TestParsePATExpiry(t *testing.T) {
+	for in, want := range map[string]uint64{
+		"":             0,
+		"none":         0,
+		"1hour 15min":  75 * 60 * 1_000_000,
+		"2days":        2 * 86_400_000_000,
+		"1 day 30 s":   86_400_000_000 + 30_000_000,
+		"1week 1month": 604_800_000_000 + 2_630_016_000_000,
+	} {
+		got, err := parsePATExpiry(strings.Fields(in))
+		if err != nil || got != want {
+			t.Errorf("%q -> %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"soon", "5 parsecs", "hour"} {
+		if _, err := parsePATExpiry(strings.Fields(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
