@@ -361,3 +361,32 @@ func TestCLIPartitionsGroupsAndTokens(t *testing.T) {
 	iggyCLI(t, a, "", "pat", "delete", "ci-token").ok(t)
 	iggyCLIRaw(t, "", "--tcp-server-address", a, "-t", token, "me").fails(t, 1, "login with personal access token failed")
 }
+
+func TestCLIUsers(t *testing.T) {
+	s := startServer(t, "")
+	a := s.addr
+	iggyCLI(t, a, "", "user", "create", "bob", "secret-one", "-g", "r_str").ok(t)
+	var users []struct {
+		Username string `json:"username"`
+		Status   string `json:"status"`
+	}
+	decodeJSON(t, iggyCLI(t, a, "", "--output", "json", "user", "list").ok(t), &users)
+	if len(users) != 2 || users[1].Username != "bob" || users[1].Status != "active" {
+		t.Fatalf("users = %+v", users)
+	}
+	as := func(user, pass string, args ...string) cliResult {
+		return iggyCLIRaw(t, "", append([]string{"--tcp-server-address", a, "-u", user, "-p", pass}, args...)...)
+	}
+	as("bob", "secret-one", "stream", "list").ok(t)
+	as("bob", "secret-one", "stream", "create", "nope").fails(t, 1, "Unauthorized (error 41)", "lacks the permission")
+	iggyCLI(t, a, "", "user", "password", "bob", "secret-one", "secret-two").ok(t)
+	as("bob", "secret-two", "me").ok(t)
+	iggyCLI(t, a, "", "user", "name", "bob", "robert").ok(t)
+	iggyCLI(t, a, "", "user", "status", "robert", "inactive").ok(t)
+	if out := iggyCLI(t, a, "", "user", "get", "robert").ok(t); !strings.Contains(out, "| Status             | inactive") || !strings.Contains(out, "read_streams") {
+		t.Errorf("user get:\n%s", out)
+	}
+	as("robert", "secret-two", "me").fails(t, 1, "login as \"robert\" failed")
+	iggyCLI(t, a, "", "user", "delete", "robert").ok(t)
+	iggyCLI(t, a, "", "user", "get", "robert").fails(t, 1, "error")
+}

@@ -155,7 +155,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(
 		a.pingCommand(), a.meCommand(), a.statsCommand(), a.clusterCommand(),
 		a.streamCommand(), a.topicCommand(), a.messageCommand(),
-		a.partitionCommand(), a.consumerGroupCommand(), a.patCommand(),
+		a.partitionCommand(), a.consumerGroupCommand(), a.patCommand(), a.userCommand(),
 	)
 	root.InitDefaultCompletionCmd()
 	return root

@@ -101,3 +101,23 @@ func TestParsePATExpiry(t *testing.T) {
 		}
 	}
 }
+
+func TestParseGlobalPermissions(t *testing.T) {
+	p, err := parseGlobalPermissions("m_str, read_topics,S_MSG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wire.GlobalPermissions{ManageStreams: true, ReadTopics: true, SendMessages: true}
+	if p.Global != want {
+		t.Errorf("global = %+v", p.Global)
+	}
+	if got := strings.Join(globalPermissionList(p.Global), ","); got != "manage_streams,read_topics,send_messages" {
+		t.Errorf("list = %s", got)
+	}
+	if _, err := parseGlobalPermissions("m_str,fly"); err == nil {
+		t.Error("unknown permission accepted")
+	}
+	if _, err := parseUserStatus("asleep"); err == nil {
+		t.Error("unknown status accepted")
+	}
+}
