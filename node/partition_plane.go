@@ -164,6 +164,20 @@ func (p *partitionPlane) shardFor(k partitionKey) *partitionShard {
 }
 
 // entry returns the served partition, or nil.
+// entryByGroup returns the partition a consensus group id names (server-
+// design §1.1: stream<<32 | topic<<20 | partition), or nil.
+func (p *partitionPlane) entryByGroup(group uint64) *partitionEntry {
+	if group>>63 != 0 {
+		return nil // the metadata group's id space
+	}
+	k := partitionKey{stream: uint32(group >> 32), topic: uint32(group>>20) & 0xFFF, partition: uint32(group) & 0xFFFFF}
+	e := p.entry(k)
+	if e == nil || e.key.groupID() != group {
+		return nil
+	}
+	return e
+}
+
 func (p *partitionPlane) entry(k partitionKey) *partitionEntry {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

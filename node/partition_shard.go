@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -62,12 +63,16 @@ type shardControl struct {
 // (apply in op order, sync persisted topics once per Ready, reply, Advance,
 // Checkpoint).
 type partitionShard struct {
-	log       *slog.Logger
-	clock     loopClock
-	cfg       partitionGroupConfig
-	proposals chan *partitionProposal
-	controls  chan shardControl
-	stopped   chan struct{}
+	log   *slog.Logger
+	clock loopClock
+	// inbox holds replica messages for this shard's groups (routed by
+	// group id); a full inbox drops, VSR retransmits.
+	inbox        chan routedMessage
+	inboxDropped atomic.Uint64
+	cfg          partitionGroupConfig
+	proposals    chan *partitionProposal
+	controls     chan shardControl
+	stopped      chan struct{}
 
 	// Owned by the loop goroutine (or by the caller of do after stop).
 	groups  map[*partitionEntry]struct{}
@@ -84,6 +89,7 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig) *partitionSha
 		cfg:       cfg,
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
 		controls:  make(chan shardControl, partitionControlQueueMax),
+		inbox:     make(chan routedMessage, inboxMax),
 		stopped:   make(chan struct{}),
 		groups:    make(map[*partitionEntry]struct{}),
 		waiting:   make(map[uint64]*partitionProposal),
@@ -191,6 +197,17 @@ func (s *partitionShard) run(ctx context.Context) {
 		case c := <-s.controls:
 			c.fn()
 			close(c.done)
+		case m := <-s.inbox:
+			s.step(m)
+		steps:
+			for i := 1; i < inboxBatchMax; i++ {
+				select {
+				case m := <-s.inbox:
+					s.step(m)
+				default:
+					break steps
+				}
+			}
 		case p := <-s.proposals:
 			s.admit(p)
 		batch:
@@ -204,6 +221,33 @@ func (s *partitionShard) run(ctx context.Context) {
 			}
 		}
 		s.processTouched()
+	}
+}
+
+// routedMessage is a replica message with the partition it is for.
+type routedMessage struct {
+	entry *partitionEntry
+	msg   consensus.Message
+}
+
+// deliver hands a replica message to the shard without blocking.
+func (s *partitionShard) deliver(e *partitionEntry, m consensus.Message) {
+	select {
+	case s.inbox <- routedMessage{entry: e, msg: m}:
+	default:
+		s.inboxDropped.Add(1)
+	}
+}
+
+// step feeds a routed message to its group if the shard still drives it
+// (the partition may have been removed meanwhile).
+func (s *partitionShard) step(r routedMessage) {
+	if _, ok := s.groups[r.entry]; !ok {
+		return
+	}
+	r.entry.group.Step(r.msg)
+	if r.entry.group.HasReady() {
+		s.touch(r.entry)
 	}
 }
 

@@ -35,11 +35,21 @@ func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
 }
 
 // routeReplicaMessage runs on a bus reader goroutine: it hands the
-// message to the owning loop without blocking.
+// message to the loop that owns its group (by the group id in the frame)
+// without blocking: the metadata loop, or the shard of the partition the
+// id names. A message for a group this node does not serve is counted and
+// dropped. (Partition groups keep one replica until cluster part 2, so
+// none of theirs travels yet; the route is in place for them.)
 func (n *Node) routeReplicaMessage(m consensus.Message) {
 	if m.Group == metadataGroupID {
 		n.driver.deliver(m)
 		return
+	}
+	if n.plane != nil {
+		if e := n.plane.entryByGroup(m.Group); e != nil && e.log != nil {
+			e.shard.deliver(e, m)
+			return
+		}
 	}
 	n.unroutedReplicaMessages.Add(1)
 }
