@@ -32,14 +32,22 @@ type Client struct {
 	session  uint64 // 0 until a Register binds
 	counter  uint64 // next metadata request id; starts at 1
 	userID   uint32
+	closed   bool // Close was called
+
+	cluster *clusterState // nil for Dial: no redirection, no reconnect
 }
 
-// Dial connects to addr ("host:port") over TCP with TCP_NODELAY and mints a fresh client id.
+// Dial connects to addr ("host:port") over TCP with TCP_NODELAY and mints a fresh client id. The
+// client stays on addr; DialCluster (cluster.go) is the leader-aware constructor.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return dialConfig(ctx, addr, cfg)
+}
+
+func dialConfig(ctx context.Context, addr string, cfg config) (*Client, error) {
 	dialer := net.Dialer{Timeout: cfg.dialTimeout}
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -63,14 +71,23 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
+	if c.cluster != nil {
+		c.cluster.login = nil // forget the credentials
+	}
 	if c.broken == nil {
 		c.broken = errors.New("client closed")
 	}
 	return c.conn.Close()
 }
 
-// Addr returns the address the client dialed.
-func (c *Client) Addr() string { return c.addr }
+// Addr returns the address of the node the client is connected to (after DialCluster: the node it
+// settled on, which changes on redirects and failovers).
+func (c *Client) Addr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addr
+}
 
 // ClientID returns the current ephemeral client id.
 func (c *Client) ClientID() wire.Uint128 {
@@ -155,20 +172,28 @@ type reply struct {
 }
 
 // call sends one command and returns its payload, applying status/result/eviction decoding and
-// transient replays.
+// transient replays; a DialCluster client also follows the leader (clusterCallLocked).
 func (c *Client) call(ctx context.Context, code wire.CommandCode, body []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cluster != nil {
+		return c.clusterCallLocked(ctx, code, body)
+	}
+	return c.callLocked(ctx, code, body, time.Now().Add(c.cfg.responseTimeout))
+}
+
+// callLocked stamps and runs one command on the current connection until deadline.
+func (c *Client) callLocked(ctx context.Context, code wire.CommandCode, body []byte, deadline time.Time) ([]byte, error) {
 	op, ok := code.Operation()
 	if !ok {
 		op = wire.OpNonReplicated
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	h, err := c.stampLocked(op, code)
 	if err != nil {
 		return nil, err
 	}
 	frame := wire.EncodeRequest(nil, h, body)
-	r, err := c.exchangeWithReplaysLocked(ctx, code, h, frame)
+	r, err := c.exchangeWithReplaysLocked(ctx, code, h, frame, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -178,14 +203,18 @@ func (c *Client) call(ctx context.Context, code wire.CommandCode, body []byte) (
 }
 
 // exchangeWithReplaysLocked runs the request until it succeeds, fails with a non-transient code, or the
-// response budget ends. 57 replays the same bytes for the whole budget; 58 for the not-accepted window.
-func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.CommandCode, h wire.RequestHeader, frame []byte) (reply, error) {
+// response budget (deadline) ends. 57 replays the same bytes for the whole budget; 58 for the
+// not-accepted window.
+func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.CommandCode, h wire.RequestHeader, frame []byte, deadline time.Time) (reply, error) {
 	start := time.Now()
-	deadline := start.Add(c.cfg.responseTimeout)
 	notAcceptedUntil := start.Add(c.cfg.notAcceptedWindow)
 	if h.Operation == wire.OpRegister {
 		// A Register is never failed over: 58 is replayed for the whole budget (§2.9).
 		notAcceptedUntil = deadline
+	} else if c.cluster != nil {
+		// A DialCluster client does not replay 58 in place: it re-checks the leader and walks the
+		// roster instead (clusterCallLocked).
+		notAcceptedUntil = start
 	}
 	for attempt := 1; ; attempt++ {
 		r, err := c.exchangeLocked(ctx, code, h, frame, deadline)
