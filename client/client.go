@@ -1,9 +1,9 @@
 // Package client is a Go client for the Iggy binary protocol 0.11 over TCP. It keeps one request in
 // flight per connection, stamps client id, session fence and request id as wire-protocol.md §2.2
 // prescribes, decodes status replies and result sections, surfaces evictions as *Error, and replays
-// transient rejections (57 on the same bytes for the whole budget; 58 for up to 2 s). It is not
-// leader-aware and does not reconnect: a broken connection stays broken and every later call fails
-// with Disconnected; dial a new Client.
+// transient rejections (57 on the same bytes for the whole budget; 58 for up to 2 s). A Dial client
+// is not leader-aware and does not reconnect: a broken connection stays broken and every later call
+// fails with Disconnected. DialCluster (cluster.go, docs/client.md) makes a leader-aware client.
 package client
 
 import (
@@ -216,8 +216,14 @@ func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.Comman
 		// roster instead (clusterCallLocked).
 		notAcceptedUntil = start
 	}
+	var lastTransient error
 	for attempt := 1; ; attempt++ {
 		r, err := c.exchangeLocked(ctx, code, h, frame, deadline)
+		if err != nil && lastTransient != nil && c.cluster != nil && isDeadline(err) {
+			// A DialCluster client: the budget ended inside a replay, so the transient that started
+			// the replays is the answer (the connection is dropped: the exchange was cut short).
+			return reply{}, lastTransient
+		}
 		transient := CodeOf(err)
 		replay := false
 		switch {
@@ -233,6 +239,7 @@ func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.Comman
 		if !replay || !errors.As(err, &ce) || ce.Eviction != nil || c.broken != nil {
 			return reply{}, err
 		}
+		lastTransient = err
 		c.cfg.logger.Debug("replaying transient rejection", "command", code.String(), "code", transient.String(), "attempt", attempt)
 		timer := time.NewTimer(c.cfg.replayInterval)
 		select {

@@ -319,10 +319,15 @@ func (c *Client) timeoutOf(code wire.CommandCode, err error) error {
 	if !errors.As(err, &ce) || ce.Code != wire.ErrDisconnected || ce.Err == nil {
 		return err
 	}
-	if errors.Is(ce.Err, os.ErrDeadlineExceeded) || errors.Is(ce.Err, context.DeadlineExceeded) {
+	if isDeadline(ce.Err) {
 		return &TimeoutError{Command: code, Addr: c.addr, Err: ce.Err}
 	}
 	return err
+}
+
+// isDeadline reports whether err was caused by a connection or context deadline.
+func isDeadline(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // remember records the TCP endpoints and leader of md.
