@@ -1,9 +1,9 @@
 // Package client is a Go client for the Iggy binary protocol 0.11 over TCP. It keeps one request in
 // flight per connection, stamps client id, session fence and request id as wire-protocol.md §2.2
 // prescribes, decodes status replies and result sections, surfaces evictions as *Error, and replays
-// transient rejections (57 on the same bytes for the whole budget; 58 for up to 2 s). It is not
-// leader-aware and does not reconnect: a broken connection stays broken and every later call fails
-// with Disconnected; dial a new Client.
+// transient rejections (57 on the same bytes for the whole budget; 58 for up to 2 s). A Dial client
+// is not leader-aware and does not reconnect: a broken connection stays broken and every later call
+// fails with Disconnected. DialCluster (cluster.go, docs/client.md) makes a leader-aware client.
 package client
 
 import (
@@ -32,14 +32,22 @@ type Client struct {
 	session  uint64 // 0 until a Register binds
 	counter  uint64 // next metadata request id; starts at 1
 	userID   uint32
+	closed   bool // Close was called
+
+	cluster *clusterState // nil for Dial: no redirection, no reconnect
 }
 
-// Dial connects to addr ("host:port") over TCP with TCP_NODELAY and mints a fresh client id.
+// Dial connects to addr ("host:port") over TCP with TCP_NODELAY and mints a fresh client id. The
+// client stays on addr; DialCluster (cluster.go) is the leader-aware constructor.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
+	return dialConfig(ctx, addr, cfg)
+}
+
+func dialConfig(ctx context.Context, addr string, cfg config) (*Client, error) {
 	dialer := net.Dialer{Timeout: cfg.dialTimeout}
 	conn, err := dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -63,14 +71,23 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 func (c *Client) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.closed = true
+	if c.cluster != nil {
+		c.cluster.login = nil // forget the credentials
+	}
 	if c.broken == nil {
 		c.broken = errors.New("client closed")
 	}
 	return c.conn.Close()
 }
 
-// Addr returns the address the client dialed.
-func (c *Client) Addr() string { return c.addr }
+// Addr returns the address of the node the client is connected to (after DialCluster: the node it
+// settled on, which changes on redirects and failovers).
+func (c *Client) Addr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.addr
+}
 
 // ClientID returns the current ephemeral client id.
 func (c *Client) ClientID() wire.Uint128 {
@@ -155,20 +172,28 @@ type reply struct {
 }
 
 // call sends one command and returns its payload, applying status/result/eviction decoding and
-// transient replays.
+// transient replays; a DialCluster client also follows the leader (clusterCallLocked).
 func (c *Client) call(ctx context.Context, code wire.CommandCode, body []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cluster != nil {
+		return c.clusterCallLocked(ctx, code, body)
+	}
+	return c.callLocked(ctx, code, body, time.Now().Add(c.cfg.responseTimeout))
+}
+
+// callLocked stamps and runs one command on the current connection until deadline.
+func (c *Client) callLocked(ctx context.Context, code wire.CommandCode, body []byte, deadline time.Time) ([]byte, error) {
 	op, ok := code.Operation()
 	if !ok {
 		op = wire.OpNonReplicated
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	h, err := c.stampLocked(op, code)
 	if err != nil {
 		return nil, err
 	}
 	frame := wire.EncodeRequest(nil, h, body)
-	r, err := c.exchangeWithReplaysLocked(ctx, code, h, frame)
+	r, err := c.exchangeWithReplaysLocked(ctx, code, h, frame, deadline)
 	if err != nil {
 		return nil, err
 	}
@@ -178,17 +203,27 @@ func (c *Client) call(ctx context.Context, code wire.CommandCode, body []byte) (
 }
 
 // exchangeWithReplaysLocked runs the request until it succeeds, fails with a non-transient code, or the
-// response budget ends. 57 replays the same bytes for the whole budget; 58 for the not-accepted window.
-func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.CommandCode, h wire.RequestHeader, frame []byte) (reply, error) {
+// response budget (deadline) ends. 57 replays the same bytes for the whole budget; 58 for the
+// not-accepted window.
+func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.CommandCode, h wire.RequestHeader, frame []byte, deadline time.Time) (reply, error) {
 	start := time.Now()
-	deadline := start.Add(c.cfg.responseTimeout)
 	notAcceptedUntil := start.Add(c.cfg.notAcceptedWindow)
 	if h.Operation == wire.OpRegister {
 		// A Register is never failed over: 58 is replayed for the whole budget (§2.9).
 		notAcceptedUntil = deadline
+	} else if c.cluster != nil {
+		// A DialCluster client does not replay 58 in place: it re-checks the leader and walks the
+		// roster instead (clusterCallLocked).
+		notAcceptedUntil = start
 	}
+	var lastTransient error
 	for attempt := 1; ; attempt++ {
 		r, err := c.exchangeLocked(ctx, code, h, frame, deadline)
+		if err != nil && lastTransient != nil && c.cluster != nil && isDeadline(err) {
+			// A DialCluster client: the budget ended inside a replay, so the transient that started
+			// the replays is the answer (the connection is dropped: the exchange was cut short).
+			return reply{}, lastTransient
+		}
 		transient := CodeOf(err)
 		replay := false
 		switch {
@@ -204,6 +239,7 @@ func (c *Client) exchangeWithReplaysLocked(ctx context.Context, code wire.Comman
 		if !replay || !errors.As(err, &ce) || ce.Eviction != nil || c.broken != nil {
 			return reply{}, err
 		}
+		lastTransient = err
 		c.cfg.logger.Debug("replaying transient rejection", "command", code.String(), "code", transient.String(), "attempt", attempt)
 		timer := time.NewTimer(c.cfg.replayInterval)
 		select {

@@ -27,7 +27,17 @@ type config struct {
 	sdkName           string
 	sdkVersion        string
 	logger            *slog.Logger
+
+	// DialCluster only (cluster.go).
+	leaderPollInterval time.Duration
+	leaderlessWindow   time.Duration
+	maxRedirects       int
+	credentials        *credentials
 }
+
+// credentials given to DialCluster by WithCredentials; moved into the client's login record at
+// sign-in and never logged.
+type credentials struct{ username, password string }
 
 func defaultConfig() config {
 	return config{
@@ -40,6 +50,10 @@ func defaultConfig() config {
 		sdkName:           DefaultSDKName,
 		sdkVersion:        DefaultSDKVersion,
 		logger:            slog.New(slog.DiscardHandler),
+
+		leaderPollInterval: DefaultLeaderPollInterval,
+		leaderlessWindow:   DefaultLeaderlessWindow,
+		maxRedirects:       DefaultMaxRedirects,
 	}
 }
 
@@ -71,3 +85,19 @@ func WithSDK(name, version string) Option {
 
 // WithLogger sets the structured logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithLeaderPolling sets how often a DialCluster client polls cluster metadata while no leader is
+// named, and for how long before it continues on the contacted node (defaults 250 ms and 5 s).
+func WithLeaderPolling(interval, window time.Duration) Option {
+	return func(c *config) { c.leaderPollInterval, c.leaderlessWindow = interval, window }
+}
+
+// WithMaxRedirects caps the leader redirects of one settlement (DialCluster; default 3).
+func WithMaxRedirects(n int) Option { return func(c *config) { c.maxRedirects = n } }
+
+// WithCredentials makes DialCluster sign in with username and password and settle on the leader
+// before it returns. The credentials stay in memory for re-logins after redirects and reconnects;
+// they are never logged. Dial ignores this option.
+func WithCredentials(username, password string) Option {
+	return func(c *config) { c.credentials = &credentials{username: username, password: password} }
+}
