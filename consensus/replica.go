@@ -293,12 +293,6 @@ func (r *Replica) truncateFrom(from uint64) {
 // --- Tick ---
 
 // Tick advances logical time by one 10 ms tick and fires due timers.
-// NeedsTicks reports whether Tick can do anything for this group. A
-// one-replica group commits on its own persisted prepare and has no peer to
-// heartbeat, retransmit to or time out, so its timers never act: a driver
-// may skip its Tick, and an idle partition then costs nothing per tick.
-func (r *Replica) NeedsTicks() bool { return r.n > 1 }
-
 func (r *Replica) Tick() {
 	r.ticks++
 	switch r.status {

@@ -169,3 +169,44 @@ func TestMembersRecordNodeAndSession(t *testing.T) {
 		t.Fatalf("version-1 member: %+v", got)
 	}
 }
+
+// TestSessionBindings: sessions record the node that registered them,
+// a re-registration rebinds, a logout forgets, the bindings survive a
+// snapshot round trip, and the table is bounded by evicting the oldest.
+func TestSessionBindings(t *testing.T) {
+	s := NewState()
+	a, b := ClientID{Lo: 1}, ClientID{Lo: 2}
+	s.BindSession(a, 1, 10)
+	s.BindSession(b, 2, 11)
+	s.BindSession(a, 2, 12) // registered again through node 2
+	if got := s.SessionsBoundAt(1); len(got) != 0 {
+		t.Fatalf("node 1 still holds %+v", got)
+	}
+	if got := s.SessionsBoundAt(2); len(got) != 2 || got[0].Client != a || got[0].Session != 12 {
+		t.Fatalf("node 2 holds %+v", got)
+	}
+	restored, err := Restore(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := restored.SessionsBoundAt(2); len(got) != 2 {
+		t.Fatalf("after restore: %+v", got)
+	}
+	s.UnbindSession(b)
+	if got := s.SessionsBoundAt(2); len(got) != 1 {
+		t.Fatalf("after logout: %+v", got)
+	}
+	full := NewState()
+	for i := 0; i < SessionsMax; i++ {
+		full.BindSession(ClientID{Lo: uint64(i) + 10}, 0, uint64(i)+100)
+	}
+	full.BindSession(ClientID{Lo: 5}, 0, 1<<40)
+	if got := len(full.SessionsBoundAt(0)); got != SessionsMax {
+		t.Fatalf("bindings %d, want the bound %d", got, SessionsMax)
+	}
+	for _, m := range full.SessionsBoundAt(0) {
+		if m.Session == 100 {
+			t.Fatal("the oldest binding was not the one evicted")
+		}
+	}
+}

@@ -55,6 +55,9 @@ func (s *State) snapshotVersion(version uint16) []byte {
 			w.u64(p.ExpiryAt)
 		}
 	}
+	if version >= 2 {
+		writeSessions(w, s)
+	}
 	w.u64(xxh3.Hash(w.buf))
 	return w.buf
 }
@@ -154,6 +157,9 @@ func Restore(b []byte) (*State, error) {
 		s.streamByName[st.name] = st.id
 	}
 	readUsers(r, s)
+	if r.version >= 2 {
+		readSessions(r, s)
+	}
 	if err := r.end(); err != nil {
 		return nil, fmt.Errorf("restore snapshot: %w", err)
 	}
@@ -324,6 +330,7 @@ func (s *State) ReplaceFrom(other *State) {
 	defer s.mu.Unlock()
 	s.streams, s.streamByName = other.streams, other.streamByName
 	s.users, s.userByName, s.patByHash = other.users, other.userByName, other.patByHash
+	s.sessions = other.sessions
 	s.revision = other.revision
 	s.streamIDHint, s.userIDHint = 0, 0
 	s.lastOp, s.lastTimestamp = other.lastOp, other.lastTimestamp

@@ -25,6 +25,10 @@ type State struct {
 	userByName map[string]uint32
 	patByHash  map[string]patRef // token hash → owner
 
+	// sessions: which node registered each live session (cluster mode
+	// logs out the sessions of a node that is gone); see sessions.go.
+	sessions map[ClientID]sessionBinding
+
 	// revision increments on every committed state change; partitions
 	// record it as created_revision.
 	revision uint64

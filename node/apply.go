@@ -76,8 +76,17 @@ func (n *Node) applyCommitted(p consensus.Prepare, local *proposal) []byte {
 		Node: uint8(h.View % uint32(n.topo.count)), Session: h.Session}
 	switch h.Operation {
 	case consensus.OperationRegister:
+		// The node whose connection registered the session: named in the
+		// Register's body (a forwarded login carries the follower's id),
+		// else the primary that proposed it.
+		node := ctx.Node
+		if len(p.Body) == 1 && p.Body[0] < n.topo.count {
+			node = p.Body[0]
+		}
+		n.state.BindSession(metadata.ClientID(h.Client), node, h.Op)
 		return n.registerReplyBody(h.UserID, h.Op)
 	case consensus.OperationLogout:
+		n.state.UnbindSession(metadata.ClientID(h.Client))
 		// A session's end releases its consumer-group memberships.
 		if res := n.state.Apply(ctx, metadata.RemoveConsumerGroupMember{Client: metadata.ClientID(h.Client)}); !res.OK() {
 			n.log.Warn("releasing group memberships on logout failed", "op", h.Op, "code", res.Code)

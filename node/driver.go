@@ -72,7 +72,6 @@ type drivenGroup interface {
 	SetNow(micros uint64)
 	NeedsCheckpoint() bool
 	CheckpointError() error
-	NeedsTicks() bool
 }
 
 // metadataGroup adds the client table the metadata plane keeps (sessions,

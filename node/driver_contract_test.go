@@ -37,7 +37,6 @@ func (g *scriptedGroup) CommitMax() uint64                             { return 
 func (g *scriptedGroup) SetNow(uint64)                                 {}
 func (g *scriptedGroup) NeedsCheckpoint() bool                         { return false }
 func (g *scriptedGroup) CheckpointError() error                        { return nil }
-func (g *scriptedGroup) NeedsTicks() bool                              { return true }
 func (g *scriptedGroup) RecordReply(consensus.Uint128, uint64, []byte) {}
 func (g *scriptedGroup) ClientTableSnapshot() []byte                   { return nil }
 func (g *scriptedGroup) RestoreClientTable([]byte) error               { return nil }

@@ -179,6 +179,7 @@ func (n *Node) serveForward(f bus.Forward) {
 	req := consensus.Request{Client: f.Client, UserID: f.UserID}
 	if f.Kind == bus.ForwardRegister {
 		req.Operation = consensus.OperationRegister
+		req.Body = []byte{f.From} // the session lives on the forwarding node
 	} else {
 		req.Operation, req.Session, req.Request = consensus.OperationLogout, f.Session, f.Request
 	}

@@ -74,7 +74,7 @@ func (n *Node) sweepGhosts(ctx context.Context, g *ghostSweeper, now time.Time, 
 	// session here was left by an earlier boot or a lost connection. The
 	// memberships are read before the sessions: a join needs a bound
 	// session, so every member listed was bound before the session scan.
-	own := n.state.MembersBoundAt(n.topo.self)
+	own := n.boundAt(n.topo.self)
 	live := map[metadata.ClientID]bool{}
 	for _, s := range n.sessions.all() {
 		if v := s.view(); v.bound {
@@ -98,7 +98,7 @@ func (n *Node) sweepGhosts(ctx context.Context, g *ghostSweeper, now time.Time, 
 		if now.Sub(since) < ghostAfter {
 			continue
 		}
-		for _, m := range n.state.MembersBoundAt(p) {
+		for _, m := range n.boundAt(p) {
 			if budget == 0 {
 				return
 			}
@@ -109,6 +109,23 @@ func (n *Node) sweepGhosts(ctx context.Context, g *ghostSweeper, now time.Time, 
 			n.releaseGhost(ctx, m, p, true)
 		}
 	}
+}
+
+// boundAt lists the sessions registered through node and the clients with
+// group memberships joined through it (one entry per client; the
+// session's epoch when both know it).
+func (n *Node) boundAt(node uint8) []metadata.BoundMember {
+	sessions := n.state.SessionsBoundAt(node)
+	seen := make(map[metadata.ClientID]bool, len(sessions))
+	for _, s := range sessions {
+		seen[s.Client] = true
+	}
+	for _, m := range n.state.MembersBoundAt(node) {
+		if !seen[m.Client] {
+			sessions = append(sessions, m)
+		}
+	}
+	return sessions
 }
 
 func (g *ghostSweeper) attempt(c metadata.ClientID, now time.Time) bool {
@@ -131,7 +148,7 @@ func (n *Node) releaseGhost(ctx context.Context, m metadata.BoundMember, node ui
 	})
 	switch {
 	case out.kind == consensus.ReplyCommitted:
-		n.log.Info("released the group memberships of a vanished connection", "bound_at", node, "session", m.Session)
+		n.log.Info("logged out the session of a vanished connection", "bound_at", node, "session", m.Session)
 	case primary && out.kind == consensus.ReplyEvictNoSession:
 		if _, err := n.proposeInternal(rctx, metadata.RemoveConsumerGroupMember{Client: m.Client}); err != nil {
 			n.log.Warn("releasing a vanished member's groups not committed", "bound_at", node, "err", err)

@@ -185,9 +185,6 @@ func (s *partitionShard) run(ctx context.Context) {
 		case <-ticker.C():
 			now := s.clock.NowMicros()
 			for e := range s.groups {
-				if !e.group.NeedsTicks() {
-					continue // a one-replica group has no timers that act
-				}
 				e.group.SetNow(now)
 				e.group.Tick()
 				if e.group.HasReady() {

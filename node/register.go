@@ -61,6 +61,7 @@ func (n *Node) handleRegister(c *transport.Conn, s *session, hdr wire.RequestHea
 	}
 	out := n.sessionPropose(n.lifetime, consensus.Request{
 		Client: toConsensus(hdr.Client), Operation: consensus.OperationRegister, UserID: userID,
+		Body: []byte{n.topo.self}, // the node holding the connection (ghost-session release)
 	})
 	if out.kind != consensus.ReplyCommitted {
 		n.answerTransient(c, s, hdr, out)
