@@ -31,22 +31,8 @@ type ghostSweeper struct {
 	tried     map[metadata.ClientID]time.Time
 }
 
-func (n *Node) ghostLoop(ctx context.Context) {
-	if !n.topo.clustered {
-		return
-	}
-	g := &ghostSweeper{downSince: map[uint8]time.Time{}, tried: map[metadata.ClientID]time.Time{}}
-	ghostAfter := 2 * n.cfg.Cluster.HeartbeatTimeout.Duration
-	ticker := n.clock.NewTicker(ghostSweepInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-ticker.C():
-			n.sweepGhosts(ctx, g, now, ghostAfter)
-		}
-	}
+func newGhostSweeper() *ghostSweeper {
+	return &ghostSweeper{downSince: map[uint8]time.Time{}, tried: map[metadata.ClientID]time.Time{}}
 }
 
 func (n *Node) sweepGhosts(ctx context.Context, g *ghostSweeper, now time.Time, ghostAfter time.Duration) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
@@ -53,30 +54,18 @@ func (n *Node) proposeInternal(ctx context.Context, cmd metadata.Command) (outco
 	return out, nil
 }
 
-// patCleanerLoop deletes expired personal access tokens through consensus
-// every personal_access_token.cleaner.interval (login already refuses an
-// expired token; this keeps lists and the state small).
-func (n *Node) patCleanerLoop(ctx context.Context) {
-	c := n.cfg.PersonalAccessToken.Cleaner
-	if !c.Enabled || c.Interval.Duration <= 0 {
+// cleanExpiredTokens deletes expired personal access tokens through
+// consensus (the token-cleaner job, every
+// personal_access_token.cleaner.interval; login already refuses an expired
+// token, this keeps lists and the state small). One cleaner per cluster:
+// the metadata primary's.
+func (n *Node) cleanExpiredTokens(ctx context.Context, _ time.Time) {
+	if !n.isMetadataPrimary() || !n.state.HasExpiredTokens(nowMicros()) {
 		return
 	}
-	ticker := n.clock.NewTicker(c.Interval.Duration)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-			// One cleaner per cluster: the metadata primary's.
-			if !n.isMetadataPrimary() || !n.state.HasExpiredTokens(nowMicros()) {
-				continue
-			}
-			if _, err := n.proposeInternal(ctx, metadata.DeleteExpiredTokens{}); err != nil {
-				n.log.Warn("expired token cleanup not committed", "err", err)
-				continue
-			}
-			n.log.Info("expired personal access tokens deleted")
-		}
+	if _, err := n.proposeInternal(ctx, metadata.DeleteExpiredTokens{}); err != nil {
+		n.log.Warn("expired token cleanup not committed", "err", err)
+		return
 	}
+	n.log.Info("expired personal access tokens deleted")
 }

@@ -62,9 +62,11 @@ type Node struct {
 	topo        topology
 	// clock paces every loop and background job (system clock in
 	// production; a virtual clock in a whole-node simulator).
-	clock    loopClock
-	bus      bus.Bus // nil on a single node
-	forwards *forwarder
+	clock loopClock
+	// scheduler runs the periodic background jobs (jobs.go).
+	scheduler jobScheduler
+	bus       bus.Bus // nil on a single node
+	forwards  *forwarder
 	// partitionWritesRefused counts partition writes refused in cluster
 	// mode (partition groups are replicated by cluster part 2).
 	partitionWritesRefused atomic.Uint64
@@ -99,6 +101,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	n := &Node{
 		clock:       systemClock{},
+		scheduler:   tickerScheduler{clock: systemClock{}},
 		topo:        topo,
 		forwards:    newForwarder(),
 		cfg:         cfg,
@@ -233,22 +236,7 @@ func Run(ctx context.Context, opts Options) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		n.heartbeatLoop(serveCtx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.patCleanerLoop(serveCtx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.retentionLoop(serveCtx)
-	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.ghostLoop(serveCtx)
+		n.scheduler.Run(serveCtx, n.backgroundJobs())
 	}()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- tcp.Serve(serveCtx, n) }()

@@ -39,7 +39,7 @@ type partitionEntry struct {
 	key      partitionKey
 	revision uint64 // metadata CreatedRevision: a re-created partition is a new entry
 	dir      string
-	log      *partitions.Log // nil when quarantined
+	log      partitionStore // nil when quarantined
 	// quarantine is the error that keeps this partition out of service.
 	quarantine error
 	persisted  bool // topic durability = persisted: sync before replying
@@ -194,10 +194,10 @@ func (p *partitionPlane) cursor(k topicKey) *wire.BalancedCursor {
 }
 
 // topicLogs returns the open logs of a topic's partitions (stats, retention).
-func (p *partitionPlane) topicLogs(k topicKey) []*partitions.Log {
+func (p *partitionPlane) topicLogs(k topicKey) []partitionStore {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	var out []*partitions.Log
+	var out []partitionStore
 	for pk, e := range p.entries {
 		if pk.stream == k.stream && pk.topic == k.topic && e.log != nil {
 			out = append(out, e.log)

@@ -124,7 +124,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 
 // lastAppendTime is the newest stored append time, so restarts keep
 // timestamps monotone per partition.
-func lastAppendTime(l *partitions.Log) uint64 {
+func lastAppendTime(l partitionStore) uint64 {
 	res, err := l.Poll(partitions.PollQuery{Strategy: lastStrategy, Count: 1})
 	if err != nil || res.MessagesCount == 0 || len(res.Records) < 24 {
 		return 0

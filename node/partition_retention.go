@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"runtime"
 	"time"
 
@@ -30,21 +29,8 @@ func (n *Node) partitionGroupConfig() partitionGroupConfig {
 	return partitionGroupConfig{prepareQueueDepth: depth, journalSlots: max(partitionJournalSlots, 2*depth)}
 }
 
-// retentionLoop applies message_expiry and max_topic_size every second.
-func (n *Node) retentionLoop(ctx context.Context) {
-	ticker := n.clock.NewTicker(retentionInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C():
-			n.applyRetention(n.clock.NowMicros())
-		}
-	}
-}
-
-// applyRetention deletes expired sealed segments and enforces max_topic_size.
+// applyRetention (the retention job, every second) deletes expired sealed
+// segments and enforces max_topic_size.
 // Retention never changes a log's next offset, so it runs beside appends
 // (partitions.Log serialises its writers).
 func (n *Node) applyRetention(now uint64) {

@@ -1,0 +1,30 @@
+package node
+
+import (
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// partitionStore is what the partition plane needs from one partition's
+// durable log: *partitions.Log on disk in production; a whole-node
+// simulator can supply one on an in-memory file system.
+type partitionStore interface {
+	Append(batch []byte) (partitions.BatchLocation, error)
+	Sync() error
+	NextOffset() uint64
+	Stats() partitions.Stats
+	Poll(q partitions.PollQuery) (partitions.PollResult, error)
+	PollInto(dst []byte, q partitions.PollQuery) (partitions.PollResult, error)
+	StoreConsumerOffset(kind wire.ConsumerKind, id uint32, offset uint64) error
+	ConsumerOffset(kind wire.ConsumerKind, id uint32) (uint64, bool)
+	DeleteConsumerOffset(kind wire.ConsumerKind, id uint32) error
+	ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (partitions.RetentionResult, error)
+	Purge() (partitions.RetentionResult, error)
+	SegmentEndOffset(n int) uint64
+	DeleteSegmentsBefore(offset uint64) (partitions.RetentionResult, error)
+	Delete() error
+	Close() error
+	Dir() string // for logs
+}
+
+var _ partitionStore = (*partitions.Log)(nil)
