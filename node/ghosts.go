@@ -29,10 +29,15 @@ const (
 type ghostSweeper struct {
 	downSince map[uint8]time.Time
 	tried     map[metadata.ClientID]time.Time
+	// suspects are this node's bindings without a live session at the
+	// previous sweep: one is released only if it is still one now, since
+	// a Register is applied before its connection binds the session.
+	suspects map[metadata.ClientID]uint64
 }
 
 func newGhostSweeper() *ghostSweeper {
-	return &ghostSweeper{downSince: map[uint8]time.Time{}, tried: map[metadata.ClientID]time.Time{}}
+	return &ghostSweeper{downSince: map[uint8]time.Time{}, tried: map[metadata.ClientID]time.Time{},
+		suspects: map[metadata.ClientID]uint64{}}
 }
 
 func (n *Node) sweepGhosts(ctx context.Context, g *ghostSweeper, now time.Time, ghostAfter time.Duration) {
@@ -67,16 +72,22 @@ func (n *Node) sweepGhosts(ctx context.Context, g *ghostSweeper, now time.Time, 
 			live[metadata.ClientID(v.client)] = true
 		}
 	}
+	suspects := make(map[metadata.ClientID]uint64)
 	for _, m := range own {
-		if budget == 0 {
-			return
+		if live[m.Client] {
+			continue
 		}
-		if live[m.Client] || !g.attempt(m.Client, now) {
+		suspects[m.Client] = m.Session
+		if epoch, ok := g.suspects[m.Client]; !ok || epoch != m.Session {
+			continue // first seen without a session: wait one sweep
+		}
+		if budget == 0 || !g.attempt(m.Client, now) {
 			continue
 		}
 		budget--
 		n.releaseGhost(ctx, m, n.topo.self, primary)
 	}
+	g.suspects = suspects
 	if !primary {
 		return
 	}
