@@ -179,6 +179,11 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 	n.plane.reconcile(n.state)
 
+	// The node's lifetime exists before anything that may use it starts
+	// (bus callbacks serve forwarded logins under it).
+	lifetime, stopLifetime := context.WithCancel(context.Background())
+	defer stopLifetime()
+	n.lifetime = lifetime
 	if topo.clustered {
 		replicaBus, err := n.startReplicaBus(opts.ReplicaID)
 		if err != nil {
@@ -222,8 +227,6 @@ func Run(ctx context.Context, opts Options) error {
 	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "tls", tlsConfig != nil, "data", n.dataDir,
 		"metadata_op", group.Op(), "version", ServerVersion)
 
-	lifetime, stopLifetime := context.WithCancel(context.Background())
-	n.lifetime = lifetime
 	driverCtx, stopDriver := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	driverErr := make(chan error, 1)

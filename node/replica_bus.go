@@ -25,12 +25,13 @@ func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica bus: %w", err)
 	}
+	// Set before Start: the callbacks (reader goroutines) read them.
+	n.bus = b
+	n.driver.peers = b
 	if err := b.Start(context.Background()); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("replica bus: %w", err)
 	}
-	n.bus = b
-	n.driver.peers = b
 	return b, nil
 }
 
