@@ -249,40 +249,30 @@ func (a *app) patCommand() *cobra.Command {
 			})
 		},
 	}
-	var mode string
-	list := &cobra.Command{
+	list := a.listCommand(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"l"},
 		Short:   "List the logged-in user's personal access tokens",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.format(mode)
-			if err != nil {
-				return err
+	}, func(ctx context.Context, c *client.Client) (view, error) {
+		pats, err := c.GetPersonalAccessTokens(ctx)
+		if err != nil {
+			return view{}, err
+		}
+		type patJSON struct {
+			Name     string `json:"name"`
+			ExpiryAt uint64 `json:"expiry_at"`
+		}
+		j := make([]patJSON, 0, len(pats))
+		var rows [][]string
+		for _, p := range pats {
+			j = append(j, patJSON{Name: p.Name, ExpiryAt: p.ExpiryAt})
+			exp := "unlimited"
+			if p.ExpiryAt != 0 {
+				exp = formatMicros(p.ExpiryAt)
 			}
-			return a.withClient(cmd, true, func(ctx context.Context, c *client.Client) error {
-				pats, err := c.GetPersonalAccessTokens(ctx)
-				if err != nil {
-					return err
-				}
-				type patJSON struct {
-					Name     string `json:"name"`
-					ExpiryAt uint64 `json:"expiry_at"`
-				}
-				j := make([]patJSON, 0, len(pats))
-				var rows [][]string
-				for _, p := range pats {
-					j = append(j, patJSON{Name: p.Name, ExpiryAt: p.ExpiryAt})
-					exp := "unlimited"
-					if p.ExpiryAt != 0 {
-						exp = formatMicros(p.ExpiryAt)
-					}
-					rows = append(rows, []string{p.Name, exp})
-				}
-				return writeView(a.stdout, f, view{json: j, headers: []string{"Name", "Token Expiry Time"}, rows: rows})
-			})
-		},
-	}
-	listModeFlag(list, &mode)
+			rows = append(rows, []string{p.Name, exp})
+		}
+		return view{json: j, headers: []string{"Name", "Token Expiry Time"}, rows: rows}, nil
+	})
 	return group("pat", "", "personal access token operations", create, del, list)
 }

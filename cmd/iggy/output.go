@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/lodestream/lodestream/client"
 	"io"
 	"math"
 	"strings"
@@ -26,6 +28,29 @@ type view struct {
 	json    any
 	headers []string
 	rows    [][]string
+}
+
+// listCommand completes a listing command that takes no arguments: it
+// resolves the output format (--output or -l/--list-mode), fetches the
+// view with a logged-in client and prints it.
+func (a *app) listCommand(cmd *cobra.Command, fetch func(ctx context.Context, c *client.Client) (view, error)) *cobra.Command {
+	var mode string
+	cmd.Args = noArgs
+	cmd.RunE = func(cc *cobra.Command, _ []string) error {
+		f, err := a.format(mode)
+		if err != nil {
+			return err
+		}
+		return a.withClient(cc, true, func(ctx context.Context, c *client.Client) error {
+			v, err := fetch(ctx, c)
+			if err != nil {
+				return err
+			}
+			return writeView(a.stdout, f, v)
+		})
+	}
+	listModeFlag(cmd, &mode)
+	return cmd
 }
 
 // listModeFlag adds upstream's -l/--list-mode to a listing command.

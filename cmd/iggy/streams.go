@@ -141,28 +141,18 @@ func (a *app) streamCommand() *cobra.Command {
 		}),
 	}
 
-	var mode string
-	list := &cobra.Command{
+	list := a.listCommand(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"l"},
 		Short:   "List all streams",
 		Example: "  iggy stream list\n  iggy stream list -l list\n  iggy --output json stream list",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.format(mode)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, true, func(ctx context.Context, c *client.Client) error {
-				streams, err := c.GetStreams(ctx)
-				if err != nil {
-					return err
-				}
-				return writeView(a.stdout, f, streamsView(streams))
-			})
-		},
-	}
-	listModeFlag(list, &mode)
+	}, func(ctx context.Context, c *client.Client) (view, error) {
+		streams, err := c.GetStreams(ctx)
+		if err != nil {
+			return view{}, err
+		}
+		return streamsView(streams), nil
+	})
 
 	update := &cobra.Command{
 		Use:     "update STREAM_ID NAME",

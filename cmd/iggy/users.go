@@ -160,27 +160,17 @@ func (a *app) userCommand() *cobra.Command {
 			return a.emit("", userDetailsView(d))
 		}),
 	}
-	var mode string
-	list := &cobra.Command{
+	list := a.listCommand(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"l"},
 		Short:   "List all users",
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := a.format(mode)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, true, func(ctx context.Context, c *client.Client) error {
-				users, err := c.GetUsers(ctx)
-				if err != nil {
-					return err
-				}
-				return writeView(a.stdout, f, usersView(users))
-			})
-		},
-	}
-	listModeFlag(list, &mode)
+	}, func(ctx context.Context, c *client.Client) (view, error) {
+		users, err := c.GetUsers(ctx)
+		if err != nil {
+			return view{}, err
+		}
+		return usersView(users), nil
+	})
 	del := &cobra.Command{
 		Use:     "delete USER_ID",
 		Aliases: []string{"d"},
