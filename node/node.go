@@ -78,6 +78,9 @@ type Node struct {
 	cipher *encryption.Cipher
 
 	loginRefusalLog logThrottle
+	// retentionCursor is where the next retention turn starts (owned by
+	// the retention job).
+	retentionCursor int
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
