@@ -67,11 +67,11 @@ type Node struct {
 	scheduler jobScheduler
 	bus       bus.Bus // nil on a single node
 	forwards  *forwarder
-	// partitionWritesRefused counts partition writes refused in cluster
-	// mode (partition groups are replicated by cluster part 2).
+	// partitionWritesRefused counts partition writes refused (58) because
+	// this node is a backup of the partition's group.
 	partitionWritesRefused atomic.Uint64
 	// unroutedReplicaMessages counts bus messages for groups this node
-	// does not run on the bus (partition groups before part 2).
+	// does not serve (yet: a partition its metadata has not created).
 	unroutedReplicaMessages atomic.Uint64
 	// cipher encrypts message payloads at rest (system.encryption); nil when
 	// disabled.
@@ -165,7 +165,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	// The partition plane: shard loops first (reconcile hands them groups),
 	// then every partition metadata knows is opened or created.
-	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig())
+	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig(),
+		topo, cfg.Cluster)
 	shardCtx, stopShards := context.WithCancel(context.Background())
 	var shardsWG sync.WaitGroup
 	for _, sh := range n.plane.shards {

@@ -116,6 +116,11 @@ func (n *Node) handleOffsetWrite(c *transport.Conn, v sessionView, hdr wire.Requ
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
 		return
 	}
+	if !e.acceptsWrites() {
+		n.partitionWritesRefused.Add(1)
+		n.sendStatus(c, hdr, wire.ErrTransientNotAccepted)
+		return
+	}
 	store := hdr.Operation == wire.OpStoreConsumerOffset
 	if !store {
 		// Answered without a commit when nothing is stored (nothing to replicate).
@@ -140,6 +145,9 @@ func (n *Node) handleOffsetWrite(c *transport.Conn, v sessionView, hdr wire.Requ
 // autoCommit stores the offset a poll reached, best effort: proposed
 // through the partition's group without waiting for the outcome.
 func (n *Node) autoCommit(e *partitionEntry, target consumerTarget, offset uint64) {
+	if !e.acceptsWrites() {
+		return // a follower's poll never moves the durable offset (seed 000)
+	}
 	p := &partitionProposal{entry: e, op: wire.OpStoreConsumerOffset,
 		body: encodeOffsetOp(target.kind, target.id, offset, true)}
 	if !e.shard.submit(p) {

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
+	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/wire"
@@ -50,8 +52,17 @@ type partitionEntry struct {
 	seenPurge, seenDeletedUpTo uint64
 	seenSet                    bool
 
+	// primary is published by the shard: this replica leads the group.
+	primary atomic.Bool
+
 	// Owned by the shard goroutine.
 	group         partitionGroup
+	appliedOp     uint64 // last op applied to the log
+	// The primary's stamp (partition_stamp.go).
+	stampValid     bool
+	stampView      uint32
+	stampNext      uint64
+	stampTimestamp uint64
 	inflight      int                  // proposals handed to the group and not yet answered
 	backlog       []*partitionProposal // held while inflight is at the group's window
 	lastTimestamp uint64               // monotone append time (µs)
@@ -129,6 +140,10 @@ type partitionPlane struct {
 	root    string // <data>/streams
 	shards  []*partitionShard
 	cursors sync.Map // topicKey -> *wire.BalancedCursor
+	peers   peerBus  // the replica bus, once started (cluster mode)
+	// Cluster placement of every group (a single node: replica 0 of 1).
+	topo       topology
+	clusterCfg config.ClusterConfig
 
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
@@ -139,14 +154,17 @@ type partitionPlane struct {
 	reconciled   bool
 }
 
-func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig) *partitionPlane {
+func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,
+	topo topology, clusterCfg config.ClusterConfig) *partitionPlane {
 	p := &partitionPlane{
-		log:     log,
-		root:    filepath.Join(dataDir, "streams"),
-		entries: make(map[partitionKey]*partitionEntry),
+		log:        log,
+		root:       filepath.Join(dataDir, "streams"),
+		entries:    make(map[partitionKey]*partitionEntry),
+		topo:       topo,
+		clusterCfg: clusterCfg,
 	}
 	for i := 0; i < shardCount; i++ {
-		p.shards = append(p.shards, newPartitionShard(log.With("shard", i), cfg))
+		p.shards = append(p.shards, newPartitionShard(log.With("shard", i), cfg, &p.peers))
 	}
 	return p
 }

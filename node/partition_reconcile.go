@@ -102,7 +102,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.lastTimestamp = lastAppendTime(l)
 	}
 	if e.log != nil {
-		group, err := consensus.New(p.groupConfig(k))
+		group, err := consensus.New(p.groupConfig(k, d.part))
 		if err != nil {
 			e.quarantine = fmt.Errorf("partition group: %w", err)
 			_ = e.log.Close()
@@ -114,6 +114,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 	e.shard.do(func() {
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
+			e.publishRole()
 		}
 	})
 	p.mu.Lock()
@@ -249,10 +250,16 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 	removeUnknown(filepath.Join(p.root, "*", "topics", "*", "partitions", "*"))
 }
 
-// groupConfig is a partition group's consensus configuration: one replica,
-// no client table (ClientTableMax = 0: the partition plane).
-func (p *partitionPlane) groupConfig(k partitionKey) consensus.Config {
-	cfg := consensus.DefaultConfig(0, 1)
+// groupConfig is a partition group's consensus configuration: one replica
+// per node of the cluster (the roster), the cluster's timings, no client
+// table (ClientTableMax = 0: the partition plane). A new group starts led
+// by the node whose metadata primary created the partition.
+func (p *partitionPlane) groupConfig(k partitionKey, part metadata.Partition) consensus.Config {
+	cfg := consensus.DefaultConfig(p.topo.self, p.topo.count)
+	p.topo.applyTimings(&cfg, p.clusterCfg)
+	if part.CreatedOnNode < p.topo.count {
+		cfg.InitialView = uint32(part.CreatedOnNode)
+	}
 	cfg.GroupID = k.groupID()
 	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
 	cfg.JournalSlots = p.shards[0].cfg.journalSlots

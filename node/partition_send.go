@@ -16,15 +16,6 @@ func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.Requ
 		n.evict(c, s, hdr.Client, wire.EvictNoSession)
 		return
 	}
-	if n.topo.clustered {
-		// Partition groups are not replicated across nodes yet (cluster
-		// part 2): a write applied on this node alone could be lost with
-		// it, so none is accepted.
-		c.FrameConsumed()
-		n.partitionWritesRefused.Add(1)
-		n.sendStatus(c, hdr, wire.ErrFeatureUnavailable)
-		return
-	}
 	switch hdr.Operation {
 	case wire.OpSendMessages:
 		n.handleSendMessages(c, v, hdr, body)
@@ -79,6 +70,12 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 	}
 	if e.log == nil {
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
+		return
+	}
+	if !e.acceptsWrites() {
+		// A backup of this partition's group: the primary's node takes it.
+		n.partitionWritesRefused.Add(1)
+		n.sendStatus(c, hdr, wire.ErrTransientNotAccepted)
 		return
 	}
 	batch := req.Batch

@@ -70,6 +70,9 @@ type partitionShard struct {
 	inbox        chan routedMessage
 	inboxDropped atomic.Uint64
 	cfg          partitionGroupConfig
+	// peers carries partition groups' messages to the other replicas (nil
+	// until the replica bus starts, and on a single node).
+	peers        *peerBus
 	proposals    chan *partitionProposal
 	controls     chan shardControl
 	stopped      chan struct{}
@@ -82,9 +85,10 @@ type partitionShard struct {
 	results map[uint64]partitionOutcome // op -> outcome of the group being processed
 }
 
-func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig) *partitionShard {
+func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
 	return &partitionShard{
 		log:       log,
+		peers:     peers,
 		clock:     systemClock{},
 		cfg:       cfg,
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
@@ -187,9 +191,10 @@ func (s *partitionShard) run(ctx context.Context) {
 			for e := range s.groups {
 				e.group.SetNow(now)
 				e.group.Tick()
-				if e.group.HasReady() {
+				if e.group.HasReady() || len(e.backlog) > 0 {
 					s.touch(e)
 				}
+				e.publishRole()
 			}
 		case c := <-s.controls:
 			c.fn()
@@ -316,9 +321,17 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
 		return
 	}
-	if e.inflight >= s.inflightMax() {
-		// The group's pipeline and request queue are full: wait here rather
-		// than have consensus refuse the request (58) under a burst.
+	if !e.group.IsPrimary() && e.group.Status() == consensus.StatusNormal {
+		// A backup: the write belongs on the group's primary (58, never
+		// entered a pipeline). During a view change it waits in the backlog:
+		// this replica may be the next primary.
+		p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+		return
+	}
+	if len(e.backlog) > 0 || e.inflight >= s.inflightMax() || !s.stampReady(e) {
+		// The group's window is full, or the primary cannot stamp yet: wait
+		// here rather than have consensus refuse the request (58) under a
+		// burst or a view change.
 		if len(e.backlog) >= partitionBacklogMax {
 			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
 			return
@@ -335,6 +348,12 @@ func (s *partitionShard) admit(p *partitionProposal) {
 func (s *partitionShard) inflightMax() int { return 2 * int(s.cfg.prepareQueueDepth) }
 
 func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
+	if p.op == wire.OpSendMessages {
+		if code := s.stamp(e, p.body); code != wire.OK {
+			p.reply(partitionOutcome{code: code, bodyReleased: true})
+			return
+		}
+	}
 	s.nextTag++
 	s.waiting[s.nextTag] = p
 	e.inflight++
@@ -343,10 +362,24 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.touch(e)
 }
 
-// promoteBacklog proposes held proposals as the group's window frees up.
+// promoteBacklog proposes held proposals as the group's window frees up
+// and the primary can stamp; a replica that turned out a backup answers
+// them 58.
 func (s *partitionShard) promoteBacklog(e *partitionEntry) {
+	if len(e.backlog) == 0 {
+		return
+	}
+	if !e.group.IsPrimary() {
+		if e.group.Status() == consensus.StatusNormal {
+			for _, p := range e.backlog {
+				p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+			}
+			e.backlog = nil
+		}
+		return
+	}
 	n := 0
-	for n < len(e.backlog) && e.inflight < s.inflightMax() {
+	for n < len(e.backlog) && e.inflight < s.inflightMax() && s.stampReady(e) {
 		s.proposeNow(e, e.backlog[n])
 		e.backlog[n] = nil
 		n++
@@ -391,6 +424,8 @@ func (s *partitionShard) process(e *partitionEntry) {
 		s.checkpoint(e)
 		s.promoteBacklog(e)
 	}
+	s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
+	e.publishRole()
 }
 
 // persist implements readySteps. A partition group keeps its journal in
@@ -399,12 +434,10 @@ func (s *partitionShard) process(e *partitionEntry) {
 // reply (synced first on persisted topics).
 func (e *partitionEntry) persist(*consensus.Ready) error { return nil }
 
-// send implements readySteps: a one-replica partition group sends nothing
-// (partition groups join the replica bus in cluster part 2).
+// send implements readySteps: the group's messages go to the other
+// replicas over the replica bus (a one-replica group sends none).
 func (e *partitionEntry) send(msgs []consensus.Message) {
-	if len(msgs) > 0 {
-		e.shard.log.Error("partition group produced replica messages; partition groups have one replica", "dir", e.dir, "count", len(msgs))
-	}
+	e.shard.peers.send(msgs)
 }
 
 // install implements readySteps: a one-replica group never transfers state.
@@ -424,6 +457,7 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) {
 		out, wrote := s.apply(e, &committed[i])
 		appended = appended || wrote
 		s.results[committed[i].Header.Op] = out
+		e.appliedOp = committed[i].Header.Op
 	}
 	if appended && e.persisted {
 		if err := e.log.Sync(); err != nil {
@@ -447,11 +481,19 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 		}
 		delete(s.waiting, r.Tag)
 		e.inflight--
+		if r.Kind != consensus.ReplyCommitted {
+			// The offsets stamped after this one may now leave a hole:
+			// stamp again from the log once everything in flight applied.
+			e.stampValid = false
+		}
 		switch r.Kind {
 		case consensus.ReplyCommitted:
 			out, ok := s.results[r.Op]
 			if !ok {
 				out = partitionOutcome{code: wire.ErrTransientNotCommitted}
+			}
+			if out.code != wire.OK && p.op == wire.OpSendMessages {
+				e.stampValid = false
 			}
 			p.reply(out)
 		case consensus.ReplyNotAccepted, consensus.ReplyDropped:
@@ -505,22 +547,28 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 	return partitionOutcome{code: wire.ErrInvalidCommand}, false
 }
 
-// applySend stamps the committed batch in place (partition id, base offset =
-// the log's next offset, base timestamp = the prepare timestamp made
-// monotone per partition) and appends it.
+// applySend appends the committed batch exactly as the primary stamped and
+// sealed it, on every replica, so every replica writes identical bytes. A
+// batch stamped for another offset (the primary's stamp raced a hole it
+// could not know of) is refused the same way on every replica.
 func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (partitionOutcome, bool) {
-	ts := max(p.Header.Timestamp, e.lastTimestamp)
-	base := e.log.NextOffset()
-	if err := wire.StampBatch(p.Body, e.key.partition, base, ts); err != nil {
-		s.log.Error("stamp committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
+	h, err := wire.DecodeBatchHeader(p.Body)
+	if err != nil {
+		s.log.Error("committed batch header", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
+	}
+	if next := e.log.NextOffset(); h.BaseOffset != next || h.PartitionID != uint64(e.key.partition) {
+		s.log.Warn("committed batch stamped for another place; refused on every replica", "dir", e.dir,
+			"op", p.Header.Op, "base_offset", h.BaseOffset, "next_offset", next, "partition_id", h.PartitionID)
+		// Committed as a no-op everywhere: nothing was written, a retry is safe.
+		return partitionOutcome{code: wire.ErrTransientNotAccepted}, false
 	}
 	if _, err := e.log.Append(p.Body); err != nil {
 		s.log.Error("append committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
 	}
-	e.lastTimestamp = ts
-	return partitionOutcome{code: wire.OK, baseOffset: base}, true
+	e.lastTimestamp = max(e.lastTimestamp, h.BaseTimestamp)
+	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, true
 }
 
 // Offset op bodies (ours, inside a partition prepare): [kind u8][id u32]

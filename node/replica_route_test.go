@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/lodestream/lodestream/config"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // names; anything else is counted and dropped.
 func TestReplicaMessagesRouteByGroup(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16})
+	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16}, topology{count: 1}, config.ClusterConfig{})
 	sh := p.shards[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
