@@ -12,8 +12,10 @@ import (
 	"sync/atomic"
 
 	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/transport/bus"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
@@ -56,17 +58,23 @@ type partitionEntry struct {
 	primary atomic.Bool
 
 	// Owned by the shard goroutine.
-	group         partitionGroup
-	appliedOp     uint64 // last op applied to the log
+	group     partitionGroup
+	appliedOp uint64 // last op applied to the log
+	// Cluster mode: the group's superblock, the checkpoint it records
+	// (op and the log's next offset then), a running state transfer.
+	superblock         *journal.Superblock
+	checkpointOp       uint64
+	checkpointFrontier uint64
+	transfer           *partitionTransfer
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32
 	stampNext      uint64
 	stampTimestamp uint64
-	inflight      int                  // proposals handed to the group and not yet answered
-	backlog       []*partitionProposal // held while inflight is at the group's window
-	lastTimestamp uint64               // monotone append time (µs)
-	marker        partitionMarker
+	inflight       int                  // proposals handed to the group and not yet answered
+	backlog        []*partitionProposal // held while inflight is at the group's window
+	lastTimestamp  uint64               // monotone append time (µs)
+	marker         partitionMarker
 }
 
 // partitionMarker is the small durable record of which metadata-driven
@@ -141,9 +149,11 @@ type partitionPlane struct {
 	shards  []*partitionShard
 	cursors sync.Map // topicKey -> *wire.BalancedCursor
 	peers   peerBus  // the replica bus, once started (cluster mode)
-	// Cluster placement of every group (a single node: replica 0 of 1).
+	// Cluster placement of every group (a single node: replica 0 of 1) and
+	// the identity its superblocks carry.
 	topo       topology
 	clusterCfg config.ClusterConfig
+	identity   journal.Identity
 
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
@@ -162,12 +172,21 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		entries:    make(map[partitionKey]*partitionEntry),
 		topo:       topo,
 		clusterCfg: clusterCfg,
+		identity:   journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
+	}
+	if topo.clustered {
+		p.identity.Cluster = bus.ClusterID(clusterCfg.Name)
 	}
 	for i := 0; i < shardCount; i++ {
-		p.shards = append(p.shards, newPartitionShard(log.With("shard", i), cfg, &p.peers))
+		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
+		sh.identity, sh.replicaCount = p.identity, topo.count
+		p.shards = append(p.shards, sh)
 	}
 	return p
 }
+
+// clustered reports whether partition groups have replicas on other nodes.
+func (p *partitionPlane) clustered() bool { return p.topo.count > 1 }
 
 func (p *partitionPlane) partitionDir(k partitionKey) string {
 	return filepath.Join(p.root, strconv.FormatUint(uint64(k.stream), 10), "topics",

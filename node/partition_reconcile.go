@@ -102,13 +102,12 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.lastTimestamp = lastAppendTime(l)
 	}
 	if e.log != nil {
-		group, err := consensus.New(p.groupConfig(k, d.part))
-		if err != nil {
+		if err := p.startGroup(e, d); err != nil {
 			e.quarantine = fmt.Errorf("partition group: %w", err)
+			p.log.Error("partition group did not start: its requests are refused", "stream", k.stream, "topic", k.topic,
+				"partition", k.partition, "err", err)
 			_ = e.log.Close()
 			e.log = nil
-		} else {
-			e.group = group
 		}
 	}
 	e.shard.do(func() {

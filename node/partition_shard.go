@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -72,7 +73,12 @@ type partitionShard struct {
 	cfg          partitionGroupConfig
 	// peers carries partition groups' messages to the other replicas (nil
 	// until the replica bus starts, and on a single node).
-	peers        *peerBus
+	peers *peerBus
+	// Cluster mode: the superblock identity, the replica count, and where
+	// state transfers fetch records (nil on a single node).
+	identity     journal.Identity
+	replicaCount uint8
+	records      recordSource
 	proposals    chan *partitionProposal
 	controls     chan shardControl
 	stopped      chan struct{}
@@ -282,6 +288,10 @@ func (s *partitionShard) drain() {
 	}
 	close(s.stopped)
 	for e := range s.groups {
+		if e.transfer != nil {
+			e.transfer.stop()
+			e.transfer = nil
+		}
 		if e.log != nil {
 			if err := e.log.Close(); err != nil {
 				s.log.Error("close partition log at shutdown", "dir", e.dir, "err", err)
@@ -391,6 +401,10 @@ func (s *partitionShard) promoteBacklog(e *partitionEntry) {
 // partition that is going away.
 func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	delete(s.groups, e)
+	if e.transfer != nil {
+		e.transfer.stop()
+		e.transfer = nil
+	}
 	for tag, p := range s.waiting {
 		if p.entry == e {
 			p.reply(partitionOutcome{code: code})
@@ -418,7 +432,9 @@ func (s *partitionShard) processTouched() {
 func (s *partitionShard) process(e *partitionEntry) {
 	for round := 0; round < partitionReadyRoundsMax && e.group.HasReady(); round++ {
 		if err := carryOut(e.group, e); err != nil {
-			s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+			if !errors.Is(err, errInstallPending) {
+				s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+			}
 			return
 		}
 		s.checkpoint(e)
@@ -431,8 +447,9 @@ func (s *partitionShard) process(e *partitionEntry) {
 // persist implements readySteps. A partition group keeps its journal in
 // memory (no prepare WAL yet: issue "durable replicated partitions"); the
 // committed batch itself is made durable as it is applied, before its
-// reply (synced first on persisted topics).
-func (e *partitionEntry) persist(*consensus.Ready) error { return nil }
+// reply (synced first on persisted topics). In cluster mode the group's
+// superblock is written here (partition_vsr.go).
+func (e *partitionEntry) persist(rd *consensus.Ready) error { return e.persistVSR(rd) }
 
 // send implements readySteps: the group's messages go to the other
 // replicas over the replica bus (a one-replica group sends none).
@@ -440,10 +457,13 @@ func (e *partitionEntry) send(msgs []consensus.Message) {
 	e.shard.peers.send(msgs)
 }
 
-// install implements readySteps: a one-replica group never transfers state.
+// install implements readySteps: persist already brought the log to the
+// snapshot's frontier and installed its consumer offsets
+// (partition_transfer.go); the group's applied state now starts there.
 func (e *partitionEntry) install(snap consensus.Snapshot) error {
-	e.shard.log.Error("partition group asked to install a state transfer snapshot; not supported by a one-replica node",
-		"dir", e.dir, "op", snap.Op)
+	e.appliedOp = snap.Op
+	e.lastTimestamp = lastAppendTime(e.log)
+	e.stampValid = false
 	return nil
 }
 
@@ -505,14 +525,23 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 	clear(s.results)
 }
 
-// checkpoint hands consensus a tiny snapshot descriptor (the log's next
-// offset) so the in-memory journal may reuse the slots of applied ops.
+// checkpoint hands consensus the partition's small snapshot (frontier,
+// first offset, consumer offsets: partition_checkpoint.go) so the
+// in-memory journal may reuse the slots of applied ops; in cluster mode
+// the next Ready's superblock records it with the frontier.
 func (s *partitionShard) checkpoint(e *partitionEntry) {
 	if !e.group.NeedsCheckpoint() {
 		return
 	}
-	data := binary.LittleEndian.AppendUint64(nil, e.log.NextOffset())
-	e.group.Checkpoint(consensus.Snapshot{Op: e.group.CommitMin(), Data: data, Checksum: snapshotChecksum(data)})
+	frontier := e.log.NextOffset()
+	data := checkpointOf(e.log, frontier).encode()
+	op := e.group.CommitMin()
+	e.group.Checkpoint(consensus.Snapshot{Op: op, Data: data, Checksum: snapshotChecksum(data)})
+	if err := e.group.CheckpointError(); err != nil {
+		s.log.Error("partition checkpoint refused", "dir", e.dir, "op", op, "err", err)
+		return
+	}
+	e.checkpointOp, e.checkpointFrontier = op, frontier
 }
 
 // apply carries out one committed partition op; wrote reports a log append.
@@ -557,7 +586,11 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 		s.log.Error("committed batch header", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
 	}
-	if next := e.log.NextOffset(); h.BaseOffset != next || h.PartitionID != uint64(e.key.partition) {
+	next := e.log.NextOffset()
+	if h.BaseOffset < next && h.PartitionID == uint64(e.key.partition) {
+		return s.replayedSend(e, p, h)
+	}
+	if h.BaseOffset != next || h.PartitionID != uint64(e.key.partition) {
 		s.log.Warn("committed batch stamped for another place; refused on every replica", "dir", e.dir,
 			"op", p.Header.Op, "base_offset", h.BaseOffset, "next_offset", next, "partition_id", h.PartitionID)
 		// Committed as a no-op everywhere: nothing was written, a retry is safe.
@@ -569,6 +602,29 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 	}
 	e.lastTimestamp = max(e.lastTimestamp, h.BaseTimestamp)
 	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, true
+}
+
+// replayedSend answers a committed send whose offsets the log already
+// holds: a replica that restarted (or finished a state transfer) above its
+// checkpoint applies those ops again. The stored batch must be this one
+// (same batch checksum); below the first stored offset (retention) it
+// cannot be compared and counts as applied.
+func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
+	stored, _, err := e.log.ReadRecords(nil, h.BaseOffset, h.BaseOffset+1, 1)
+	switch {
+	case errors.Is(err, partitions.ErrBelowRetained):
+	case err != nil:
+		s.log.Error("replayed batch: reading the stored one", "dir", e.dir, "op", p.Header.Op, "base_offset", h.BaseOffset, "err", err)
+		return partitionOutcome{code: wire.ErrCannotReadPartitions}, false
+	default:
+		sh, herr := wire.DecodeBatchHeader(stored)
+		if herr != nil || sh.BatchChecksum != h.BatchChecksum || sh.BatchLength != h.BatchLength {
+			s.log.Error("replayed batch differs from the one stored at its offset", "dir", e.dir, "op", p.Header.Op,
+				"base_offset", h.BaseOffset)
+			return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
+		}
+	}
+	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, false
 }
 
 // Offset op bodies (ours, inside a partition prepare): [kind u8][id u32]

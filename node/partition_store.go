@@ -18,6 +18,9 @@ type partitionStore interface {
 	StoreConsumerOffset(kind wire.ConsumerKind, id uint32, offset uint64) error
 	ConsumerOffset(kind wire.ConsumerKind, id uint32) (uint64, bool)
 	DeleteConsumerOffset(kind wire.ConsumerKind, id uint32) error
+	ConsumerOffsets() []partitions.ConsumerOffsetEntry
+	ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint64, error)
+	ResetTo(start uint64) (partitions.RetentionResult, error)
 	ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (partitions.RetentionResult, error)
 	Purge() (partitions.RetentionResult, error)
 	SegmentEndOffset(n int) uint64

@@ -35,12 +35,6 @@ type Options struct {
 	SyncOffsets bool
 	// Logger receives recovery warnings and quarantine errors. Default slog.Default().
 	Logger *slog.Logger
-	// CutAtOffset, when CutTail is set, makes Open drop every batch at or above this offset (a
-	// replicated partition restarting at its recorded frontier: batches applied after the record
-	// are fetched again from the group). It must fall on a batch boundary at or above the first
-	// stored offset; a log that ends below it opens unchanged (NextOffset tells).
-	CutAtOffset uint64
-	CutTail     bool
 }
 
 func (o Options) withDefaults() (Options, error) {

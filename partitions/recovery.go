@@ -24,7 +24,6 @@ const recoveryReadBufferBytes = 1 << 20
 type segmentDamage struct {
 	position uint64
 	reason   string
-	cut      bool // not damage: the batch at position starts at Options.CutAtOffset
 }
 
 // recoverSegments loads every segment of dir in start-offset order, verifying each batch. A damaged
@@ -63,11 +62,6 @@ func (l *Log) recoverSegments() error {
 			}
 		}
 	}
-	if l.opts.CutTail {
-		if starts, err = l.removeSegmentsFrom(starts, l.opts.CutAtOffset); err != nil {
-			return err
-		}
-	}
 	for i, start := range starts {
 		if i > 0 {
 			prev := l.segments[i-1]
@@ -84,34 +78,6 @@ func (l *Log) recoverSegments() error {
 		l.segments = append(l.segments, s)
 	}
 	return nil
-}
-
-// removeSegmentsFrom deletes the segments that start above offset (and the
-// one starting at it, unless it is the first: the cut then empties it), so
-// the cut falls in the last one left.
-func (l *Log) removeSegmentsFrom(starts []uint64, offset uint64) ([]uint64, error) {
-	if len(starts) > 0 && starts[0] > offset {
-		return nil, fmt.Errorf("cut partition log %s at offset %d: the first stored segment starts at %d", l.dir, offset, starts[0])
-	}
-	keep := len(starts)
-	for keep > 1 && starts[keep-1] >= offset {
-		keep--
-	}
-	for _, start := range starts[keep:] {
-		l.logger.Info("cutting partition log: removing a segment above the recorded frontier", "dir", l.dir,
-			"start_offset", start, "frontier", offset)
-		for _, path := range []string{segmentLogPath(l.dir, start), segmentIndexPath(l.dir, start)} {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, fmt.Errorf("cut partition log: remove %s: %w", path, err)
-			}
-		}
-	}
-	if keep < len(starts) {
-		if err := syncDir(l.dir); err != nil {
-			return nil, fmt.Errorf("cut partition log: %w", err)
-		}
-	}
-	return starts[:keep], nil
 }
 
 // recoverSegment opens, walks and (if needed) repairs one segment.
@@ -134,17 +100,6 @@ func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
 	damage, err := l.walkSegment(s, size)
 	if err != nil {
 		return fail(err)
-	}
-	if damage != nil && damage.cut {
-		l.logger.Info("cutting partition log at the recorded frontier", "dir", l.dir, "file", name,
-			"position", damage.position, "dropped_bytes", size-damage.position, "next_offset", s.nextOffset)
-		if err := f.Truncate(int64(damage.position)); err != nil {
-			return fail(fmt.Errorf("cut %s at %d: %w", name, damage.position, err))
-		}
-		if err := datasync(f); err != nil {
-			return fail(fmt.Errorf("sync cut %s: %w", name, err))
-		}
-		damage = nil
 	}
 	if damage != nil {
 		if !last {
@@ -190,7 +145,7 @@ func (l *Log) walkSegment(s *segment, size uint64) (*segmentDamage, error) {
 	pos := uint64(0)
 	for pos < size {
 		if size-pos < wire.BatchHeaderSize {
-			return &segmentDamage{position: pos, reason: fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
+			return &segmentDamage{pos, fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
 		}
 		record = slices.Grow(record[:0], wire.BatchHeaderSize)[:wire.BatchHeaderSize]
 		if _, err := io.ReadFull(r, record); err != nil {
@@ -198,29 +153,23 @@ func (l *Log) walkSegment(s *segment, size uint64) (*segmentDamage, error) {
 		}
 		h, err := wire.DecodeBatchHeader(record)
 		if err != nil {
-			return &segmentDamage{position: pos, reason: err.Error()}, nil
+			return &segmentDamage{pos, err.Error()}, nil
 		}
 		switch {
 		case h.BatchLength > size-pos:
-			return &segmentDamage{position: pos, reason: fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
+			return &segmentDamage{pos, fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
 				h.BatchLength, size-pos)}, nil
 		case h.BatchLength > wire.BatchFrameBytesMax:
-			return &segmentDamage{position: pos, reason: fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
+			return &segmentDamage{pos, fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
 		case h.BaseOffset != s.nextOffset:
-			return &segmentDamage{position: pos, reason: fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
-		case l.opts.CutTail && h.BaseOffset >= l.opts.CutAtOffset:
-			if h.BaseOffset != l.opts.CutAtOffset {
-				return nil, fmt.Errorf("cut partition log %s at offset %d: not a batch boundary (a batch ends at %d)",
-					l.dir, l.opts.CutAtOffset, h.BaseOffset)
-			}
-			return &segmentDamage{position: pos, cut: true}, nil
+			return &segmentDamage{pos, fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
 		}
 		record = slices.Grow(record, int(h.BatchLength)-len(record))[:h.BatchLength]
 		if _, err := io.ReadFull(r, record[wire.BatchHeaderSize:]); err != nil {
 			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
 		}
 		if _, err := wire.VerifyBatchRecord(record); err != nil {
-			return &segmentDamage{position: pos, reason: err.Error()}, nil
+			return &segmentDamage{pos, err.Error()}, nil
 		}
 		s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount, l.opts.IndexIntervalBytes)
 		pos += h.BatchLength

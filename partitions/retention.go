@@ -78,7 +78,11 @@ func (l *Log) DeleteSegments(n int) (RetentionResult, error) {
 
 // Purge deletes every message and consumer offset and resets the offset space to 0 (upstream purge
 // semantics: the group's offset counter restarts with the new generation).
-func (l *Log) Purge() (RetentionResult, error) {
+func (l *Log) Purge() (RetentionResult, error) { return l.ResetTo(0) }
+
+// ResetTo deletes every message and consumer offset and starts the log empty at offset start (a
+// replica whose state transfer begins above everything it holds: the peers' retention moved on).
+func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
@@ -96,13 +100,13 @@ func (l *Log) Purge() (RetentionResult, error) {
 	}
 	l.segments = nil
 	l.dirDirty = true
-	s, err := l.createSegment(0)
+	s, err := l.createSegment(start)
 	if err != nil {
 		l.failure = fmt.Errorf("%w: purge could not create a new segment: %v", ErrFailed, err)
 		return res, l.failure
 	}
 	l.segments = []*segment{s}
-	l.nextOffset = 0
+	l.nextOffset = start
 	if err := l.offsets.clear(); err != nil {
 		return res, err
 	}

@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/client"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// partitionDirOf is node i's directory of partition p of stream 0 topic 0.
+func (c *testCluster) partitionDirOf(i int, p uint32) string {
+	return filepath.Join(c.nodes[i].dataDir, "streams", "0", "topics", "0", "partitions", fmt.Sprint(p))
+}
+
+// segmentFiles reads every segment file of a partition on node i, by name.
+func (c *testCluster) segmentFiles(i int, p uint32) map[string][]byte {
+	c.t.Helper()
+	paths, err := filepath.Glob(filepath.Join(c.partitionDirOf(i, p), "*.log"))
+	must(c.t, err)
+	out := map[string][]byte{}
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		must(c.t, err)
+		out[filepath.Base(path)] = b
+	}
+	return out
+}
+
+// pollAll reads every message of partition p on node i (its local log).
+func pollAll(t *testing.T, cl *client.Client, p uint32) map[uint64]string {
+	t.Helper()
+	out := map[uint64]string{}
+	for next := uint64(0); ; {
+		r := pollAt(t, cl, firstConsumer, id(0), id(0), wire.SomePartition(p), wire.PollingStrategy{Kind: wire.PollOffset, Value: next}, 1000, false)
+		if r.MessagesCount == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			if _, dup := out[m.Offset]; dup {
+				t.Fatalf("partition %d: offset %d polled twice", p, m.Offset)
+			}
+			out[m.Offset] = string(m.Payload)
+			next = m.Offset + 1
+		}
+	}
+}
+
+// waitPartitionCount waits until node i serves want messages in partition p.
+func (c *testCluster) waitPartitionCount(i int, p uint32, want int, within time.Duration) map[uint64]string {
+	c.t.Helper()
+	cl := rootClient(c.t, c.addr(i))
+	defer cl.Close()
+	deadline := time.Now().Add(within)
+	for {
+		got := pollAll(c.t, cl, p)
+		if len(got) >= want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("node %d partition %d: %d messages after %s, want %d", i, p, len(got), within, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// sendAnywhere sends one batch to partition p through whichever node
+// accepts it (the partition's primary), trying every running node except
+// skip until within passes.
+func (c *testCluster) sendAnywhere(p uint32, msgs []wire.BatchMessageInput, skip int, within time.Duration) (int, wire.SendConfirmation) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		for i := range c.nodes {
+			if i == skip || !c.nodes[i].running() {
+				continue
+			}
+			cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(time.Second))
+			if err != nil {
+				last = err
+				continue
+			}
+			if _, err := cl.LoginUser(testCtx(c.t), "iggy", "iggy"); err != nil {
+				last = err
+				cl.Close()
+				continue
+			}
+			ctx, cancel := context.WithTimeout(testCtx(c.t), 2*time.Second)
+			conf, err := cl.SendMessages(ctx, id(0), id(0), partitionID(p), msgs)
+			cancel()
+			cl.Close()
+			if err == nil {
+				return i, conf[0]
+			}
+			last = err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c.t.Fatalf("no node accepted a send to partition %d within %s: %v", p, within, last)
+	return -1, wire.SendConfirmation{}
+}
+
+// TestClusterPartitionsReplicate: a topic's partitions are replicated
+// groups on all three nodes. Sends go to the partition's primary (the
+// creating node) and are acknowledged once a quorum holds them; a backup
+// answers 58; every node serves the same messages from its own log, and
+// the segment files are byte-identical (stamped once, on the primary).
+// After kill -9 of the primary, the survivors elect new primaries that hold
+// every acknowledged message and hand out no offset twice.
+func TestClusterPartitionsReplicate(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = leader.CreateTopic(ctx, id(0), "t", 3)
+	must(t, err)
+
+	acked := map[uint32]map[uint64]string{0: {}, 1: {}, 2: {}}
+	for round := 0; round < 20; round++ {
+		for p := uint32(0); p < 3; p++ {
+			msgs := makeMessages(fmt.Sprintf("p%d-r%d", p, round), 0, 5)
+			conf := sendOK(t, leader, id(0), id(0), partitionID(p), msgs)
+			for i, m := range msgs {
+				acked[p][conf.BaseOffset+uint64(i)] = string(m.Payload)
+			}
+		}
+	}
+	follower := rootClient(t, c.addr(1))
+	_, err = follower.SendMessages(ctx, id(0), id(0), partitionID(0), makeMessages("on-a-backup", 0, 1))
+	expectCode(t, err, wire.ErrTransientNotAccepted)
+
+	for p := uint32(0); p < 3; p++ {
+		for i := range c.nodes {
+			got := c.waitPartitionCount(i, p, len(acked[p]), 10*time.Second)
+			for off, want := range acked[p] {
+				if got[off] != want {
+					t.Fatalf("node %d partition %d offset %d: %q, want %q", i, p, off, got[off], want)
+				}
+			}
+		}
+	}
+	for p := uint32(0); p < 3; p++ {
+		want := c.segmentFiles(0, p)
+		for i := 1; i < 3; i++ {
+			got := c.segmentFiles(i, p)
+			if len(got) != len(want) {
+				t.Fatalf("partition %d: node %d has segments %v, node 0 %v", p, i, keysOf(got), keysOf(want))
+			}
+			for name, b := range want {
+				if !bytes.Equal(got[name], b) {
+					t.Fatalf("partition %d segment %s differs between node 0 and node %d (%d vs %d bytes)", p, name, i, len(b), len(got[name]))
+				}
+			}
+		}
+	}
+
+	c.nodes[0].stop(syscall.SIGKILL)
+	for p := uint32(0); p < 3; p++ {
+		msgs := makeMessages(fmt.Sprintf("after-failover-p%d", p), 0, 1)
+		_, conf := c.sendAnywhere(p, msgs, 0, failoverBound+10*time.Second)
+		if conf.BaseOffset != uint64(len(acked[p])) {
+			t.Fatalf("partition %d: the new primary handed out offset %d, want %d (next after the acknowledged ones)", p, conf.BaseOffset, len(acked[p]))
+		}
+		acked[p][conf.BaseOffset] = string(msgs[0].Payload)
+	}
+	for p := uint32(0); p < 3; p++ {
+		for _, i := range []int{1, 2} {
+			got := c.waitPartitionCount(i, p, len(acked[p]), 10*time.Second)
+			for off, want := range acked[p] {
+				if got[off] != want {
+					t.Fatalf("after failover: node %d partition %d offset %d: %q, want %q", i, p, off, got[off], want)
+				}
+			}
+		}
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
