@@ -118,7 +118,7 @@ func FetchRecordsMax(maxMessageBytes uint64) uint64 {
 	return min(maxMessageBytes, math.MaxUint32) - HeaderBytes
 }
 
-// Fetch frame offsets (ours: commands 30–31 are not upstream's; from byte 0
+// Fetch frame offsets (ours, not taken from upstream; from byte 0
 // of the header). Every byte not listed is zero.
 //
 //	| off | field        | type | kinds   | Fetch       |
