@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -34,14 +35,20 @@ func (c *testCluster) segmentFiles(i int, p uint32) map[string][]byte {
 	return out
 }
 
-// pollAll reads every message of partition p on node i (its local log).
-func pollAll(t *testing.T, cl *client.Client, p uint32) map[uint64]string {
+// pollAll reads every message of partition p from the node cl is connected
+// to (its local log); an error (the node has not applied the topic yet)
+// ends the walk.
+func pollAll(t *testing.T, cl *client.Client, p uint32) (map[uint64]string, error) {
 	t.Helper()
 	out := map[uint64]string{}
 	for next := uint64(0); ; {
-		r := pollAt(t, cl, firstConsumer, id(0), id(0), wire.SomePartition(p), wire.PollingStrategy{Kind: wire.PollOffset, Value: next}, 1000, false)
+		r, err := cl.PollMessages(testCtx(t), wire.PollMessagesRequest{Consumer: firstConsumer, Stream: id(0), Topic: id(0),
+			Partition: wire.SomePartition(p), Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: next}, Count: 1000})
+		if err != nil {
+			return out, err
+		}
 		if r.MessagesCount == 0 {
-			return out
+			return out, nil
 		}
 		for _, m := range r.Messages {
 			if _, dup := out[m.Offset]; dup {
@@ -60,12 +67,12 @@ func (c *testCluster) waitPartitionCount(i int, p uint32, want int, within time.
 	defer cl.Close()
 	deadline := time.Now().Add(within)
 	for {
-		got := pollAll(c.t, cl, p)
-		if len(got) >= want {
+		got, err := pollAll(c.t, cl, p)
+		if err == nil && len(got) >= want {
 			return got
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("node %d partition %d: %d messages after %s, want %d", i, p, len(got), within, want)
+			c.t.Fatalf("node %d partition %d: %d messages after %s, want %d (last error %v)", i, p, len(got), within, want, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -191,4 +198,91 @@ func keysOf(m map[string][]byte) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestClusterPartitionBackupCatchesUpByTransfer: a backup killed while the
+// primary writes far past its journal restarts Recovering and catches up by
+// state transfer (records fetched from a peer); a consumer offset stored
+// while it was down reaches it; its segment files end byte-identical; then
+// it forms the quorum with the primary while the third node is down. A
+// wiped node rejoins the same way.
+func TestClusterPartitionBackupCatchesUpByTransfer(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
+	must(t, err)
+	sent := 0
+	send := func(tag string, batches int) {
+		for i := 0; i < batches; i++ {
+			conf := sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages(tag, i, 4))
+			if conf.BaseOffset != uint64(sent) {
+				t.Fatalf("%s batch %d: base offset %d, want %d", tag, i, conf.BaseOffset, sent)
+			}
+			sent += 4
+		}
+	}
+	send("before", 10)
+	c.waitPartitionCount(2, 0, sent, 10*time.Second)
+
+	c.nodes[2].stop(syscall.SIGKILL)
+	send("while-down", 300) // far past the 32-slot partition journal
+	consumer := wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(7)}
+	must(t, leader.StoreConsumerOffset(ctx, consumer, id(0), id(0), wire.SomePartition(0), 123))
+	c.nodes[2].start()
+	c.waitPartitionCount(2, 0, sent, 30*time.Second)
+	waitConsumerOffsetOn(t, c.addr(2), consumer, 123)
+	if !strings.Contains(c.nodes[2].logs.String(), "partition state transfer installed") {
+		t.Errorf("node 2 caught up without a partition state transfer")
+	}
+	c.expectSameSegments(0, 0, 2)
+
+	// The caught-up node forms the quorum with the primary.
+	c.nodes[1].stop(syscall.SIGKILL)
+	send("node-1-down", 5)
+	c.nodes[1].start()
+	c.waitPartitionCount(1, 0, sent, 30*time.Second)
+
+	// Wiped: a clean slate rejoins by state transfer.
+	c.nodes[1].stop(syscall.SIGTERM)
+	must(t, os.RemoveAll(c.nodes[1].dataDir))
+	c.nodes[1].start()
+	c.waitPartitionCount(1, 0, sent, 30*time.Second)
+	c.expectSameSegments(0, 0, 1)
+}
+
+// expectSameSegments checks partition p's segment files of node other
+// against node ref's, byte for byte.
+func (c *testCluster) expectSameSegments(p uint32, ref, other int) {
+	c.t.Helper()
+	want, got := c.segmentFiles(ref, p), c.segmentFiles(other, p)
+	if len(got) != len(want) {
+		c.t.Fatalf("partition %d: node %d has segments %v, node %d %v", p, other, keysOf(got), ref, keysOf(want))
+	}
+	for name, b := range want {
+		if !bytes.Equal(got[name], b) {
+			c.t.Fatalf("partition %d segment %s differs between node %d and node %d (%d vs %d bytes)", p, name, ref, other, len(b), len(got[name]))
+		}
+	}
+}
+
+// waitConsumerOffsetOn waits until the node at addr reports the stored
+// offset (served from its own log).
+func waitConsumerOffsetOn(t *testing.T, addr string, consumer wire.Consumer, want uint64) {
+	t.Helper()
+	cl := rootClient(t, addr)
+	defer cl.Close()
+	var last *wire.ConsumerOffset
+	for i := 0; i < 100; i++ {
+		off, err := cl.GetConsumerOffset(testCtx(t), consumer, id(0), id(0), wire.SomePartition(0))
+		must(t, err)
+		if off != nil && off.StoredOffset == want {
+			return
+		}
+		last = off
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("stored offset on %s: %+v, want %d", addr, last, want)
 }

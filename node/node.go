@@ -78,6 +78,8 @@ type Node struct {
 	cipher *encryption.Cipher
 
 	loginRefusalLog logThrottle
+	// fetchServes bounds the partition fetches served at once.
+	fetchServes chan struct{}
 	// retentionCursor is where the next retention turn starts (owned by
 	// the retention job).
 	retentionCursor int
@@ -113,9 +115,10 @@ func Run(ctx context.Context, opts Options) error {
 		credentials: newCredentialSlots(),
 		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
 			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
-		internal:  newInternalSession(),
-		startedAt: time.Now(),
-		dataDir:   cfg.System.Path,
+		internal:    newInternalSession(),
+		fetchServes: make(chan struct{}, fetchServesMax),
+		startedAt:   time.Now(),
+		dataDir:     cfg.System.Path,
 	}
 	// system.memory_pool.enabled: the frame buffer pools (size and
 	// bucket_capacity only accept their defaults, see config.Validate).

@@ -180,6 +180,9 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 	for i := 0; i < shardCount; i++ {
 		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
 		sh.identity, sh.replicaCount = p.identity, topo.count
+		if topo.clustered {
+			sh.records = &p.peers
+		}
 		p.shards = append(p.shards, sh)
 	}
 	return p

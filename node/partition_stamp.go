@@ -71,11 +71,17 @@ func (e *partitionEntry) acceptsWrites() bool { return e.primary.Load() }
 
 // peerBus hands partition groups' messages to the replica bus, which
 // starts after the shards (nil until then and on a single node).
-type peerBus struct{ b atomic.Pointer[busRef] }
+type peerBus struct {
+	b atomic.Pointer[busRef]
+	peerBusPending
+}
 
-type busRef struct{ bus bus.Bus }
+type busRef struct {
+	bus  bus.Bus
+	self uint8 // this node's replica id, the From of what it sends
+}
 
-func (p *peerBus) set(b bus.Bus) { p.b.Store(&busRef{bus: b}) }
+func (p *peerBus) set(b bus.Bus, self uint8) { p.b.Store(&busRef{bus: b, self: self}) }
 
 // send queues each message for its replica; without a bus they are dropped
 // (VSR retransmits).

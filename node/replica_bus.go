@@ -20,6 +20,7 @@ func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
 	opts.Logger = n.log.With("transport", "replica-bus")
 	opts.OnMessage = n.routeReplicaMessage
 	opts.OnForward = n.onForward
+	opts.OnFetch = n.onFetch
 	b, err := bus.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("replica bus: %w", err)
@@ -27,7 +28,7 @@ func (n *Node) startReplicaBus(self uint8) (bus.Bus, error) {
 	// Set before Start: the callbacks (reader goroutines) read them.
 	n.bus = b
 	n.driver.peers = b
-	n.plane.peers.set(b)
+	n.plane.peers.set(b, self)
 	if err := b.Start(context.Background()); err != nil {
 		b.Close()
 		return nil, fmt.Errorf("replica bus: %w", err)
