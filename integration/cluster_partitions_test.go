@@ -286,3 +286,148 @@ func waitConsumerOffsetOn(t *testing.T, addr string, consumer wire.Consumer, wan
 	}
 	t.Fatalf("stored offset on %s: %+v, want %d", addr, last, want)
 }
+
+// TestClusterDestructiveOpsCutEveryReplicaAlike: retention (expiry decided
+// by the primary's clock), DeleteSegments and a purge are ordered inside
+// each partition's log, so every replica cuts at the same offset and keeps
+// byte-identical files; writes continue at the right offsets afterwards.
+func TestClusterDestructiveOpsCutEveryReplicaAlike(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(ctx, "s")
+	must(t, err)
+	mib := uint64(1 << 20)
+	_, err = leader.CreateTopic(ctx, id(0), "expiring", 1, u64Option("segment_size", mib), u64Option("message_expiry", 2_000_000))
+	must(t, err)
+	_, err = leader.CreateTopic(ctx, id(0), "manual", 1, u64Option("segment_size", mib))
+	must(t, err)
+	segmentsOn := func(node int, topic uint32) map[string][]byte {
+		paths, err := filepath.Glob(filepath.Join(c.nodes[node].dataDir, "streams", "0", "topics", fmt.Sprint(topic), "partitions", "0", "*.log"))
+		must(t, err)
+		out := map[string][]byte{}
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			must(t, err)
+			out[filepath.Base(p)] = b
+		}
+		return out
+	}
+	sameOnAll := func(topic uint32) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("topic %d's segment files to agree on every node", topic), 15*time.Second, func() bool {
+			ref := segmentsOn(0, topic)
+			for i := 1; i < 3; i++ {
+				got := segmentsOn(i, topic)
+				if len(got) != len(ref) {
+					return false
+				}
+				for name, b := range ref {
+					if !bytes.Equal(got[name], b) {
+						return false
+					}
+				}
+			}
+			return true
+		})
+	}
+
+	fillPartition(t, leader, id(0), id(0), 0, 25) // ≈2.5 MB: two sealed segments
+	waitFor(t, "expired segments to go on the primary", 15*time.Second, func() bool {
+		return partitionStats(t, leader, id(0), id(0), 0).SegmentsCount == 1
+	})
+	sameOnAll(0)
+
+	fillPartition(t, leader, id(0), id(1), 0, 25)
+	before := partitionStats(t, leader, id(0), id(1), 0)
+	must(t, leader.DeleteSegments(ctx, id(0), id(1), 0, 1))
+	if after := partitionStats(t, leader, id(0), id(1), 0); after.SegmentsCount != before.SegmentsCount-1 {
+		t.Fatalf("DeleteSegments answered before the primary cut: before %+v after %+v", before, after)
+	}
+	sameOnAll(1)
+
+	must(t, leader.PurgeTopic(ctx, id(0), id(1)))
+	if st := partitionStats(t, leader, id(0), id(1), 0); st.MessagesCount != 0 {
+		t.Fatalf("PurgeTopic answered before the primary purged: %+v", st)
+	}
+	if conf := sendOK(t, leader, id(0), id(1), partitionID(0), makeMessages("after-purge", 0, 3)); conf.BaseOffset != 0 {
+		t.Fatalf("first offset after a purge: %d, want 0", conf.BaseOffset)
+	}
+	c.waitPartitionCountIn(2, 1, 0, 3, 10*time.Second)
+	sameOnAll(1)
+}
+
+// waitPartitionCountIn is waitPartitionCount for topic topic of stream 0.
+func (c *testCluster) waitPartitionCountIn(i int, topic, p uint32, want int, within time.Duration) {
+	c.t.Helper()
+	cl := rootClient(c.t, c.addr(i))
+	defer cl.Close()
+	waitFor(c.t, fmt.Sprintf("node %d topic %d partition %d to hold %d messages", i, topic, p, want), within, func() bool {
+		td, err := cl.GetTopic(testCtx(c.t), id(0), id(topic))
+		return err == nil && len(td.Partitions) > int(p) && td.Partitions[p].MessagesCount == uint64(want)
+	})
+}
+
+// TestClusterRecreatedTopicServesOnlyTheNewIncarnation: a topic deleted and
+// created again under the same ids is a new partition group; its replicas
+// hold only what was written after.
+func TestClusterRecreatedTopicServesOnlyTheNewIncarnation(t *testing.T) {
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
+	must(t, err)
+	for i := 0; i < 10; i++ {
+		sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("old", i, 5))
+	}
+	must(t, leader.DeleteTopic(ctx, id(0), id(0)))
+	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
+	must(t, err)
+	conf := sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("new", 0, 2))
+	if conf.BaseOffset != 0 {
+		t.Fatalf("the new incarnation's first offset %d, want 0", conf.BaseOffset)
+	}
+	for i := range c.nodes {
+		got := c.waitPartitionCount(i, 0, 2, 10*time.Second)
+		if len(got) != 2 || !strings.HasPrefix(got[0], "new") {
+			t.Fatalf("node %d serves %v after the topic was re-created", i, got)
+		}
+	}
+}
+
+// TestClusterTwoNodesPartitionWritesNeedBoth: with two replicas a
+// partition write needs both; while one is down it fails with a retryable
+// error, and works again once it is back.
+func TestClusterTwoNodesPartitionWritesNeedBoth(t *testing.T) {
+	c := startCluster(t, 2)
+	ctx := testCtx(t)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
+	must(t, err)
+	sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("both-up", 0, 1))
+	// Signed in before: a login is a metadata write, which needs both too.
+	short, err := client.Dial(ctx, c.addr(0), client.WithResponseTimeout(15*time.Second))
+	must(t, err)
+	defer short.Close()
+	_, err = short.LoginUser(ctx, "iggy", "iggy")
+	must(t, err)
+	c.nodes[1].stop(syscall.SIGKILL)
+	// Raw: the client would replay the transient answer; the server's own
+	// answer is 57 (outcome unknown, retry) once its 10 s wait ends.
+	body, err := wire.AppendSendMessages(nil, id(0), id(0), partitionID(0), makeMessages("one-down", 0, 1))
+	must(t, err)
+	status, _, _, err := short.Raw(ctx, wire.OpSendMessages, wire.CodeSendMessages, body)
+	must(t, err)
+	if status != wire.ErrTransientNotCommitted && status != wire.ErrTransientNotAccepted {
+		t.Fatalf("a partition write with one of two replicas down: status %s, want a retryable error", status)
+	}
+	c.nodes[1].start()
+	_, conf := c.sendAnywhere(0, makeMessages("back", 0, 1), -1, failoverBound+10*time.Second)
+	if conf.BaseOffset == 0 {
+		t.Fatalf("offset %d after the node returned: the first write's offset was handed out again", conf.BaseOffset)
+	}
+}

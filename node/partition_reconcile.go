@@ -114,6 +114,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
 			e.publishRole()
+			e.publishWatermarks()
 		}
 	})
 	p.mu.Lock()
@@ -162,38 +163,6 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 		return err
 	}
 	return syncDirectory(filepath.Dir(e.dir))
-}
-
-// applyWatermarks (shard goroutine) applies a purge generation or a
-// DeleteSegments watermark the files do not reflect yet.
-func (p *partitionPlane) applyWatermarks(e *partitionEntry, part metadata.Partition) {
-	if _, ok := e.shard.groups[e]; !ok || e.log == nil {
-		return
-	}
-	m := e.marker
-	if part.PurgeGeneration > m.PurgeGeneration {
-		if _, err := e.log.Purge(); err != nil {
-			p.log.Error("purge partition", "dir", e.dir, "err", err)
-			return
-		}
-		e.lastTimestamp = 0
-		m.PurgeGeneration = part.PurgeGeneration
-		m.DeletedUpTo = part.DeletedUpToOffset
-	}
-	if part.DeletedUpToOffset > m.DeletedUpTo {
-		if _, err := e.log.DeleteSegmentsBefore(part.DeletedUpToOffset); err != nil {
-			p.log.Error("delete segments", "dir", e.dir, "up_to_offset", part.DeletedUpToOffset, "err", err)
-			return
-		}
-		m.DeletedUpTo = part.DeletedUpToOffset
-	}
-	if m != e.marker {
-		if err := writeMarker(e.dir, m); err != nil {
-			p.log.Error("record partition watermarks", "dir", e.dir, "err", err)
-			return
-		}
-		e.marker = m
-	}
 }
 
 // remove stops serving a partition and deletes its files.
@@ -259,7 +228,7 @@ func (p *partitionPlane) groupConfig(k partitionKey, part metadata.Partition) co
 	if part.CreatedOnNode < p.topo.count {
 		cfg.InitialView = uint32(part.CreatedOnNode)
 	}
-	cfg.GroupID = k.groupID()
+	cfg.GroupID = partitionGroupID(k, part.CreatedRevision)
 	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
 	cfg.JournalSlots = p.shards[0].cfg.journalSlots
 	cfg.ClientTableMax = 0

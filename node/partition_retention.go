@@ -34,8 +34,8 @@ func (n *Node) partitionGroupConfig() partitionGroupConfig {
 // topics with a retention rule, continuing where the previous turn stopped
 // (a turn that always restarted from the first topic would never reach the
 // topics past the bound).
-// Retention never changes a log's next offset, so it runs beside appends
-// (partitions.Log serialises its writers).
+// The primary of each partition decides the cut and replicates it
+// (partition_destructive.go): every replica deletes the same segments.
 func (n *Node) applyRetention(now uint64) {
 	var topics []metadata.Topic
 	for _, s := range n.state.Streams() {
@@ -52,14 +52,9 @@ func (n *Node) applyRetention(now uint64) {
 	for _, i := range turn {
 		t := topics[i]
 		// message_expiry and max_topic_size are per partition (max_topic_size bounds each
-		// partition's sealed segment bytes; see partitions.Log.ApplyRetention).
-		for _, l := range n.plane.topicLogs(topicKey{t.StreamID, t.ID}) {
-			if res, err := l.ApplyRetention(now, t.MessageExpiry, t.MaxTopicSize); err != nil {
-				n.log.Warn("retention", "dir", l.Dir(), "err", err)
-			} else if res.SegmentsDeleted > 0 {
-				n.log.Info("retention deleted segments", "dir", l.Dir(), "segments", res.SegmentsDeleted,
-					"messages", res.MessagesDeleted, "bytes", res.BytesDeleted)
-			}
+		// partition's sealed segment bytes; see partitions.Log.RetentionCut).
+		for _, e := range n.plane.topicEntries(topicKey{t.StreamID, t.ID}) {
+			e.proposeRetention(now, t)
 		}
 	}
 }

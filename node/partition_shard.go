@@ -358,11 +358,14 @@ func (s *partitionShard) admit(p *partitionProposal) {
 func (s *partitionShard) inflightMax() int { return 2 * int(s.cfg.prepareQueueDepth) }
 
 func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
-	if p.op == wire.OpSendMessages {
+	switch p.op {
+	case wire.OpSendMessages:
 		if code := s.stamp(e, p.body); code != wire.OK {
 			p.reply(partitionOutcome{code: code, bodyReleased: true})
 			return
 		}
+	case partitionOpPurge:
+		e.stampNext = 0 // batches proposed after the purge start the offsets again
 	}
 	s.nextTag++
 	s.waiting[s.nextTag] = p
@@ -442,6 +445,7 @@ func (s *partitionShard) process(e *partitionEntry) {
 	}
 	s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
 	e.publishRole()
+	s.proposeWatermarks(e) // a new primary carries out what metadata wants
 }
 
 // persist implements readySteps. A partition group keeps its journal in
@@ -549,6 +553,10 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 	switch wire.Operation(p.Header.Operation) {
 	case wire.OpSendMessages:
 		return s.applySend(e, p)
+	case partitionOpPurge:
+		return s.applyPurge(e, p.Body), false
+	case partitionOpCut:
+		return s.applyCut(e, p.Body), false
 	case wire.OpStoreConsumerOffset:
 		kind, id, offset, ok := decodeOffsetOp(p.Body, true)
 		if !ok {

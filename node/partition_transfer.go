@@ -115,7 +115,7 @@ func (s *partitionShard) startTransfer(e *partitionEntry, op uint64, target part
 		"from_offset", e.log.NextOffset(), "peers", peers)
 	go func() {
 		defer close(t.done)
-		t.err = fetchUntilFrontier(ctx, s.records, e.log, e.key.groupID(), target.frontier, peers, s.log.With("dir", e.dir))
+		t.err = fetchUntilFrontier(ctx, s.records, e.log, e.groupID(), target.frontier, peers, s.log.With("dir", e.dir))
 	}()
 	return t
 }
