@@ -70,7 +70,9 @@ type partitionShard struct {
 	// group id); a full inbox drops, VSR retransmits.
 	inbox        chan routedMessage
 	inboxDropped atomic.Uint64
-	cfg          partitionGroupConfig
+	// led and served: groups this replica leads and drives, as of the last tick.
+	led, served atomic.Int64
+	cfg         partitionGroupConfig
 	// peers carries partition groups' messages to the other replicas (nil
 	// until the replica bus starts, and on a single node).
 	peers *peerBus
@@ -79,9 +81,13 @@ type partitionShard struct {
 	identity     journal.Identity
 	replicaCount uint8
 	records      recordSource
-	proposals    chan *partitionProposal
-	controls     chan shardControl
-	stopped      chan struct{}
+	// self and alignTo: leadership alignment (partition_align.go); alignTo
+	// is nil on a single node.
+	self      uint8
+	alignTo   alignTarget
+	proposals chan *partitionProposal
+	controls  chan shardControl
+	stopped   chan struct{}
 
 	// Owned by the loop goroutine (or by the caller of do after stop).
 	groups  map[*partitionEntry]struct{}
@@ -194,6 +200,7 @@ func (s *partitionShard) run(ctx context.Context) {
 			return
 		case <-ticker.C():
 			now := s.clock.NowMicros()
+			led := 0
 			for e := range s.groups {
 				e.group.SetNow(now)
 				e.group.Tick()
@@ -201,7 +208,13 @@ func (s *partitionShard) run(ctx context.Context) {
 					s.touch(e)
 				}
 				e.publishRole()
+				if e.primary.Load() {
+					led++
+				}
 			}
+			s.led.Store(int64(led))
+			s.served.Store(int64(len(s.groups)))
+			s.align(time.UnixMicro(int64(now)))
 		case c := <-s.controls:
 			c.fn()
 			close(c.done)
