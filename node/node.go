@@ -182,6 +182,7 @@ func Run(ctx context.Context, opts Options) error {
 			sh.run(shardCtx)
 		}()
 	}
+	n.plane.runOpeners(shardCtx, &shardsWG)
 	defer func() {
 		// After the metadata driver: its applies may still hand work to shards.
 		stopShards()

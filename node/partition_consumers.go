@@ -107,9 +107,9 @@ func (n *Node) handleOffsetWrite(c *transport.Conn, v sessionView, hdr wire.Requ
 		n.sendStatus(c, hdr, wire.ErrConsumerGroupPartitionNotOwned)
 		return
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, target.partition})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, target.partition})
 	if e == nil {
-		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
+		n.sendStatus(c, hdr, notServedCode(opening, wire.ErrResourceNotFound))
 		return
 	}
 	if e.log == nil {

@@ -181,6 +181,9 @@ type partitionPlane struct {
 
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
+	opening map[partitionKey]chan struct{} // closed when the key's queued open ends
+	opens   *openQueue
+	state   *metadata.State // set by the first reconcile
 
 	// reconcileMu serialises reconcile passes (metadata apply and boot).
 	reconcileMu  sync.Mutex
@@ -194,6 +197,8 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		log:        log,
 		root:       filepath.Join(dataDir, "streams"),
 		entries:    make(map[partitionKey]*partitionEntry),
+		opening:    make(map[partitionKey]chan struct{}),
+		opens:      newOpenQueue(),
 		topo:       topo,
 		clusterCfg: clusterCfg,
 		identity:   journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},

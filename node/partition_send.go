@@ -63,9 +63,9 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 		n.sendStatus(c, hdr, code)
 		return
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, pid})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, pid})
 	if e == nil {
-		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
+		n.sendStatus(c, hdr, notServedCode(opening, wire.ErrResourceNotFound))
 		return
 	}
 	if e.log == nil {

@@ -162,13 +162,16 @@ func NewScenario(seed uint64) Scenario {
 // with the same profile (the repro line names it).
 var Profiles = map[string]func(*Scenario){
 	// handover: n ∈ {2, 3, 5}, orderly hand-overs of leadership (leadership
-	// alignment) among crashes and partitions.
+	// alignment) among crashes of at most f nodes at once and partitions;
+	// repair chunks of at least 4 (whole-cluster crashes with one-op repair
+	// chunks are the crashy profile's).
 	"handover": func(s *Scenario) {
 		s.Replicas = []int{2, 3, 5}[s.Seed%3]
-		s.MaxDown = min(max(s.MaxDown, 1), s.Replicas)
+		s.MaxDown = max((s.Replicas-1)/2, 1)
 		s.FaultyStorage = make([]bool, s.Replicas) // sized for the new n
 		s.HandoverPerTick = 0.01
 		s.CrashPerTick = max(s.CrashPerTick, 0.0005)
+		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
 	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
 	// faulty-storage node, frequent partitions; repair chunks of at least 4.
