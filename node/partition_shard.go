@@ -433,32 +433,55 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	e.backlog, e.inflight = nil, 0
 }
 
+// processTouched drains the touched groups' Readys through the one Ready
+// contract, all of them together per round (carryOutBatch: their
+// superblock writes run concurrently, so a view change of many groups
+// costs a few journal commits, not one fsync pair per group); the entries
+// supply the partition plane's steps.
 func (s *partitionShard) processTouched() {
-	for i, e := range s.touched {
+	touched := len(s.touched)
+	live := make([]*partitionEntry, 0, touched)
+	for _, e := range s.touched {
 		if _, ok := s.groups[e]; ok {
-			s.process(e)
+			live = append(live, e)
 		}
-		s.touched[i] = nil
 	}
-	s.touched = s.touched[:0]
-}
-
-// process drains a group's Readys through the one Ready contract
-// (carryOut); the entry supplies the partition plane's steps.
-func (s *partitionShard) process(e *partitionEntry) {
-	for round := 0; round < partitionReadyRoundsMax && e.group.HasReady(); round++ {
-		if err := carryOut(e.group, e); err != nil {
-			if !errors.Is(err, errInstallPending) {
-				s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+	var batch []batchItem
+	var inBatch []*partitionEntry
+	stalled := make(map[*partitionEntry]bool)
+	for round := 0; round < partitionReadyRoundsMax; round++ {
+		batch, inBatch = batch[:0], inBatch[:0]
+		for _, e := range live {
+			if !stalled[e] && e.group.HasReady() {
+				batch = append(batch, batchItem{g: e.group, steps: e})
+				inBatch = append(inBatch, e)
 			}
-			return
 		}
-		s.checkpoint(e)
-		s.promoteBacklog(e)
+		if len(batch) == 0 {
+			break
+		}
+		for i, err := range carryOutBatch(batch) {
+			e := inBatch[i]
+			if err != nil {
+				stalled[e] = true
+				if !errors.Is(err, errInstallPending) {
+					s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+				}
+				continue
+			}
+			s.checkpoint(e)
+			s.promoteBacklog(e)
+		}
 	}
-	s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
-	e.publishRole()
-	s.proposeWatermarks(e) // a new primary carries out what metadata wants
+	for _, e := range live {
+		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
+		e.publishRole()
+		s.proposeWatermarks(e) // a new primary carries out what metadata wants
+	}
+	// Groups touched while processing (new proposals) stay for the next turn.
+	n := copy(s.touched, s.touched[touched:])
+	clear(s.touched[n:])
+	s.touched = s.touched[:n]
 }
 
 // persist implements readySteps. A partition group keeps its journal in
