@@ -79,6 +79,9 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 		return
 	}
 	batch := req.Batch
+	// Retry recognition keys on the batch as the client sent it (before
+	// encryption and stamping): partition_dedup.go.
+	sum := req.Header.BatchChecksum
 	if n.cipher != nil {
 		// Encrypted once, here on the primary: the ciphertext is what is
 		// replicated, checksummed and stored; the request frame is free.
@@ -92,7 +95,8 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 			return
 		}
 	}
-	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch})
+	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch,
+		user: v.userID, client: toConsensus(hdr.Client), request: hdr.Request, sum: sum})
 	frameInUse = !out.bodyReleased && n.cipher == nil
 	if out.code != wire.OK {
 		n.sendStatus(c, hdr, out.code)
