@@ -118,8 +118,8 @@ func (cfg *ConsumerConfig) normalize() error {
 var ErrConsumerClosed = errors.New("consumer closed")
 
 // Next returns the next message, polling the partitions round-robin and waiting PollInterval
-// after a round that found nothing. It returns only when a message arrives, ctx ends, or a poll
-// fails.
+// after a round that found nothing. It returns when a message arrives, a request fails, or ctx
+// ends (noticed between requests, so the connection stays usable).
 func (k *Consumer) Next(ctx context.Context) (ReceivedMessage, error) {
 	for {
 		if k.closed {
@@ -135,12 +135,16 @@ func (k *Consumer) Next(ctx context.Context) (ReceivedMessage, error) {
 			k.next[m.Partition] = m.Offset + 1
 			return m, nil
 		}
+		// ctx cancels the wait between polls, not a request in flight: an exchange cut short would
+		// break the connection (and a group membership with it). The Client's response budget
+		// bounds each request.
+		io := context.WithoutCancel(ctx)
 		if k.cfg.Commit == CommitAfterConsume {
-			if err := k.Commit(ctx); err != nil {
+			if err := k.Commit(io); err != nil {
 				return ReceivedMessage{}, err
 			}
 		}
-		found, err := k.pollRound(ctx)
+		found, err := k.pollRound(io)
 		if err != nil {
 			return ReceivedMessage{}, err
 		}
