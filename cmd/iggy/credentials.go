@@ -46,7 +46,9 @@ func (a *app) connect(ctx context.Context, login bool) (*client.Client, error) {
 			if derr := a.deleteToken(sessionService(addr), sessionTokenName); derr != nil {
 				return nil, derr
 			}
-			return nil, fmt.Errorf("login session expired for Iggy server: %s, please login again or use other authentication method: %w", addr, err)
+			// Not wrapped: the message, not the server's code, is what the user needs.
+			return nil, fmt.Errorf("login session expired for Iggy server: %s, please login again or use other authentication method (%s)",
+				addr, describeCode(client.CodeOf(err)))
 		}
 		return nil, &loginError{username: creds.username, err: err}
 	}
