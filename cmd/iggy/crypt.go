@@ -31,33 +31,32 @@ func (a *app) loadCipher() error {
 
 // seal encrypts m's payload and user headers in place when a key is set.
 func (a *app) seal(m *wire.BatchMessageInput) error {
-	if a.cipher == nil {
-		return nil
-	}
-	var err error
-	if m.Payload, err = a.cipher.Seal(nil, m.Payload); err != nil {
-		return fmt.Errorf("encrypt payload: %w", err)
-	}
-	if len(m.UserHeaders) > 0 {
-		if m.UserHeaders, err = a.cipher.Seal(nil, m.UserHeaders); err != nil {
-			return fmt.Errorf("encrypt user headers: %w", err)
-		}
+	if err := a.crypt(&m.Payload, &m.UserHeaders, a.cipher.Seal); err != nil {
+		return fmt.Errorf("encrypt %w", err)
 	}
 	return nil
 }
 
 // open decrypts m's payload and user headers in place when a key is set.
 func (a *app) open(m *wire.PolledMessage) error {
+	if err := a.crypt(&m.Payload, &m.UserHeaders, a.cipher.Open); err != nil {
+		return fmt.Errorf("message at offset %d: %w (wrong --encryption-key, or the message was not encrypted)", m.Offset, err)
+	}
+	return nil
+}
+
+// crypt applies fn (Seal or Open) to the payload and to non-empty user headers.
+func (a *app) crypt(payload, headers *[]byte, fn func(dst, src []byte) ([]byte, error)) error {
 	if a.cipher == nil {
 		return nil
 	}
 	var err error
-	if m.Payload, err = a.cipher.Open(nil, m.Payload); err != nil {
-		return fmt.Errorf("message at offset %d: payload: %w (wrong --encryption-key, or the message was not encrypted)", m.Offset, err)
+	if *payload, err = fn(nil, *payload); err != nil {
+		return fmt.Errorf("payload: %w", err)
 	}
-	if len(m.UserHeaders) > 0 {
-		if m.UserHeaders, err = a.cipher.Open(nil, m.UserHeaders); err != nil {
-			return fmt.Errorf("message at offset %d: user headers: %w", m.Offset, err)
+	if len(*headers) > 0 {
+		if *headers, err = fn(nil, *headers); err != nil {
+			return fmt.Errorf("user headers: %w", err)
 		}
 	}
 	return nil

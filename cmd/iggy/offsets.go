@@ -45,15 +45,15 @@ func parseOffsetTarget(args []string, kind string) (offsetTarget, error) {
 	if err != nil {
 		return offsetTarget{}, err
 	}
-	ids, err := parseIdentifiers(args, "consumer ID", "stream ID", "topic ID")
+	consumer, err := parseIdentifier("consumer ID", args[0])
 	if err != nil {
 		return offsetTarget{}, err
 	}
-	p, err := parsePartitionID(args[3])
+	ids, p, err := parsePartitionTarget(args[1:])
 	if err != nil {
 		return offsetTarget{}, err
 	}
-	return offsetTarget{consumer: wire.Consumer{Kind: k, ID: ids[0]}, stream: ids[1], topic: ids[2], partition: p}, nil
+	return offsetTarget{consumer: wire.Consumer{Kind: k, ID: consumer}, stream: ids[0], topic: ids[1], partition: p}, nil
 }
 
 type consumerOffsetJSON struct {

@@ -13,6 +13,16 @@ import (
 // segmentsCountMax is upstream's bound on segment delete's count.
 const segmentsCountMax = 100_000
 
+// parsePartitionTarget reads the leading STREAM_ID TOPIC_ID PARTITION_ID of args.
+func parsePartitionTarget(args []string) ([]wire.Identifier, uint32, error) {
+	ids, err := parseIdentifiers(args, "stream ID", "topic ID")
+	if err != nil {
+		return nil, 0, err
+	}
+	partition, err := parsePartitionID(args[2])
+	return ids, partition, err
+}
+
 func (a *app) segmentCommand() *cobra.Command {
 	del := &cobra.Command{
 		Use:     "delete STREAM_ID TOPIC_ID PARTITION_ID SEGMENTS_COUNT",
@@ -21,11 +31,7 @@ func (a *app) segmentCommand() *cobra.Command {
 		Example: "  iggy segment delete 1 1 1 10\n  iggy segment delete prod sensors 2 2",
 		Args:    exactArgs(4, "STREAM_ID", "TOPIC_ID", "PARTITION_ID", "SEGMENTS_COUNT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIdentifiers(args, "stream ID", "topic ID")
-			if err != nil {
-				return err
-			}
-			partition, err := parsePartitionID(args[2])
+			ids, partition, err := parsePartitionTarget(args)
 			if err != nil {
 				return err
 			}
@@ -57,11 +63,7 @@ func (a *app) flushCommand() *cobra.Command {
 		Example: "  iggy message flush 1 2 1\n  iggy message flush --fsync prod sensors 0",
 		Args:    exactArgs(3, "STREAM_ID", "TOPIC_ID", "PARTITION_ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIdentifiers(args, "stream ID", "topic ID")
-			if err != nil {
-				return err
-			}
-			partition, err := parsePartitionID(args[2])
+			ids, partition, err := parsePartitionTarget(args)
 			if err != nil {
 				return err
 			}

@@ -43,7 +43,7 @@ func (a *app) loginCommand() *cobra.Command {
 
 func (a *app) login(ctx context.Context, c *client.Client, expiry uint64) error {
 	addr := a.globals.tcpServerAddress
-	store, err := a.loadTokens()
+	stored, err := a.hasSession(addr)
 	if err != nil {
 		return err
 	}
@@ -58,7 +58,7 @@ func (a *app) login(ctx context.Context, c *client.Client, expiry uint64) error 
 			onServer, live = true, p.ExpiryAt == 0 || p.ExpiryAt > now
 		}
 	}
-	if _, stored := store.get(sessionService(addr), sessionTokenName); stored {
+	if stored {
 		if live {
 			a.say("Already logged into Iggy server %s", addr)
 			return nil
@@ -92,11 +92,11 @@ func (a *app) logoutCommand() *cobra.Command {
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			addr := a.globals.tcpServerAddress
-			store, err := a.loadTokens()
+			active, err := a.hasSession(addr)
 			if err != nil {
 				return err
 			}
-			if _, ok := store.get(sessionService(addr), sessionTokenName); ok {
+			if active {
 				err := a.withClient(cmd, true, func(ctx context.Context, c *client.Client) error {
 					if err := c.DeletePersonalAccessToken(ctx, sessionTokenName); err != nil {
 						return fmt.Errorf("delete session token %s: %w", sessionTokenName, err)
@@ -124,11 +124,10 @@ func (a *app) sessionCommand() *cobra.Command {
 		Args:    noArgs,
 		RunE: func(_ *cobra.Command, _ []string) error {
 			addr := a.globals.tcpServerAddress
-			store, err := a.loadTokens()
+			active, err := a.hasSession(addr)
 			if err != nil {
 				return err
 			}
-			_, active := store.get(sessionService(addr), sessionTokenName)
 			text := "No"
 			if active {
 				text = "Yes (token presence only, freshness not verified)"
@@ -138,4 +137,14 @@ func (a *app) sessionCommand() *cobra.Command {
 		},
 	}
 	return group("session", "sess", "login session operations", status)
+}
+
+// hasSession reports whether a login session token is stored for addr.
+func (a *app) hasSession(addr string) (bool, error) {
+	store, err := a.loadTokens()
+	if err != nil {
+		return false, err
+	}
+	_, ok := store.get(sessionService(addr), sessionTokenName)
+	return ok, nil
 }

@@ -14,19 +14,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/lodestream/lodestream/client"
-	"github.com/lodestream/lodestream/wire"
+	"github.com/lodestream/lodestream/examples/internal/exampleconn"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8090", "server TCP address (comma-separated seeds for a cluster)")
-	user := flag.String("username", "iggy", "user name")
-	pass := flag.String("password", "iggy", "password")
-	stream := flag.String("stream", "demo", "stream ID or name")
-	topic := flag.String("topic", "events", "topic ID or name")
+	conn := exampleconn.Register()
 	group := flag.String("group", "workers", "consumer group ID or name")
 	batch := flag.Uint("batch", 100, "messages per poll")
 	interval := flag.Duration("poll-interval", 100*time.Millisecond, "wait after a poll round that found nothing")
@@ -42,28 +37,24 @@ func main() {
 		fmt.Fprintf(os.Stderr, "consumer: --commit %q is not consume, poll or manual\n", *commit)
 		os.Exit(2)
 	}
-	if err := run(ctx, *addr, *user, *pass, *stream, *topic, *group, uint32(*batch), *interval, mode, *limit); err != nil {
+	if err := run(ctx, conn, *group, uint32(*batch), *interval, mode, *limit); err != nil {
 		fmt.Fprintln(os.Stderr, "consumer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, addr, user, pass, stream, topic, group string, batch uint32, interval time.Duration, mode client.CommitMode, limit int) error {
-	var ids [3]wire.Identifier
-	for i, s := range []string{stream, topic, group} {
-		id, err := client.ParseIdentifier(s)
-		if err != nil {
-			return err
-		}
-		ids[i] = id
-	}
-	c, err := client.DialCluster(ctx, strings.Split(addr, ","), client.WithCredentials(user, pass))
+func run(ctx context.Context, conn *exampleconn.Flags, group string, batch uint32, interval time.Duration, mode client.CommitMode, limit int) error {
+	groupID, err := client.ParseIdentifier(group)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", addr, err)
+		return err
+	}
+	c, stream, topic, err := conn.Dial(ctx)
+	if err != nil {
+		return err
 	}
 	defer c.Close()
-	k, err := client.NewGroupConsumer(ctx, c, ids[2], client.ConsumerConfig{
-		Stream: ids[0], Topic: ids[1], BatchSize: batch, PollInterval: interval, Commit: mode,
+	k, err := client.NewGroupConsumer(ctx, c, groupID, client.ConsumerConfig{
+		Stream: stream, Topic: topic, BatchSize: batch, PollInterval: interval, Commit: mode,
 	})
 	if err != nil {
 		return err

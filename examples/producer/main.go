@@ -12,18 +12,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"time"
 
 	"github.com/lodestream/lodestream/client"
+	"github.com/lodestream/lodestream/examples/internal/exampleconn"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8090", "server TCP address (comma-separated seeds for a cluster)")
-	user := flag.String("username", "iggy", "user name")
-	pass := flag.String("password", "iggy", "password")
-	stream := flag.String("stream", "demo", "stream ID or name")
-	topic := flag.String("topic", "events", "topic ID or name")
+	conn := exampleconn.Register()
 	count := flag.Int("count", 100, "messages to send")
 	batch := flag.Int("batch", 100, "messages per batch")
 	linger := flag.Duration("linger", 10*time.Millisecond, "longest wait before a partial batch is sent")
@@ -33,24 +29,16 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *addr, *user, *pass, *stream, *topic, *count, *batch, *linger, *partition, *key); err != nil {
+	if err := run(ctx, conn, *count, *batch, *linger, *partition, *key); err != nil {
 		fmt.Fprintln(os.Stderr, "producer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, addr, user, pass, stream, topic string, count, batch int, linger time.Duration, partition int, key string) error {
-	streamID, err := client.ParseIdentifier(stream)
+func run(ctx context.Context, conn *exampleconn.Flags, count, batch int, linger time.Duration, partition int, key string) error {
+	c, stream, topic, err := conn.Dial(ctx)
 	if err != nil {
 		return err
-	}
-	topicID, err := client.ParseIdentifier(topic)
-	if err != nil {
-		return err
-	}
-	c, err := client.DialCluster(ctx, strings.Split(addr, ","), client.WithCredentials(user, pass))
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", addr, err)
 	}
 	defer c.Close()
 	strategy := client.PartitionBalanced()
@@ -61,8 +49,7 @@ func run(ctx context.Context, addr, user, pass, stream, topic string, count, bat
 		strategy = client.PartitionByID(uint32(partition))
 	}
 	p, err := client.NewProducer(c, client.ProducerConfig{
-		Stream: streamID, Topic: topicID,
-		Partitioning: strategy, BatchMessages: batch, Linger: linger,
+		Stream: stream, Topic: topic, Partitioning: strategy, BatchMessages: batch, Linger: linger,
 	})
 	if err != nil {
 		return err
@@ -79,6 +66,6 @@ func run(ctx context.Context, addr, user, pass, stream, topic string, count, bat
 	if err := p.Close(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("sent %d message(s) to %s/%s\n", count, stream, topic)
+	fmt.Printf("sent %d message(s) to %s\n", count, conn.Where())
 	return nil
 }
