@@ -166,7 +166,7 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&g.debug, "debug", "", "append a debug log to this file (short -d before the command)")
 	pf.StringVar(&g.encryptionKey, "encryption-key", "", "base64 AES-256 key: encrypt sent payloads and headers, decrypt polled ones (client side)")
 	root.Flags().StringVar(&g.generate, "generate", "", "print shell completion code for bash, zsh, fish or powershell")
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd.Root()) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd) }
 	root.AddCommand(
 		a.pingCommand(), a.meCommand(), a.statsCommand(), a.clusterCommand(),
 		a.streamCommand(), a.topicCommand(), a.messageCommand(),
@@ -180,8 +180,8 @@ func (a *app) rootCommand() *cobra.Command {
 
 // prepare runs before every command: the active context fills the options not given, then the
 // encryption key and the debug log are set up.
-func (a *app) prepare(root *cobra.Command) error {
-	if err := a.applyActiveContext(root); err != nil {
+func (a *app) prepare(cmd *cobra.Command) error {
+	if err := a.applyActiveContext(cmd.Root()); err != nil {
 		return err
 	}
 	if err := a.loadCipher(); err != nil {
@@ -196,7 +196,8 @@ func (a *app) prepare(root *cobra.Command) error {
 	}
 	a.debugFile = f
 	a.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	a.debugf("iggy %s", strings.Join(os.Args[1:], " "))
+	// The command only: arguments and options may hold passwords and tokens.
+	a.debugf("executing %s", cmd.CommandPath())
 	return nil
 }
 

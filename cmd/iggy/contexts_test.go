@@ -161,3 +161,16 @@ func TestNoHomeMeansNothingStored(t *testing.T) {
 		t.Fatalf("list without a home = %q", out)
 	}
 }
+
+func TestDebugLogKeepsSecretsOut(t *testing.T) {
+	e := newCLIEnv(t)
+	log := filepath.Join(t.TempDir(), "debug.log")
+	e.fails(1, "127.0.0.1:1", "-d", log, "--tcp-server-address", "127.0.0.1:1", "-u", "alice", "-p", "hunter2", "me")
+	data, err := os.ReadFile(log)
+	if err != nil || !strings.Contains(string(data), "executing iggy me") || !strings.Contains(string(data), "connecting to 127.0.0.1:1") {
+		t.Fatalf("debug log = %q, %v", data, err)
+	}
+	if strings.Contains(string(data), "hunter2") {
+		t.Fatalf("the debug log holds the password: %q", data)
+	}
+}
