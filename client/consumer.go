@@ -163,6 +163,10 @@ func (k *Consumer) pollRound(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
+	if k.group && len(k.partitions) == 0 {
+		k.synced = false // nothing assigned (more members than partitions): ask again next round
+		return false, nil
+	}
 	for range len(k.partitions) {
 		p := k.partitions[k.turn%len(k.partitions)]
 		k.turn = (k.turn + 1) % len(k.partitions)

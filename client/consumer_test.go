@@ -24,6 +24,7 @@ type topicServer struct {
 	polls      []wire.PollMessagesRequest
 	codes      []wire.CommandCode // every command received, in order
 	resyncOnce bool
+	later      []uint32 // when set, the assignment after the first sync (a rebalance)
 }
 
 func newTopicServer(t *testing.T, logs map[uint32][]string, assignment []uint32) *topicServer {
@@ -49,6 +50,9 @@ func (s *topicServer) serve(f wire.Frame) [][]byte {
 		return [][]byte{replyOK(h, nil)}
 	case wire.CodeSyncConsumerGroup:
 		a := wire.Assignment{Generation: 1, Partitions: s.assignment}
+		if s.later != nil {
+			s.assignment, s.later = s.later, nil
+		}
 		return [][]byte{replyOK(h, a.Append(nil))}
 	case wire.CodeStoreConsumerOffset:
 		req, err := wire.DecodeRequestBody(code, f.Body)
@@ -233,5 +237,22 @@ func TestConsumerConfigValidation(t *testing.T) {
 	}
 	if _, err := NewConsumer(c, wire.NumericID(1), nil, testTopic); err == nil {
 		t.Error("a consumer of no partitions accepted")
+	}
+}
+
+func TestGroupConsumerWithoutPartitionsKeepsAsking(t *testing.T) {
+	s := newTopicServer(t, map[uint32][]string{0: {"a"}}, nil)
+	s.later = []uint32{0}
+	k, err := NewGroupConsumer(testCtx(t), loggedIn(t, s.fakeServer), wire.NumericID(1), testTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first sync assigns nothing; the consumer syncs again every round while empty-handed
+	// and finds partition 0 after the rebalance.
+	if got := fmt.Sprint(consumeN(t, k, 1)); got != "[0/0:a]" {
+		t.Fatalf("consumed %s", got)
+	}
+	if n := s.count(wire.CodeSyncConsumerGroup); n != 2 {
+		t.Fatalf("%d syncs", n)
 	}
 }
