@@ -27,7 +27,8 @@ const (
 // ErrProducerClosed is returned by Send and Flush after Close.
 var ErrProducerClosed = errors.New("producer closed")
 
-// Message is one message handed to a Producer.
+// Message is one message handed to a Producer. The producer keeps the slices until the batch is
+// sent: do not modify them after Send.
 type Message struct {
 	ID          [16]byte // zero: the producer picks a random id (the server never mints ids)
 	Payload     []byte   // must not be empty
@@ -181,6 +182,9 @@ func (p *Producer) validate(m *Message) error {
 	case len(m.Payload) > wire.BatchPayloadBytesMax:
 		return &Error{Code: wire.ErrTooBigMessagePayload, Command: wire.CodeSendMessages,
 			Err: fmt.Errorf("payload is %d bytes, the limit is %d", len(m.Payload), wire.BatchPayloadBytesMax)}
+	case len(m.UserHeaders) > wire.BatchUserHeadersBytesMax:
+		return &Error{Code: wire.ErrTooBigUserHeaders, Command: wire.CodeSendMessages,
+			Err: fmt.Errorf("user headers are %d bytes, the limit is %d", len(m.UserHeaders), wire.BatchUserHeadersBytesMax)}
 	case p.cfg.Partitioning.kind == wire.PartitioningMessagesKey && (len(m.Key) == 0 || len(m.Key) > 255):
 		return &Error{Code: wire.ErrInvalidKeyValueLength, Command: wire.CodeSendMessages,
 			Err: fmt.Errorf("partitioning by key needs a Key of 1..255 bytes, got %d", len(m.Key))}

@@ -234,4 +234,8 @@ func TestProducerConfigAndMessageValidation(t *testing.T) {
 	if err := p.Send(testCtx(t), Message{}); CodeOf(err) != wire.ErrEmptyMessagePayload {
 		t.Fatalf("empty payload: %v", err)
 	}
+	big := Message{Payload: []byte("x"), UserHeaders: make([]byte, wire.BatchUserHeadersBytesMax+1)}
+	if err := p.Send(testCtx(t), big); CodeOf(err) != wire.ErrTooBigUserHeaders {
+		t.Fatalf("oversized headers: %v", err)
+	}
 }
