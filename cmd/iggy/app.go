@@ -181,7 +181,7 @@ func (a *app) rootCommand() *cobra.Command {
 // prepare runs before every command: the active context fills the options not given, then the
 // encryption key and the debug log are set up.
 func (a *app) prepare(cmd *cobra.Command) error {
-	if err := a.applyActiveContext(cmd.Root()); err != nil {
+	if err := a.applyActiveContext(cmd); err != nil {
 		return err
 	}
 	if err := a.loadCipher(); err != nil {

@@ -36,7 +36,8 @@ var contextFlags = []struct{ key, flag string }{
 
 type contextConfig = map[string]any
 
-// loadContexts returns every context (default included) and the active context's name.
+// loadContexts returns every context (default included) and the active context's name, which
+// may be missing from them when contexts.toml was edited by hand.
 func (a *app) loadContexts() (map[string]contextConfig, string, error) {
 	contexts := map[string]contextConfig{defaultContextName: {}}
 	active := defaultContextName
@@ -62,10 +63,7 @@ func (a *app) loadContexts() (map[string]contextConfig, string, error) {
 	}
 	activePath, _ := a.homeFile(activeContextFileName, false)
 	if b, err := os.ReadFile(activePath); err == nil {
-		active = strings.TrimSpace(string(b))
-		if _, ok := contexts[active]; !ok {
-			return nil, "", fmt.Errorf("active context %q (in %s) is missing from %s; run 'iggy context use default'", active, activePath, contextsFileName)
-		}
+		active = strings.TrimSpace(string(b)) // may name a deleted context: applyActiveContext says so
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, "", fmt.Errorf("read active context: %w", err)
 	}
@@ -96,13 +94,19 @@ func (a *app) saveActiveContext(name string) error {
 }
 
 // applyActiveContext fills the global options not given on the command line from the active
-// context.
-func (a *app) applyActiveContext(root *cobra.Command) error {
+// context, for cmd.
+func (a *app) applyActiveContext(cmd *cobra.Command) error {
 	contexts, active, err := a.loadContexts()
 	if err != nil {
 		return err
 	}
-	pf := root.PersistentFlags()
+	if _, ok := contexts[active]; !ok {
+		if p := cmd.Parent(); p != nil && p.Name() == "context" {
+			return nil // the context commands list and repair this
+		}
+		return fmt.Errorf("active context %q is missing from %s; run 'iggy context use default'", active, contextsFileName)
+	}
+	pf := cmd.Root().PersistentFlags()
 	for _, cf := range contextFlags {
 		v, ok := contexts[active][cf.key].(string)
 		if !ok || v == "" || pf.Changed(cf.flag) {

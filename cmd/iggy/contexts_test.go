@@ -154,6 +154,17 @@ func TestStoredTokensAndSessionStatus(t *testing.T) {
 	}
 }
 
+func TestMissingActiveContextIsReportedAndRepairable(t *testing.T) {
+	e := newCLIEnv(t)
+	if err := os.WriteFile(filepath.Join(e.env[envIggyHome], activeContextFileName), []byte("gone"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.fails(1, `active context "gone" is missing`, "me")
+	e.ok("context", "list")
+	e.ok("context", "use", "default")
+	e.fails(2, "missing credentials", "me")
+}
+
 func TestNoHomeMeansNothingStored(t *testing.T) {
 	e := &cliEnv{t: t, env: map[string]string{}}
 	e.fails(1, "IGGY_HOME", "context", "create", "x")
