@@ -77,7 +77,7 @@ var globalShorthands = map[string]struct {
 	"d": {"debug", true},
 }
 
-// expandGlobalShorthands rewrites -u/-p/-t/-q that precede the first subcommand name to their long
+// expandGlobalShorthands rewrites -u/-p/-t/-q/-n/-d that precede the first subcommand name to their long
 // forms. Anything after the subcommand name is left to that subcommand.
 func expandGlobalShorthands(args []string) []string {
 	out := make([]string, 0, len(args))
