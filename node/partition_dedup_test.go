@@ -50,7 +50,7 @@ func TestDedupTableEvictsTheLeastRecentClient(t *testing.T) {
 		tb.record(dedupKey{user: 1, client: consensus.Uint128{Lo: uint64(i + 1)}}, 1, 1, 1, uint64(i+1))
 	}
 	tb.record(dedupKey{user: 1, client: consensus.Uint128{Lo: 1}}, 2, 2, 2, 5000) // client 1 used again
-	tb.record(dedupKey{user: 9, client: consensus.Uint128{Lo: 1}}, 1, 1, 1, 5001)  // one more client
+	tb.record(dedupKey{user: 9, client: consensus.Uint128{Lo: 1}}, 1, 1, 1, 5001) // one more client
 	if len(tb.clients) != dedupClientsMax {
 		t.Fatalf("%d clients, bound %d", len(tb.clients), dedupClientsMax)
 	}
