@@ -192,8 +192,14 @@ type partitionPlane struct {
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
 	opening map[partitionKey]chan struct{} // closed when the key's queued open ends
-	opens   *openQueue
-	state   *metadata.State // set by the first reconcile
+	// gate (cluster mode): closed until the metadata group has caught up
+	// after boot. Before that the metadata state may lack partitions whose
+	// files are here (a restarted replica recovers its state from the
+	// primary), so nothing is opened, removed or swept.
+	gated    bool
+	gateOpen atomic.Bool
+	opens    *openQueue
+	state    *metadata.State // set by the first reconcile
 
 	// reconcileMu serialises reconcile passes (metadata apply and boot).
 	reconcileMu  sync.Mutex
