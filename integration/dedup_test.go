@@ -28,10 +28,15 @@ func sendRaw(t *testing.T, r *rawConn, session, request uint64, body []byte) (wi
 	return wire.OK, conf[0].BaseOffset
 }
 
-// TestSendRetriesAreRecognised (issue 8 point 6): the same client id,
-// request id and body again gets the original confirmation and stores
-// nothing; a different body under the reused id is a new send; a request
-// id below a full window answers RequestAlreadyApplied.
+// flagged is a request id that asks for retry recognition.
+func flagged(id uint64) uint64 { return id | 1<<63 }
+
+// TestSendRetriesAreRecognised (issue 8 point 6): with retry recognition
+// asked for (the request id's top bit), the same client id, request id and
+// body again gets the original confirmation and stores nothing; a
+// different body under the reused id is a new send; a request id below a
+// full window answers RequestAlreadyApplied. Without it (upstream SDKs
+// reuse one request id), identical batches are two sends.
 func TestSendRetriesAreRecognised(t *testing.T) {
 	srv := startServer(t, "")
 	c := rootClient(t, srv.addr)
@@ -47,34 +52,40 @@ func TestSendRetriesAreRecognised(t *testing.T) {
 
 	r := dialRaw(t, srv.addr)
 	session := r.login()
-	if code, base := sendRaw(t, r, session, 5, append([]byte(nil), bodyX...)); code != wire.OK || base != 0 {
+	if code, base := sendRaw(t, r, session, flagged(5), append([]byte(nil), bodyX...)); code != wire.OK || base != 0 {
 		t.Fatalf("first send: %s base %d", code, base)
 	}
-	if code, base := sendRaw(t, r, session, 5, append([]byte(nil), bodyX...)); code != wire.OK || base != 0 {
+	if code, base := sendRaw(t, r, session, flagged(5), append([]byte(nil), bodyX...)); code != wire.OK || base != 0 {
 		t.Fatalf("replayed send: %s base %d, want the original confirmation (0)", code, base)
 	}
-	if code, base := sendRaw(t, r, session, 5, append([]byte(nil), bodyY...)); code != wire.OK || base != 3 {
+	if code, base := sendRaw(t, r, session, flagged(5), append([]byte(nil), bodyY...)); code != wire.OK || base != 3 {
 		t.Fatalf("another body under the reused request id: %s base %d, want a new send at 3", code, base)
 	}
 	if st := partitionStats(t, c, id(0), id(0), 0); st.MessagesCount != 6 {
 		t.Fatalf("%d messages stored, want 6 (the replay stored nothing)", st.MessagesCount)
 	}
+	// Not asked for: the same batch under the same (unflagged) id twice is two sends.
+	for want := uint64(6); want <= 9; want += 3 {
+		if code, base := sendRaw(t, r, session, 7, append([]byte(nil), bodyX...)); code != wire.OK || base != want {
+			t.Fatalf("unflagged identical send: %s base %d, want %d", code, base, want)
+		}
+	}
 	// A reconnect under the same client id (a new session) is recognised too.
 	again := dialRaw(t, srv.addr)
 	again.client = r.client
 	session2 := again.login()
-	if code, base := sendRaw(t, again, session2, 5, append([]byte(nil), bodyX...)); code != wire.OK || base != 0 {
+	if code, base := sendRaw(t, again, session2, flagged(5), append([]byte(nil), bodyX...)); code != wire.OK || base != 0 {
 		t.Fatalf("replay under a new session: %s base %d", code, base)
 	}
 	// Fill the window, then a request id below it.
 	for req := uint64(100); req < 100+128; req++ {
 		body, err := wire.AppendSendMessages(nil, id(0), id(0), partitionID(0), makeMessages("w", int(req), 1))
 		must(t, err)
-		if code, _ := sendRaw(t, again, session2, req, body); code != wire.OK {
+		if code, _ := sendRaw(t, again, session2, flagged(req), body); code != wire.OK {
 			t.Fatalf("window fill %d: %s", req, code)
 		}
 	}
-	if code, _ := sendRaw(t, again, session2, 5, append([]byte(nil), bodyX...)); code != wire.ErrRequestAlreadyApplied {
+	if code, _ := sendRaw(t, again, session2, flagged(5), append([]byte(nil), bodyX...)); code != wire.ErrRequestAlreadyApplied {
 		t.Fatalf("a replay older than the window: %s, want RequestAlreadyApplied", code)
 	}
 }
@@ -96,7 +107,7 @@ func TestClusterSendReplayedOnTheNewPrimary(t *testing.T) {
 	must(t, err)
 	r := dialRaw(t, c.addr(0))
 	session := r.login()
-	code, base := sendRaw(t, r, session, 42, append([]byte(nil), body...))
+	code, base := sendRaw(t, r, session, flagged(42), append([]byte(nil), body...))
 	if code != wire.OK || base != 2 {
 		t.Fatalf("send on the primary: %s base %d", code, base)
 	}
@@ -114,7 +125,7 @@ func TestClusterSendReplayedOnTheNewPrimary(t *testing.T) {
 			if !ok {
 				continue // no metadata primary yet
 			}
-			code, got := sendRaw(t, rc, s, 42, append([]byte(nil), body...))
+			code, got := sendRaw(t, rc, s, flagged(42), append([]byte(nil), body...))
 			if code == wire.OK {
 				if got != base {
 					t.Fatalf("replay on node %d: base %d, want the original %d", i, got, base)

@@ -12,7 +12,12 @@ import (
 	"github.com/zeebo/xxh3"
 )
 
-// Retries are recognised (issue 8 point 6, beyond upstream). Every
+// Retries are recognised (issue 8 point 6, beyond upstream) for sends that
+// ask for it: a request id with dedupRequestFlag set says the client gives
+// every send its own request id (the leader-aware client's exactly-once
+// sends). Upstream SDKs reuse one request id for many partition writes,
+// and two identical batches they send are two sends (upstream stores
+// both), so theirs are not recognised: at-least-once, as upstream. Every
 // partition group keeps, in its replicated state, the last dedupWindow
 // committed sends of each (user, client id): request id, a checksum of
 // the batch as the client sent it (its batch checksum, before stamping),
@@ -33,8 +38,10 @@ import (
 // mode, in a file written with the superblock (restarts).
 
 const (
-	dedupWindow     = 128  // committed request ids per (user, client) per partition
-	dedupClientsMax = 1024 // (user, client) pairs per partition; the least recently used goes
+	// dedupRequestFlag, the request id's top bit, asks for retry recognition.
+	dedupRequestFlag = uint64(1) << 63
+	dedupWindow      = 128  // committed request ids per (user, client) per partition
+	dedupClientsMax  = 1024 // (user, client) pairs per partition; the least recently used goes
 )
 
 type dedupKey struct {

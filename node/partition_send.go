@@ -95,8 +95,11 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 			return
 		}
 	}
-	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch,
-		user: v.userID, client: toConsensus(hdr.Client), request: hdr.Request, sum: sum})
+	p := &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch}
+	if hdr.Request&dedupRequestFlag != 0 {
+		p.user, p.client, p.request, p.sum = v.userID, toConsensus(hdr.Client), hdr.Request, sum
+	}
+	out := e.shard.propose(n.lifetime, p)
 	frameInUse = !out.bodyReleased && n.cipher == nil
 	if out.code != wire.OK {
 		n.sendStatus(c, hdr, out.code)
