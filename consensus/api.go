@@ -126,6 +126,10 @@ type Group interface {
 	// HandOver makes a Normal primary step down in favour of replica to
 	// through an orderly view change; false when it is not the primary.
 	HandOver(to uint8) bool
+	// SuspectPrimary makes a Normal backup act as on a heartbeat timeout.
+	SuspectPrimary() bool
+	// ProbePrimary has a Normal backup ask its primary for the view.
+	ProbePrimary() bool
 
 	ReplicaID() uint8
 	View() uint32

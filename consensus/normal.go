@@ -307,13 +307,43 @@ func (r *Replica) retransmitPrepares() {
 
 func (r *Replica) tickBackup() {
 	if r.heartbeatTimer.fired(r.ticks) {
-		if r.observedNewerView > r.view {
-			r.probeView(r.observedNewerView)
-			r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
-			return
-		}
-		r.startViewChange(r.view + 1)
+		r.primarySilent()
 	}
+}
+
+// primarySilent is a backup's answer to a silent primary: probe a newer
+// view it heard of, else start the next view.
+func (r *Replica) primarySilent() {
+	if r.observedNewerView > r.view {
+		r.probeView(r.observedNewerView)
+		r.heartbeatTimer.start(r.ticks, uint64(r.cfg.HeartbeatTimeoutTicks))
+		return
+	}
+	r.startViewChange(r.view + 1)
+}
+
+// ProbePrimary has a Normal backup ask its view's primary for the view
+// (RequestStartView, answered with a StartView): a primary that rested
+// (stopped ticking and sending heartbeats while idle) wakes on it and
+// resumes them. False unless this replica is a Normal backup.
+func (r *Replica) ProbePrimary() bool {
+	if r.status != StatusNormal || r.isPrimaryIndex() {
+		return false
+	}
+	r.probeView(r.view)
+	return true
+}
+
+// SuspectPrimary makes a Normal backup act now as its heartbeat timeout
+// would: the driver knows the primary's node is gone (a group that rested
+// without ticks has no running timeout of its own). False when this
+// replica is not a Normal backup.
+func (r *Replica) SuspectPrimary() bool {
+	if r.status != StatusNormal || r.isPrimaryIndex() {
+		return false
+	}
+	r.primarySilent()
+	return true
 }
 
 // onCommit: a backup accepts a heartbeat from its view's primary whose

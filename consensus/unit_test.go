@@ -251,3 +251,26 @@ func TestHandOverIsAnOrderlyViewChange(t *testing.T) {
 	}
 	h.checkAppliedAgree()
 }
+
+// SuspectPrimary: a backup told its primary's node is gone starts the next
+// view at once, as its heartbeat timeout would; the primary refuses.
+func TestSuspectPrimaryStartsTheNextView(t *testing.T) {
+	h := newHarness(3, nil, t.Fatalf)
+	if h.replicas[0].SuspectPrimary() {
+		t.Fatal("the primary suspected itself")
+	}
+	if !h.replicas[1].SuspectPrimary() {
+		t.Fatal("a Normal backup refused")
+	}
+	h.drain(1)
+	if h.replicas[1].Status() != StatusViewChange || h.replicas[1].View() != 1 {
+		t.Fatalf("after SuspectPrimary: status %v view %d, want a view change to 1", h.replicas[1].Status(), h.replicas[1].View())
+	}
+	h.crash(0)
+	h.deliverAll()
+	for _, i := range []int{1, 2} {
+		if r := h.replicas[i]; r.View() != 1 || r.Status() != StatusNormal {
+			t.Fatalf("replica %d: view %d status %v, want Normal in view 1", i, r.View(), r.Status())
+		}
+	}
+}

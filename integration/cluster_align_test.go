@@ -152,3 +152,44 @@ func TestClusterPartitionLeadershipFollowsMetadata(t *testing.T) {
 	_ = took
 	_ = wire.OK
 }
+
+// TestClusterRestingPartitionsFailOver: idle partition groups rest (no
+// ticks, no heartbeats); after a write every follower still holds it (the
+// primary broadcast its commit before resting); kill -9 of the node leading
+// them wakes them through the metadata group's view change and every
+// partition gets a primary on the new metadata primary within 2 ×
+// heartbeat_timeout, holding every acknowledged message.
+func TestClusterRestingPartitionsFailOver(t *testing.T) {
+	const partitions = 50
+	c := startCluster(t, 3)
+	ctx := testCtx(t)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = leader.CreateTopic(ctx, id(0), "t", partitions)
+	must(t, err)
+	for p := uint32(0); p < partitions; p++ {
+		sendOK(t, leader, id(0), id(0), partitionID(p), makeMessages(fmt.Sprintf("p%d", p), 0, 2))
+	}
+	time.Sleep(3 * time.Second) // well past the rest threshold (3 × commit_broadcast_interval)
+	for _, i := range []int{1, 2} {
+		for p := uint32(0); p < partitions; p += 7 {
+			c.waitPartitionCount(i, p, 2, 2*time.Second)
+		}
+	}
+	first, _ := c.waitAligned(partitions, 10*time.Second)
+	c.nodes[first].stop(syscall.SIGKILL)
+	next, took := c.waitAligned(partitions, 60*time.Second)
+	t.Logf("%d resting partitions: every primary on node %d %s after kill -9 of node %d (heartbeat_timeout %s)",
+		partitions, next, took.Round(time.Millisecond), first, clusterHeartbeatTimeout)
+	if took > 2*clusterHeartbeatTimeout+time.Second {
+		t.Errorf("resting partitions moved in %s, over 2 × heartbeat_timeout", took)
+	}
+	nl := rootClient(t, c.addr(next))
+	for p := uint32(0); p < partitions; p++ {
+		conf := sendOK(t, nl, id(0), id(0), partitionID(p), makeMessages(fmt.Sprintf("after-p%d", p), 0, 1))
+		if conf.BaseOffset != 2 {
+			t.Fatalf("partition %d after the failover: offset %d, want 2", p, conf.BaseOffset)
+		}
+	}
+}

@@ -115,13 +115,16 @@ type proposalKey struct {
 type driver struct {
 	// caughtUp, when set, runs once on the driver goroutine the first time
 	// the group is Normal with everything it knows committed applied.
-	caughtUp  func()
-	log       *slog.Logger
-	group     metadataGroup
-	store     durableLog
-	app       applier
-	proposals chan *proposal
-	stopped   chan struct{} // closed when run returns
+	caughtUp func()
+	// viewChanged, when set, runs on the driver goroutine after the group's
+	// view or status changed (wakes resting partition groups).
+	viewChanged func()
+	log         *slog.Logger
+	group       metadataGroup
+	store       durableLog
+	app         applier
+	proposals   chan *proposal
+	stopped     chan struct{} // closed when run returns
 	// inbox holds messages from other replicas; peers sends ours (nil on a
 	// one-replica node, which never produces any).
 	inbox         chan consensus.Message
@@ -345,6 +348,9 @@ func (d *driver) publishStatus() {
 	if old != nil && (old.view != cur.view || old.status != cur.status) {
 		d.log.Info("metadata group view", "view", cur.view, "status", cur.status.String(), "primary", cur.primary,
 			"commit", cur.commitMin)
+		if d.viewChanged != nil {
+			d.viewChanged()
+		}
 	}
 	d.status.Store(&cur)
 }

@@ -217,9 +217,15 @@ func Run(ctx context.Context, opts Options) error {
 		}()
 		// Set after n.bus (through each loop, which orders the write
 		// before its reads): partition primaries follow the metadata one.
+		restAfter := 3 * clampTicks(cfg.Cluster.Ticks().CommitBroadcastIntervalTicks)
 		for _, sh := range n.plane.shards {
-			sh.do(func() { sh.alignTo = n.metadataAlignTarget })
+			sh.do(func() {
+				sh.alignTo = n.metadataAlignTarget
+				sh.connected = n.bus.Connected
+				sh.restAfterTicks = restAfter
+			})
 		}
+		n.driver.viewChanged = n.plane.wakePartitions
 	}
 
 	tlsConfig, err := tcpTLS(cfg)

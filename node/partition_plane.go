@@ -88,6 +88,11 @@ type partitionEntry struct {
 	dedup                dedupTable
 	transfer             *partitionTransfer
 	alignRetryAt         time.Time // no hand-over before (partition_align.go)
+	// Resting (partition_rest.go).
+	resting      bool
+	quietTicks   uint32
+	lastProgress restProgress
+	heardView    uint32 // 1 + the view in which the primary was last heard from (0: never)
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32

@@ -125,6 +125,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 	e.shard.do(func() {
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
+			e.shard.awake[e] = struct{}{}
 			e.publishRole()
 			e.publishWatermarks()
 		}

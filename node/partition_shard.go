@@ -89,18 +89,28 @@ type partitionShard struct {
 	records      recordSource
 	// self and alignTo: leadership alignment (partition_align.go); alignTo
 	// is nil on a single node.
-	self      uint8
-	alignTo   alignTarget
-	proposals chan *partitionProposal
-	controls  chan shardControl
-	stopped   chan struct{}
+	self    uint8
+	alignTo alignTarget
+	// Resting quiet groups (partition_rest.go): ticks of standstill before a
+	// group rests (0: never, a single node), whether a peer is connected,
+	// and the metadata group's view changes.
+	restAfterTicks uint32
+	connected      func(replica uint8) bool
+	wakeups        chan struct{}
+	proposals      chan *partitionProposal
+	controls       chan shardControl
+	stopped        chan struct{}
 
 	// Owned by the loop goroutine (or by the caller of do after stop).
-	groups  map[*partitionEntry]struct{}
-	nextTag uint64
-	waiting map[uint64]*partitionProposal
-	touched []*partitionEntry
-	results map[uint64]partitionOutcome // op -> outcome of the group being processed
+	groups map[*partitionEntry]struct{}
+	// awake: the groups that tick (all but the resting ones), and how many
+	// resting groups this replica leads (partition_rest.go).
+	awake      map[*partitionEntry]struct{}
+	restingLed int
+	nextTag    uint64
+	waiting    map[uint64]*partitionProposal
+	touched    []*partitionEntry
+	results    map[uint64]partitionOutcome // op -> outcome of the group being processed
 }
 
 func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
@@ -112,8 +122,10 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
 		controls:  make(chan shardControl, partitionControlQueueMax),
 		inbox:     make(chan routedMessage, inboxMax),
+		wakeups:   make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		groups:    make(map[*partitionEntry]struct{}),
+		awake:     make(map[*partitionEntry]struct{}),
 		waiting:   make(map[uint64]*partitionProposal),
 		results:   make(map[uint64]partitionOutcome),
 	}
@@ -206,17 +218,18 @@ func (s *partitionShard) run(ctx context.Context) {
 			return
 		case <-ticker.C():
 			now := s.clock.NowMicros()
-			led := 0
-			for e := range s.groups {
+			led := s.restingLed
+			for e := range s.awake {
+				if e.primary.Load() {
+					led++
+				}
 				e.group.SetNow(now)
 				e.group.Tick()
 				if e.group.HasReady() || len(e.backlog) > 0 {
 					s.touch(e)
 				}
 				e.publishRole()
-				if e.primary.Load() {
-					led++
-				}
+				s.noteQuiet(e)
 			}
 			s.led.Store(int64(led))
 			s.served.Store(int64(len(s.groups)))
@@ -224,6 +237,8 @@ func (s *partitionShard) run(ctx context.Context) {
 		case c := <-s.controls:
 			c.fn()
 			close(c.done)
+		case <-s.wakeups:
+			s.wakeAll()
 		case m := <-s.inbox:
 			s.step(m)
 		steps:
@@ -272,7 +287,9 @@ func (s *partitionShard) step(r routedMessage) {
 	if _, ok := s.groups[r.entry]; !ok {
 		return
 	}
+	s.wake(r.entry)
 	r.entry.group.Step(r.msg)
+	s.heard(r.entry, r.msg.From)
 	if r.entry.group.HasReady() {
 		s.touch(r.entry)
 	}
@@ -345,6 +362,7 @@ func (s *partitionShard) touch(e *partitionEntry) {
 
 func (s *partitionShard) admit(p *partitionProposal) {
 	e := p.entry
+	s.wake(e)
 	if _, ok := s.groups[e]; !ok || e.log == nil {
 		// Deleted (or quarantined) between admission and now.
 		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
@@ -434,6 +452,10 @@ func (s *partitionShard) promoteBacklog(e *partitionEntry) {
 // partition that is going away.
 func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	delete(s.groups, e)
+	if e.resting && e.primary.Load() {
+		s.restingLed--
+	}
+	delete(s.awake, e)
 	if e.transfer != nil {
 		e.transfer.stop()
 		e.transfer = nil

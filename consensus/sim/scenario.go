@@ -162,7 +162,8 @@ func NewScenario(seed uint64) Scenario {
 // with the same profile (the repro line names it).
 var Profiles = map[string]func(*Scenario){
 	// handover: n ∈ {2, 3, 5}, orderly hand-overs of leadership (leadership
-	// alignment) among crashes of at most f nodes at once and partitions;
+	// alignment) and backups suspecting their primary (resting groups)
+	// among crashes of at most f nodes at once and partitions;
 	// repair chunks of at least 4 (whole-cluster crashes with one-op repair
 	// chunks are the crashy profile's).
 	"handover": func(s *Scenario) {

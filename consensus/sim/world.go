@@ -373,10 +373,28 @@ func (w *world) step() {
 	}
 }
 
-// handOver asks node i's primaries to hand their groups to replica to.
+// handOver asks node i's primaries to hand their groups to replica to;
+// with to == i, node i's backups suspect their primary instead (what a
+// resting group's driver does when the primary's node is gone).
 func (w *world) handOver(i, to int) {
 	nd := w.nodes[i]
-	if !nd.up || i == to {
+	if !nd.up {
+		return
+	}
+	if i == to {
+		probe := w.rng.chance(0.5)
+		for _, d := range nd.replicas {
+			if d.g == nil {
+				continue
+			}
+			if probe && d.g.ProbePrimary() {
+				w.logf("node %d probes its group's primary (view %d)", i, d.g.View())
+				d.drain()
+			} else if !probe && d.g.SuspectPrimary() {
+				w.logf("node %d suspects its group's primary (view %d)", i, d.g.View())
+				d.drain()
+			}
+		}
 		return
 	}
 	for _, d := range nd.replicas {

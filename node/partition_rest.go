@@ -1,0 +1,130 @@
+package node
+
+import "github.com/lodestream/lodestream/consensus"
+
+// Quiet partition groups rest (issue 8 point 8, cluster mode). A group
+// ticks every 10 ms and its primary sends a commit heartbeat to every
+// backup each commit_broadcast_interval, whatever it carries: with
+// thousands of idle partitions that is most of a node's idle CPU. A group
+// whose log has not moved for restAfter ticks, with nothing in flight, led
+// by the metadata primary's node, stops ticking (its timers freeze, its
+// primary sends nothing). The primary has then broadcast its final commit
+// at least twice, and backups rest before their heartbeat timeout can
+// fire (restAfter = 3 × commit_broadcast < heartbeat_timeout).
+//
+// A backup rests only once it heard from its view's primary in that view
+// (a fresh or restarted replica may face a resting primary that sends
+// nothing); until then it probes the primary every restAfter ticks
+// (consensus ProbePrimary), which wakes it: its heartbeats then bring the
+// backup up to date.
+//
+// Waking: any message for the group (a prepare, a view change, a probe)
+// or a proposal wakes it. Failure detection of the node that leads the
+// resting groups is the metadata group's (it never rests, and it is led by
+// that same node): when the metadata group's view or status changes, every
+// resting group wakes, and those whose primary's node is no longer
+// connected start a view change at once (consensus SuspectPrimary).
+
+// restProgress is what must stand still for a group to count as quiet.
+type restProgress struct {
+	view                     uint32
+	status                   consensus.Status
+	op, commitMin, commitMax uint64
+}
+
+func progressOf(g partitionGroup) restProgress {
+	return restProgress{view: g.View(), status: g.Status(), op: g.Op(), commitMin: g.CommitMin(), commitMax: g.CommitMax()}
+}
+
+// noteQuiet (shard goroutine, after a group's tick) counts the ticks its
+// log stood still and lets it rest once it may.
+func (s *partitionShard) noteQuiet(e *partitionEntry) {
+	if s.restAfterTicks == 0 {
+		return
+	}
+	now := progressOf(e.group)
+	if now != e.lastProgress || e.inflight > 0 || len(e.backlog) > 0 || e.transfer != nil {
+		e.lastProgress, e.quietTicks = now, 0
+		return
+	}
+	e.quietTicks++
+	if primary := uint8(now.view % uint32(s.replicaCount)); primary != s.self && e.heardView != now.view+1 {
+		if e.quietTicks%s.restAfterTicks == 0 && e.group.ProbePrimary() {
+			s.touch(e)
+		}
+		return
+	}
+	if e.quietTicks >= s.restAfterTicks && s.mayRest(e, now) {
+		e.resting = true
+		delete(s.awake, e) // (deleting during the tick's range over awake is allowed)
+		if e.primary.Load() {
+			s.restingLed++
+		}
+	}
+}
+
+// mayRest: Normal, everything known committed and applied, led by the
+// node the metadata group is led by (whose failure the metadata group
+// detects).
+func (s *partitionShard) mayRest(e *partitionEntry, p restProgress) bool {
+	if p.status != consensus.StatusNormal || p.op != p.commitMin || p.commitMin != p.commitMax || e.appliedOp != p.op {
+		return false
+	}
+	if s.alignTo == nil {
+		return false
+	}
+	target, ok := s.alignTo()
+	return ok && uint8(p.view%uint32(s.replicaCount)) == target
+}
+
+// heard (shard goroutine) notes a message from the group's primary in its
+// current view.
+func (s *partitionShard) heard(e *partitionEntry, from uint8) {
+	if s.replicaCount == 0 {
+		return
+	}
+	if v := e.group.View(); from == uint8(v%uint32(s.replicaCount)) {
+		e.heardView = v + 1
+	}
+}
+
+// wake makes a resting group tick again.
+func (s *partitionShard) wake(e *partitionEntry) {
+	if !e.resting {
+		return
+	}
+	e.resting, e.quietTicks = false, 0
+	if e.primary.Load() {
+		s.restingLed--
+	}
+	if _, ok := s.groups[e]; ok {
+		s.awake[e] = struct{}{}
+	}
+}
+
+// wakeAll (shard goroutine) wakes every resting group after the metadata
+// group changed view or status; a group whose primary's node is gone
+// starts a view change at once.
+func (s *partitionShard) wakeAll() {
+	for e := range s.groups {
+		if !e.resting {
+			continue
+		}
+		s.wake(e)
+		primary := uint8(e.group.View() % uint32(s.replicaCount))
+		if primary != s.self && s.connected != nil && !s.connected(primary) && e.group.SuspectPrimary() {
+			s.touch(e)
+		}
+	}
+}
+
+// wakePartitions asks every shard to wake its resting groups (the
+// metadata group changed view or status); non-blocking.
+func (p *partitionPlane) wakePartitions() {
+	for _, s := range p.shards {
+		select {
+		case s.wakeups <- struct{}{}:
+		default: // one is pending already
+		}
+	}
+}
