@@ -7,7 +7,7 @@ RACE_PKGS ?= ./transport/... ./node/... ./client/... ./integration/... ./partiti
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status
+.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -22,6 +22,15 @@ cluster-up: build
 
 cluster-down:
 	deploy/cluster.sh down
+
+# Measurements on real 3-node loopback clusters (docs/cluster.md), outside
+# make test: idle CPU and memory per partition, and how fast partition
+# leadership follows the metadata primary.
+PARTITIONS ?= 1000
+cluster-idle:
+	LODESTREAM_IDLE_PARTITIONS=$(PARTITIONS) $(GO) test -count=1 -timeout 30m ./integration/ -run TestClusterIdlePartitionCost -v
+cluster-align:
+	LODESTREAM_ALIGN_PARTITIONS=$(PARTITIONS) $(GO) test -count=1 -timeout 30m ./integration/ -run TestClusterPartitionLeadershipFollowsMetadata -v
 
 cluster-status:
 	deploy/cluster.sh status
