@@ -161,13 +161,7 @@ func TestClusterPartitionLeadershipFollowsMetadata(t *testing.T) {
 // heartbeat_timeout, holding every acknowledged message.
 func TestClusterRestingPartitionsFailOver(t *testing.T) {
 	const partitions = 50
-	c := startCluster(t, 3)
-	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", partitions)
-	must(t, err)
+	c, leader := clusterWithTopic(t, 3, partitions)
 	for p := uint32(0); p < partitions; p++ {
 		sendOK(t, leader, id(0), id(0), partitionID(p), makeMessages(fmt.Sprintf("p%d", p), 0, 2))
 	}

@@ -16,6 +16,20 @@ import (
 	"github.com/lodestream/lodestream/wire"
 )
 
+// clusterWithTopic starts a cluster of n nodes and creates stream "s" with
+// topic "t" of the given partitions through node 0 (the first primary),
+// returning the cluster and node 0's signed-in client.
+func clusterWithTopic(t *testing.T, n int, partitions uint32, options ...wire.Option) (*testCluster, *client.Client) {
+	t.Helper()
+	c := startCluster(t, n)
+	leader := rootClient(t, c.addr(0))
+	_, err := leader.CreateStream(testCtx(t), "s")
+	must(t, err)
+	_, err = leader.CreateTopic(testCtx(t), id(0), "t", partitions, options...)
+	must(t, err)
+	return c, leader
+}
+
 // partitionDirOf is node i's directory of partition p of stream 0 topic 0.
 func (c *testCluster) partitionDirOf(i int, p uint32) string {
 	return filepath.Join(c.nodes[i].dataDir, "streams", "0", "topics", "0", "partitions", fmt.Sprint(p))
@@ -123,13 +137,8 @@ func (c *testCluster) sendAnywhere(p uint32, msgs []wire.BatchMessageInput, skip
 // After kill -9 of the primary, the survivors elect new primaries that hold
 // every acknowledged message and hand out no offset twice.
 func TestClusterPartitionsReplicate(t *testing.T) {
-	c := startCluster(t, 3)
+	c, leader := clusterWithTopic(t, 3, 3)
 	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", 3)
-	must(t, err)
 
 	acked := map[uint32]map[uint64]string{0: {}, 1: {}, 2: {}}
 	for round := 0; round < 20; round++ {
@@ -142,7 +151,7 @@ func TestClusterPartitionsReplicate(t *testing.T) {
 		}
 	}
 	follower := rootClient(t, c.addr(1))
-	_, err = follower.SendMessages(ctx, id(0), id(0), partitionID(0), makeMessages("on-a-backup", 0, 1))
+	_, err := follower.SendMessages(ctx, id(0), id(0), partitionID(0), makeMessages("on-a-backup", 0, 1))
 	expectCode(t, err, wire.ErrTransientNotAccepted)
 
 	for p := uint32(0); p < 3; p++ {
@@ -207,13 +216,8 @@ func keysOf(m map[string][]byte) []string {
 // it forms the quorum with the primary while the third node is down. A
 // wiped node rejoins the same way.
 func TestClusterPartitionBackupCatchesUpByTransfer(t *testing.T) {
-	c := startCluster(t, 3)
+	c, leader := clusterWithTopic(t, 3, 1)
 	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
-	must(t, err)
 	sent := 0
 	send := func(tag string, batches int) {
 		for i := 0; i < batches; i++ {
@@ -379,18 +383,13 @@ func (c *testCluster) waitPartitionCountIn(i int, topic, p uint32, want int, wit
 // created again under the same ids is a new partition group; its replicas
 // hold only what was written after.
 func TestClusterRecreatedTopicServesOnlyTheNewIncarnation(t *testing.T) {
-	c := startCluster(t, 3)
+	c, leader := clusterWithTopic(t, 3, 1)
 	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
-	must(t, err)
 	for i := 0; i < 10; i++ {
 		sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("old", i, 5))
 	}
 	must(t, leader.DeleteTopic(ctx, id(0), id(0)))
-	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
+	_, err := leader.CreateTopic(ctx, id(0), "t", 1)
 	must(t, err)
 	conf := sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("new", 0, 2))
 	if conf.BaseOffset != 0 {
@@ -408,13 +407,8 @@ func TestClusterRecreatedTopicServesOnlyTheNewIncarnation(t *testing.T) {
 // partition write needs both; while one is down it fails with a retryable
 // error, and works again once it is back.
 func TestClusterTwoNodesPartitionWritesNeedBoth(t *testing.T) {
-	c := startCluster(t, 2)
+	c, leader := clusterWithTopic(t, 2, 1)
 	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
-	must(t, err)
 	sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("both-up", 0, 1))
 	// Signed in before: a login is a metadata write, which needs both too.
 	short, err := client.Dial(ctx, c.addr(0), client.WithResponseTimeout(15*time.Second))
@@ -508,13 +502,7 @@ func TestClusterPrimaryKilledMidProduce(t *testing.T) {
 // aside and refills the partition from its peers (state transfer) while
 // the others keep serving; its segment files end byte-identical.
 func TestClusterCorruptSegmentRefilledFromPeers(t *testing.T) {
-	c := startCluster(t, 3)
-	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", 1, u64Option("segment_size", 1<<20))
-	must(t, err)
+	c, leader := clusterWithTopic(t, 3, 1, u64Option("segment_size", 1<<20))
 	fillPartition(t, leader, id(0), id(0), 0, 30) // ≈3 MB: sealed segments
 	total := int(partitionStats(t, leader, id(0), id(0), 0).MessagesCount)
 	c.waitPartitionCount(2, 0, total, 15*time.Second)

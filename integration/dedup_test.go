@@ -95,13 +95,7 @@ func TestSendRetriesAreRecognised(t *testing.T) {
 // primary after kill -9 of the old one (under a new session), gets its
 // original confirmation and is stored once.
 func TestClusterSendReplayedOnTheNewPrimary(t *testing.T) {
-	c := startCluster(t, 3)
-	ctx := testCtx(t)
-	leader := rootClient(t, c.addr(0))
-	_, err := leader.CreateStream(ctx, "s")
-	must(t, err)
-	_, err = leader.CreateTopic(ctx, id(0), "t", 1)
-	must(t, err)
+	c, leader := clusterWithTopic(t, 3, 1)
 	sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("before", 0, 2))
 	body, err := wire.AppendSendMessages(nil, id(0), id(0), partitionID(0), makeMessages("once", 0, 4))
 	must(t, err)
