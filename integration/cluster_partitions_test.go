@@ -526,3 +526,27 @@ func TestClusterCorruptSegmentRefilledFromPeers(t *testing.T) {
 	}
 	c.expectSameSegments(0, 0, 2)
 }
+
+// TestClusterFollowerPollNeverCommitsOffsets (seed 000): a poll with
+// auto-commit served by a follower returns the messages but never moves
+// the durable consumer offset; the same poll on the primary does.
+func TestClusterFollowerPollNeverCommitsOffsets(t *testing.T) {
+	c, leader := clusterWithTopic(t, 3, 1)
+	sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("m", 0, 5))
+	c.waitPartitionCount(1, 0, 5, 10*time.Second)
+	follower := rootClient(t, c.addr(1))
+	next := wire.PollingStrategy{Kind: wire.PollNext}
+	if r := pollAt(t, follower, firstConsumer, id(0), id(0), wire.SomePartition(0), next, 5, true); r.MessagesCount != 5 {
+		t.Fatalf("follower poll: %d messages", r.MessagesCount)
+	}
+	time.Sleep(500 * time.Millisecond) // an auto-commit would have committed by now
+	for _, cl := range []*client.Client{leader, follower} {
+		off, err := cl.GetConsumerOffset(testCtx(t), firstConsumer, id(0), id(0), wire.SomePartition(0))
+		must(t, err)
+		if off != nil {
+			t.Fatalf("a follower's poll stored the consumer offset %+v", off)
+		}
+	}
+	pollAt(t, leader, firstConsumer, id(0), id(0), wire.SomePartition(0), next, 5, true)
+	waitConsumerOffsetOn(t, c.addr(1), firstConsumer, 4)
+}
