@@ -255,6 +255,10 @@ func TestClusterPartitionBackupCatchesUpByTransfer(t *testing.T) {
 	c.nodes[1].start()
 	c.waitPartitionCount(1, 0, sent, 30*time.Second)
 	c.expectSameSegments(0, 0, 1)
+	// Then the transferred node forms the quorum with the primary.
+	c.nodes[2].stop(syscall.SIGKILL)
+	send("node-2-down", 5)
+	c.waitPartitionCount(1, 0, sent, 10*time.Second)
 }
 
 // expectSameSegments checks partition p's segment files of node other
