@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -19,28 +20,42 @@ func (n *Node) handleMetadataWrite(c *transport.Conn, s *session, hdr wire.Reque
 		return
 	}
 	code, _ := wire.CodeForOperation(hdr.Operation)
-	req, err := wire.DecodeRequestBody(code, body)
-	if err != nil {
-		n.sendStatus(c, hdr, bodyErrorCode(err))
-		return
-	}
-	cmd, extra, status := n.metadataCommand(v, req)
+	out, status := n.submitMetadataWrite(n.lifetime, v, metadataSlot{session: hdr.Session, request: hdr.Request, checksum: hdr.RequestChecksum.Lo}, code, body)
 	if status != wire.OK {
 		n.sendStatus(c, hdr, status)
 		return
 	}
-	if !n.preAuthorize(v.userID, cmd) {
-		n.sendStatus(c, hdr, wire.ErrUnauthorized)
-		return
-	}
-	out := n.driver.propose(n.lifetime, consensus.Request{
-		Client: v.client, Session: hdr.Session, Request: hdr.Request, Checksum: hdr.RequestChecksum.Lo,
-		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
-	}, extra)
 	if n.answerTransient(c, s, hdr, out) {
 		return
 	}
 	n.sendOK(c, hdr, out.body)
+}
+
+// metadataSlot is a request's place in its client session: session number,
+// request number and the checksum consensus deduplicates a retry by.
+type metadataSlot struct {
+	session, request, checksum uint64
+}
+
+// submitMetadataWrite is the one metadata-plane write path (binary frames
+// and HTTP): decode, resolve, authorize, propose. A non-OK status is a
+// refusal before consensus; otherwise out is the consensus outcome.
+func (n *Node) submitMetadataWrite(ctx context.Context, v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (outcome, wire.ErrorCode) {
+	req, err := wire.DecodeRequestBody(code, body)
+	if err != nil {
+		return outcome{}, bodyErrorCode(err)
+	}
+	cmd, extra, status := n.metadataCommand(v, req)
+	if status != wire.OK {
+		return outcome{}, status
+	}
+	if !n.preAuthorize(v.userID, cmd) {
+		return outcome{}, wire.ErrUnauthorized
+	}
+	return n.driver.propose(ctx, consensus.Request{
+		Client: v.client, Session: slot.session, Request: slot.request, Checksum: slot.checksum,
+		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
+	}, extra), wire.OK
 }
 
 // bodyErrorCode is the status for an undecodable body: the decoder's

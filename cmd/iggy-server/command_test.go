@@ -119,7 +119,7 @@ func TestExecuteConfigurationRefusals(t *testing.T) {
 			"cluster.repair_chunk_max = 2000: must be between 1 and 1024"},
 		{"bad env value", config.Env{"IGGY_TCP_ENABLED": "maybe"}, nil, `IGGY_TCP_ENABLED="maybe"`},
 		{"missing config file", config.Env{"IGGY_CONFIG_PATH": "/nonexistent/iggy.toml"}, nil, "/nonexistent/iggy.toml"},
-		{"unserved transport", config.Env{"IGGY_HTTP_ENABLED": "true"}, nil, "http.enabled = true: the http transport is not served by this build yet"},
+		{"unserved transport", config.Env{"IGGY_WEBSOCKET_ENABLED": "true"}, nil, "websocket.enabled = true: the websocket transport is not served by this build yet"},
 		{"replica id without cluster", nil, []string{"--replica-id", "1"}, "--replica-id 1 requires cluster.enabled = true"},
 		{"replica id not in roster", config.Env{"IGGY_CLUSTER_ENABLED": "true"}, []string{"--replica-id", "5"}, "--replica-id 5 matches no cluster.nodes entry"},
 		{"cluster first boot without root", config.Env{"IGGY_CLUSTER_ENABLED": "true"}, []string{"--replica-id", "0"}, "requires IGGY_ROOT_USERNAME and IGGY_ROOT_PASSWORD"},
