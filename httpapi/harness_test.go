@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -210,8 +208,6 @@ var volatile = map[string]bool{
 	"tcp": true, "iggy_server_version": true, "iggy_server_semver": true,
 }
 
-var numberRun = regexp.MustCompile(`^-?[0-9]`)
-
 func normalize(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
@@ -243,11 +239,14 @@ func golden(t *testing.T, name string, body []byte) {
 	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("%s: body %q is not JSON: %v", name, body, err)
 	}
-	got, err := json.MarshalIndent(normalize(v), "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(normalize(v)); err != nil {
 		t.Fatal(err)
 	}
-	got = append(got, '\n')
+	got := buf.Bytes()
 	path := filepath.Join("testdata", "golden", name+".json")
 	if *updateGolden {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -266,15 +265,3 @@ func golden(t *testing.T, name string, body []byte) {
 		t.Errorf("%s: body differs from golden\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-var _ = numberRun
-var _ = sortedKeys
