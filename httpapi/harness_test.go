@@ -108,6 +108,7 @@ type response struct {
 	status int
 	header http.Header
 	body   []byte
+	close  bool // the server asked to close the connection
 }
 
 func (r response) json(t *testing.T, v any) {
@@ -166,7 +167,7 @@ func (ts *testServer) doWith(method, path, token string, body any, headers map[s
 	if err != nil {
 		ts.t.Fatal(err)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: raw}
+	return response{status: resp.StatusCode, header: resp.Header, body: raw, close: resp.Close}
 }
 
 // login returns an access token for username/password.

@@ -28,7 +28,7 @@ type Metrics struct {
 	bytesOut     *prometheus.CounterVec
 	httpConns    prometheus.Gauge
 	node         atomic.Pointer[node.Node]
-	binaryNames  sync.Map // wire.CommandCode → label
+	binaryNames  sync.Map // [operation, code] → label
 }
 
 // NewMetrics builds the registry (the node is attached when HTTP starts).
@@ -57,11 +57,12 @@ func NewMetrics() *Metrics {
 func (m *Metrics) attach(n *node.Node) { m.node.Store(n) }
 
 // ObserveBinaryRequest implements node.RequestObserver.
-func (m *Metrics) ObserveBinaryRequest(code wire.CommandCode, frameBytes int, start time.Time) {
-	name, ok := m.binaryNames.Load(code)
+func (m *Metrics) ObserveBinaryRequest(op wire.Operation, code wire.CommandCode, frameBytes int, start time.Time) {
+	key := [2]uint32{uint32(op), uint32(code)}
+	name, ok := m.binaryNames.Load(key)
 	if !ok {
-		name = commandLabel(code)
-		m.binaryNames.Store(code, name)
+		name = commandLabel(op, code)
+		m.binaryNames.Store(key, name)
 	}
 	label := name.(string)
 	m.requests.WithLabelValues("tcp", label, "handled").Inc()
@@ -69,13 +70,22 @@ func (m *Metrics) ObserveBinaryRequest(code wire.CommandCode, frameBytes int, st
 	m.bytesIn.WithLabelValues("tcp").Add(float64(frameBytes))
 }
 
-// commandLabel is a command's snake_case name (bounded label values:
-// unknown codes share one).
-func commandLabel(code wire.CommandCode) string {
-	if !code.Known() {
+// commandLabel is a command's snake_case name: the code's, else the
+// operation's (replicated frames may carry no code). Bounded label values:
+// unknown ones share one.
+func commandLabel(op wire.Operation, code wire.CommandCode) string {
+	var name string
+	switch {
+	case code != 0 && code.Known():
+		name = code.String()
+	case op.Declared():
+		name = op.String()
+		if c, ok := wire.CodeForOperation(op); ok {
+			name = c.String()
+		}
+	default:
 		return "unknown"
 	}
-	name := code.String()
 	out := make([]byte, 0, len(name)+4)
 	for i := 0; i < len(name); i++ {
 		ch := name[i]

@@ -34,6 +34,9 @@ func (s *Server) handle(mux *http.ServeMux, pattern, name string, auth bool, h f
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &recorder{ResponseWriter: w}
+		if name != "ping" {
+			rec.view = s.node.MetadataView
+		}
 		c := &call{s: s, w: rec, r: r}
 		defer func() {
 			if s.metrics != nil {
@@ -52,22 +55,29 @@ func (s *Server) handle(mux *http.ServeMux, pattern, name string, auth bool, h f
 }
 
 // recorder remembers the status and counts the body bytes written.
+// On success it stamps iggy-view, the metadata view (spec §1.2).
 type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	view   func() (uint32, bool)
 }
 
 func (r *recorder) WriteHeader(status int) {
 	if r.status == 0 {
 		r.status = status
+		if status < 400 && r.view != nil {
+			if v, ok := r.view(); ok {
+				r.Header().Set("iggy-view", strconv.FormatUint(uint64(v), 10))
+			}
+		}
 	}
 	r.ResponseWriter.WriteHeader(status)
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.WriteHeader(http.StatusOK)
 	}
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)

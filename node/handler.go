@@ -75,7 +75,7 @@ func (n *Node) HandleFrame(c *transport.Conn, frame []byte) {
 		return
 	}
 	if n.requests != nil {
-		defer n.requests.ObserveBinaryRequest(hdr.Code, len(frame), time.Now())
+		defer n.requests.ObserveBinaryRequest(hdr.Operation, hdr.Code, len(frame), time.Now())
 	}
 	body := frame[wire.HeaderSize:]
 	if !wire.RequestChecksumValid(hdr, body) {

@@ -25,9 +25,10 @@ type Listener interface {
 type HTTPStarter func(n *Node) (Listener, error)
 
 // RequestObserver sees every binary request frame the node handles
-// (metrics); start is when handling began.
+// (metrics): the header's operation and command code (0 for operations
+// that carry none), the frame size and when handling began.
 type RequestObserver interface {
-	ObserveBinaryRequest(code wire.CommandCode, frameBytes int, start time.Time)
+	ObserveBinaryRequest(op wire.Operation, code wire.CommandCode, frameBytes int, start time.Time)
 }
 
 // Config is the node's configuration (read-only).
@@ -105,4 +106,13 @@ func (n *Node) Observe() Observation {
 	o.PartitionWritesRefused = n.partitionWritesRefused.Load()
 	o.UnroutedReplicaFrames = n.unroutedReplicaMessages.Load()
 	return o
+}
+
+// MetadataView is the metadata group's current view (the iggy-view
+// header), false before the group published one.
+func (n *Node) MetadataView() (uint32, bool) {
+	if st := n.driver.status.Load(); st != nil {
+		return st.view, true
+	}
+	return 0, false
 }
