@@ -51,7 +51,7 @@ func TestDefaultsDecodeAndValidate(t *testing.T) {
 		{"login.tracked_entries_max", cfg.Login.TrackedEntriesMax, uint64(4096)},
 		{"quic.enabled", cfg.QUIC.Enabled, false},
 		{"quic.address", cfg.QUIC.Address, "127.0.0.1:8080"},
-		{"http.enabled", cfg.HTTP.Enabled, false},
+		{"http.enabled", cfg.HTTP.Enabled, true},
 		{"http.address", cfg.HTTP.Address, "127.0.0.1:3000"},
 		{"websocket.enabled", cfg.WebSocket.Enabled, false},
 		{"websocket.address", cfg.WebSocket.Address, "127.0.0.1:8092"},
