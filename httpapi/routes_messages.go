@@ -67,6 +67,10 @@ func (c *call) sendMessages() {
 		writeCode(c.w, wire.ErrInvalidFormat)
 		return
 	}
+	if !c.s.writes.admit(c.w, c.p.Key) {
+		return
+	}
+	defer c.s.writes.release(c.p.Key)
 	if ack == "none" {
 		ctx, cancel := context.WithTimeout(c.r.Context(), requestTimeout)
 		defer cancel()
@@ -78,7 +82,7 @@ func (c *call) sendMessages() {
 		c.w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	reply, ok := c.exec(wire.CodeSendMessages, frame)
+	reply, ok := c.execPartitionWrite(wire.CodeSendMessages, frame, "produce_timeout", "Produce not acknowledged in time (it may still commit)")
 	if !ok {
 		return
 	}
@@ -272,7 +276,7 @@ func (c *call) storeOffset() {
 		return
 	}
 	target.Offset = *req.Offset
-	c.execNoContent(wire.CodeStoreConsumerOffset, target.AppendBody(nil))
+	c.offsetWrite(wire.CodeStoreConsumerOffset, target.AppendBody(nil))
 }
 
 // deleteOffset: DELETE …/consumer-offsets/{consumer_id}[?partition_id] → 204.
@@ -297,5 +301,34 @@ func (c *call) deleteOffset() {
 	if !ok {
 		return
 	}
-	c.execNoContent(wire.CodeDeleteConsumerOffset, target.AppendBody(nil))
+	c.offsetWrite(wire.CodeDeleteConsumerOffset, target.AppendBody(nil))
+}
+
+// offsetWrite runs an admitted consumer-offset write, answered 204.
+func (c *call) offsetWrite(code wire.CommandCode, body []byte) {
+	if !c.s.writes.admit(c.w, c.p.Key) {
+		return
+	}
+	defer c.s.writes.release(c.p.Key)
+	if _, ok := c.execPartitionWrite(code, body, "offset_write_timeout", "Consumer offset write not acknowledged in time (it may still commit)"); ok {
+		c.w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// execPartitionWrite is exec for partition writes: an outcome that is
+// unknown after the wait (57) is 504 with the route's code (spec §3.3),
+// never retried by the server.
+func (c *call) execPartitionWrite(code wire.CommandCode, body []byte, timeoutCode, timeoutReason string) ([]byte, bool) {
+	ctx, cancel := context.WithTimeout(c.r.Context(), requestTimeout)
+	defer cancel()
+	reply, ec := c.s.node.Execute(ctx, c.p, code, body)
+	switch ec {
+	case wire.OK:
+		return reply, true
+	case wire.ErrTransientNotCommitted:
+		writeHTTPError(c.w, http.StatusGatewayTimeout, timeoutCode, timeoutReason)
+	default:
+		writeCode(c.w, ec)
+	}
+	return nil, false
 }

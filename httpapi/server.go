@@ -43,6 +43,7 @@ type Server struct {
 	handler http.Handler
 	ln      net.Listener
 	tls     *tls.Config
+	writes  *admission
 }
 
 // Starter returns the node.HTTPStarter of this package: binds the
@@ -74,7 +75,7 @@ func New(n *node.Node, metrics *Metrics, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{node: n, cfg: cfg, log: log.With("transport", "http"), tokens: tok, metrics: metrics}
+	s := &Server{node: n, cfg: cfg, log: log.With("transport", "http"), tokens: tok, metrics: metrics, writes: newAdmission()}
 	if metrics != nil {
 		metrics.attach(n)
 	}
