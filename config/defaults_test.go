@@ -149,3 +149,27 @@ func documentedNodeKey(key string) bool {
 	}
 	return false
 }
+
+// TestHTTPKeysDocumented: every [http] key is in docs/config.md's [http]
+// table (by full path, or by its last segment in a row of its table).
+func TestHTTPKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	schema := schemaFor(reflect.TypeFor[HTTPConfig]())
+	paths := make([]string, 0, len(schema.leaves)+len(schema.arrays))
+	for _, leaf := range schema.leaves {
+		paths = append(paths, "http."+leaf.path)
+	}
+	for _, array := range schema.arrays {
+		paths = append(paths, "http."+array.path)
+	}
+	for _, path := range paths {
+		last := path[strings.LastIndex(path, ".")+1:]
+		if !strings.Contains(text, "`"+path+"`") && !strings.Contains(text, "`"+last+"`") {
+			t.Errorf("%s is not documented in docs/config.md", path)
+		}
+	}
+}
