@@ -49,6 +49,9 @@ func (s *Server) handle(mux *http.ServeMux, pattern, name string, auth bool, h f
 				return
 			}
 			c.p = p
+			if c.routeCluster(name, h) {
+				return
+			}
 		}
 		h(c)
 	})
@@ -66,7 +69,7 @@ type recorder struct {
 func (r *recorder) WriteHeader(status int) {
 	if r.status == 0 {
 		r.status = status
-		if status < 400 && r.view != nil {
+		if status < 400 && r.view != nil && r.Header().Get("iggy-view") == "" {
 			if v, ok := r.view(); ok {
 				r.Header().Set("iggy-view", strconv.FormatUint(uint64(v), 10))
 			}

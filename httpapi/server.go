@@ -44,6 +44,7 @@ type Server struct {
 	ln      net.Listener
 	tls     *tls.Config
 	writes  *admission
+	forward *forwarder // nil unless follower → primary forwarding is active
 }
 
 // Starter returns the node.HTTPStarter of this package: binds the
@@ -88,6 +89,9 @@ func New(n *node.Node, metrics *Metrics, log *slog.Logger) (*Server, error) {
 			return nil, fmt.Errorf("http.tls: %w", err)
 		}
 		s.tls.NextProtos = []string{"h2", "http/1.1"}
+	}
+	if s.forward, err = newForwarder(cfg); err != nil {
+		return nil, err
 	}
 	h, err := s.routes()
 	if err != nil {

@@ -116,3 +116,27 @@ func (n *Node) MetadataView() (uint32, bool) {
 	}
 	return 0, false
 }
+
+// MetadataPrimary is who leads the metadata group as this node knows it:
+// self on a single node or when this node is the primary; else the
+// roster node of the primary of the current normal view (known false
+// during a view change or before the group published a status).
+func (n *Node) MetadataPrimary() (primary config.NodeConfig, self, known bool) {
+	if !n.topo.clustered {
+		return config.NodeConfig{}, true, true
+	}
+	st := n.driver.status.Load()
+	switch {
+	case st == nil:
+		return config.NodeConfig{}, false, false
+	case st.primary:
+		return *n.topo.selfNode, true, true
+	case st.status != statusNormal:
+		return config.NodeConfig{}, false, false
+	}
+	id := uint8(st.view % uint32(n.topo.count))
+	if id == n.topo.self || int(id) >= len(n.topo.roster) {
+		return config.NodeConfig{}, false, false
+	}
+	return n.topo.roster[id], false, true
+}
