@@ -41,21 +41,32 @@ type metadataSlot struct {
 // and HTTP): decode, resolve, authorize, propose. A non-OK status is a
 // refusal before consensus; otherwise out is the consensus outcome.
 func (n *Node) submitMetadataWrite(ctx context.Context, v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (outcome, wire.ErrorCode) {
-	req, err := wire.DecodeRequestBody(code, body)
-	if err != nil {
-		return outcome{}, bodyErrorCode(err)
-	}
-	cmd, extra, status := n.metadataCommand(v, req)
+	req, extra, status := n.prepareMetadataWrite(v, slot, code, body)
 	if status != wire.OK {
 		return outcome{}, status
 	}
-	if !n.preAuthorize(v.userID, cmd) {
-		return outcome{}, wire.ErrUnauthorized
+	return n.driver.propose(ctx, req, extra), wire.OK
+}
+
+// prepareMetadataWrite is submitMetadataWrite up to the proposal: the
+// consensus request (hashes and tokens resolved once, so a replay is
+// byte-identical) and its node-local reply part.
+func (n *Node) prepareMetadataWrite(v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (consensus.Request, any, wire.ErrorCode) {
+	req, err := wire.DecodeRequestBody(code, body)
+	if err != nil {
+		return consensus.Request{}, nil, bodyErrorCode(err)
 	}
-	return n.driver.propose(ctx, consensus.Request{
+	cmd, extra, status := n.metadataCommand(v, req)
+	if status != wire.OK {
+		return consensus.Request{}, nil, status
+	}
+	if !n.preAuthorize(v.userID, cmd) {
+		return consensus.Request{}, nil, wire.ErrUnauthorized
+	}
+	return consensus.Request{
 		Client: v.client, Session: slot.session, Request: slot.request, Checksum: slot.checksum,
 		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
-	}, extra), wire.OK
+	}, extra, wire.OK
 }
 
 // bodyErrorCode is the status for an undecodable body: the decoder's

@@ -65,9 +65,18 @@ func (n *Node) executeRead(p Principal, code wire.CommandCode, body []byte) ([]b
 	return n.read(origin{remote: p.Remote}, v, req)
 }
 
-// executeMetadata proposes a metadata write in the principal's session:
-// registered on first use, and once more after an eviction (an evicted
-// request was never applied, so the retry cannot apply twice).
+// Control writes of a principal are replayed in place while the metadata
+// primary answers a transient (spec §12.3: HTTP callers have no SDK retry
+// loop): the same session, request number and bytes, so consensus
+// deduplicates a replay of a write that did commit.
+const (
+	controlReplayWindow = 30 * time.Second
+	controlReplayPause  = 50 * time.Millisecond
+)
+
+// executeMetadata proposes a metadata write in the principal's session,
+// registered on first use and again after an eviction (an evicted request
+// was never applied, so proposing it again cannot apply it twice).
 func (n *Node) executeMetadata(ctx context.Context, p Principal, code wire.CommandCode, body []byte) ([]byte, wire.ErrorCode) {
 	s, idle, ok := n.principals.acquire(p, time.Now())
 	n.logoutPrincipals(idle)
@@ -76,20 +85,22 @@ func (n *Node) executeMetadata(ctx context.Context, p Principal, code wire.Comma
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	checksum := xxh3.Hash(body) ^ uint64(code)
-	for attempt := 0; attempt < 2; attempt++ {
-		if s.fence == 0 {
-			if out := n.registerPrincipal(ctx, s); out.kind != consensus.ReplyCommitted {
-				return nil, transientCode(out)
-			}
+	if s.fence == 0 {
+		if out := n.registerPrincipal(ctx, s); out.kind != consensus.ReplyCommitted {
+			return nil, transientCode(out)
 		}
-		s.request++
-		out, status := n.submitMetadataWrite(ctx, principalView(p, s), metadataSlot{
-			session: s.fence, request: s.request, checksum: checksum,
-		}, code, body)
-		if status != wire.OK {
-			return nil, status
-		}
+	}
+	s.request++
+	req, extra, status := n.prepareMetadataWrite(principalView(p, s), metadataSlot{
+		session: s.fence, request: s.request, checksum: xxh3.Hash(body) ^ uint64(code),
+	}, code, body)
+	if status != wire.OK {
+		return nil, status
+	}
+	deadline := time.Now().Add(controlReplayWindow)
+	evicted, notCommitted := false, false
+	for {
+		out := n.driver.propose(ctx, req, extra)
 		switch out.kind {
 		case consensus.ReplyCommitted:
 			result, payload, err := wire.DecodeResult(out.body)
@@ -100,12 +111,34 @@ func (n *Node) executeMetadata(ctx context.Context, p Principal, code wire.Comma
 			return payload, result
 		case consensus.ReplyEvictNoSession, consensus.ReplyEvictSessionTooLow:
 			s.fence = 0
+			if evicted {
+				return nil, wire.ErrCannotEstablishConnection
+			}
+			evicted = true
+			if out := n.registerPrincipal(ctx, s); out.kind != consensus.ReplyCommitted {
+				return nil, transientCode(out)
+			}
+			s.request++
+			req.Session, req.Request = s.fence, s.request
 			continue
+		case consensus.ReplyNotCommitted:
+			notCommitted = true // sticky: an earlier attempt may still commit
+		case consensus.ReplyNotAccepted, consensus.ReplyDropped:
 		default:
 			return nil, transientCode(out)
 		}
+		if !n.isMetadataPrimary() || ctx.Err() != nil || errors.Is(out.err, errDriverStopped) ||
+			time.Now().Add(controlReplayPause).After(deadline) {
+			if notCommitted {
+				return nil, wire.ErrTransientNotCommitted
+			}
+			return nil, transientCode(out)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(controlReplayPause):
+		}
 	}
-	return nil, wire.ErrCannotEstablishConnection
 }
 
 // transientCode maps an outcome that is not a commit to its error code, as
