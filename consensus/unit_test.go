@@ -184,3 +184,31 @@ func TestRestartRejectsTooManyEntries(t *testing.T) {
 		t.Fatal("5 entries in 4 slots accepted")
 	}
 }
+
+// A group created with InitialView starts led by view mod n on every
+// replica, commits there, and a later view change moves on from it.
+func TestInitialViewPicksTheFirstPrimary(t *testing.T) {
+	h := newHarness(3, func(c *Config) { c.InitialView = 4 }, t.Fatalf)
+	for i, r := range h.replicas {
+		if r.View() != 4 || r.LogView() != 4 || r.Status() != StatusNormal {
+			t.Fatalf("replica %d: view %d log_view %d status %v, want Normal in view 4", i, r.View(), r.LogView(), r.Status())
+		}
+		if r.IsPrimary() != (i == 1) {
+			t.Fatalf("replica %d: IsPrimary %v (view 4 of 3 replicas is led by replica 1)", i, r.IsPrimary())
+		}
+	}
+	backupTag := h.propose(0, Request{Operation: 9, Body: []byte("x")})
+	if rep := h.replies[backupTag]; rep.Kind != ReplyNotAccepted {
+		t.Fatalf("a proposal on a backup of view 4: %+v, want NotAccepted", rep)
+	}
+	tag := h.propose(1, Request{Operation: 9, Body: []byte("y")})
+	h.deliverAll()
+	if rep, ok := h.replies[tag]; !ok || rep.Kind != ReplyCommitted || rep.Op != 1 {
+		t.Fatalf("a proposal on the primary of view 4: %+v (found %v), want committed op 1", rep, ok)
+	}
+	// A fresh Restart (nothing durable) starts in the same view.
+	r, err := Restart(h.cfgs[2], Restored{})
+	if err != nil || r.View() != 4 || r.Status() != StatusNormal {
+		t.Fatalf("fresh restart: view %d status %v err %v", r.View(), r.Status(), err)
+	}
+}

@@ -146,7 +146,8 @@ var (
 	descGroupLag     = prometheus.NewDesc("iggy_consensus_commit_lag_ops", "Ops known committed but not applied here (commit_max - commit_min).", []string{"group"}, nil)
 	descConnections  = prometheus.NewDesc("iggy_connections", "Open binary-protocol connections.", []string{"transport"}, nil)
 	descSessions     = prometheus.NewDesc("iggy_sessions", "Client sessions, by kind (binary connections, HTTP credentials).", []string{"kind"}, nil)
-	descRefused      = prometheus.NewDesc("iggy_partition_writes_refused_total", "Partition writes refused in cluster mode (not replicated across nodes yet).", nil, nil)
+	descRefused      = prometheus.NewDesc("iggy_partition_writes_refused_total", "Partition writes refused (58) because this node is a backup of the partition's group.", nil, nil)
+	descPartGroups   = prometheus.NewDesc("iggy_partition_groups", "Partition consensus groups on this node, by its role in them.", []string{"role"}, nil)
 	descUnrouted     = prometheus.NewDesc("iggy_replica_messages_unrouted_total", "Replica-bus messages for groups this node does not run on the bus.", nil, nil)
 	descStreams      = prometheus.NewDesc("streams", "total count of streams", nil, nil)
 	descTopics       = prometheus.NewDesc("topics", "total count of topics", nil, nil)
@@ -162,7 +163,7 @@ var (
 func (nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGroupPrimary, descGroupNormal, descGroupView, descGroupCommit, descGroupKnown,
 		descGroupLag, descConnections, descSessions, descRefused, descUnrouted, descStreams, descTopics, descPartitions,
-		descSegments, descMessages, descUsers, descClients, descGroups, descMessageBytes} {
+		descSegments, descMessages, descUsers, descClients, descGroups, descMessageBytes, descPartGroups} {
 		ch <- d
 	}
 }
@@ -187,6 +188,8 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descGroupKnown, float64(g.CommitMax), g.Group)
 		gauge(descGroupLag, float64(g.CommitMax-g.CommitMin), g.Group)
 	}
+	gauge(descPartGroups, float64(o.PartitionPrimaries), "primary")
+	gauge(descPartGroups, float64(o.PartitionBackups), "backup")
 	gauge(descConnections, float64(o.Connections), "tcp")
 	gauge(descSessions, float64(o.Sessions), "binary")
 	gauge(descSessions, float64(o.PrincipalSessions), "http")

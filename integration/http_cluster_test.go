@@ -114,6 +114,29 @@ func TestHTTPForwardingInACluster(t *testing.T) {
 	if want := fmt.Sprintf("http://%s:%d/stats?consistency=linearizable", ip, httpPorts[leader]); resp.StatusCode != 307 || resp.Header.Get("Location") != want {
 		t.Fatalf("linearizable stats on a follower: %d %q, want 307 %q", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
+	// Partition writes are not forwarded: the partition's primary (the
+	// node that created it: the metadata primary) takes them, a backup
+	// answers 58 as over the binary protocol.
+	if resp, body := call(follower, "POST", "/streams/via-follower/topics", tok,
+		`{"name":"t","partitions_count":1,"compression_algorithm":"none","message_expiry":0,"max_topic_size":0}`); resp.StatusCode != 200 {
+		t.Fatalf("forwarded create topic: %d %s", resp.StatusCode, body)
+	}
+	send := `{"partitioning":{"kind":"partition_id","value":"AAAAAA=="},"messages":[{"payload":"aGk="}]}`
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, body := call(leader, "POST", "/streams/via-follower/topics/t/messages", tok, send)
+		if resp.StatusCode == 201 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("produce on the partition's primary: %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if resp, body := call(follower, "POST", "/streams/via-follower/topics/t/messages", tok, send); resp.StatusCode != 503 ||
+		!strings.Contains(body, fmt.Sprintf(`"id":%d`, wire.ErrTransientNotAccepted)) {
+		t.Fatalf("produce on a backup: %d %s", resp.StatusCode, body)
+	}
 	// Cluster metadata lists every node's HTTP port.
 	resp, body = call(follower, "GET", "/cluster/metadata", tok, "")
 	if resp.StatusCode != 200 || strings.Count(body, `"http":`) != 3 || !strings.Contains(body, `"role":"leader"`) {

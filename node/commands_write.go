@@ -41,32 +41,43 @@ type metadataSlot struct {
 // and HTTP): decode, resolve, authorize, propose. A non-OK status is a
 // refusal before consensus; otherwise out is the consensus outcome.
 func (n *Node) submitMetadataWrite(ctx context.Context, v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (outcome, wire.ErrorCode) {
-	req, extra, status := n.prepareMetadataWrite(v, slot, code, body)
+	req, cmd, extra, status := n.prepareMetadataWrite(v, slot, code, body)
 	if status != wire.OK {
 		return outcome{}, status
 	}
-	return n.driver.propose(ctx, req, extra), wire.OK
+	return n.proposeMetadataWrite(ctx, req, cmd, extra), wire.OK
+}
+
+// proposeMetadataWrite proposes a prepared write. A purge or segment
+// deletion is carried out by the partitions' own groups after the commit:
+// it is answered once this node's partitions reflect it.
+func (n *Node) proposeMetadataWrite(ctx context.Context, req consensus.Request, cmd metadata.Command, extra any) outcome {
+	out := n.driver.propose(ctx, req, extra)
+	if out.kind == consensus.ReplyCommitted {
+		n.awaitWatermarks(ctx, cmd)
+	}
+	return out
 }
 
 // prepareMetadataWrite is submitMetadataWrite up to the proposal: the
 // consensus request (hashes and tokens resolved once, so a replay is
 // byte-identical) and its node-local reply part.
-func (n *Node) prepareMetadataWrite(v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (consensus.Request, any, wire.ErrorCode) {
+func (n *Node) prepareMetadataWrite(v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (consensus.Request, metadata.Command, any, wire.ErrorCode) {
 	req, err := wire.DecodeRequestBody(code, body)
 	if err != nil {
-		return consensus.Request{}, nil, bodyErrorCode(err)
+		return consensus.Request{}, nil, nil, bodyErrorCode(err)
 	}
 	cmd, extra, status := n.metadataCommand(v, req)
 	if status != wire.OK {
-		return consensus.Request{}, nil, status
+		return consensus.Request{}, nil, nil, status
 	}
 	if !n.preAuthorize(v.userID, cmd) {
-		return consensus.Request{}, nil, wire.ErrUnauthorized
+		return consensus.Request{}, nil, nil, wire.ErrUnauthorized
 	}
 	return consensus.Request{
 		Client: v.client, Session: slot.session, Request: slot.request, Checksum: slot.checksum,
 		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
-	}, extra, wire.OK
+	}, cmd, extra, wire.OK
 }
 
 // bodyErrorCode is the status for an undecodable body: the decoder's

@@ -91,7 +91,7 @@ func (n *Node) executeMetadata(ctx context.Context, p Principal, code wire.Comma
 		}
 	}
 	s.request++
-	req, extra, status := n.prepareMetadataWrite(principalView(p, s), metadataSlot{
+	req, cmd, extra, status := n.prepareMetadataWrite(principalView(p, s), metadataSlot{
 		session: s.fence, request: s.request, checksum: xxh3.Hash(body) ^ uint64(code),
 	}, code, body)
 	if status != wire.OK {
@@ -100,7 +100,7 @@ func (n *Node) executeMetadata(ctx context.Context, p Principal, code wire.Comma
 	deadline := time.Now().Add(controlReplayWindow)
 	evicted, notCommitted := false, false
 	for {
-		out := n.driver.propose(ctx, req, extra)
+		out := n.proposeMetadataWrite(ctx, req, cmd, extra)
 		switch out.kind {
 		case consensus.ReplyCommitted:
 			result, payload, err := wire.DecodeResult(out.body)
@@ -159,13 +159,9 @@ func transientCode(out outcome) wire.ErrorCode {
 }
 
 // executePartition runs SendMessages or a consumer-offset write. Partition
-// writes need no client session (the partition groups do not keep one).
+// writes need no client session (the partition groups do not keep one); a
+// node that is a backup of the partition's group answers 58.
 func (n *Node) executePartition(ctx context.Context, p Principal, op wire.Operation, body []byte, await bool) ([]byte, wire.ErrorCode) {
-	if n.topo.clustered {
-		// As handlePartitionWrite: not replicated across nodes yet.
-		n.partitionWritesRefused.Add(1)
-		return nil, wire.ErrFeatureUnavailable
-	}
 	v := principalView(p, nil)
 	switch op {
 	case wire.OpSendMessages:

@@ -73,17 +73,22 @@ type Node struct {
 	scheduler jobScheduler
 	bus       bus.Bus // nil on a single node
 	forwards  *forwarder
-	// partitionWritesRefused counts partition writes refused in cluster
-	// mode (partition groups are replicated by cluster part 2).
+	// partitionWritesRefused counts partition writes refused (58) because
+	// this node is a backup of the partition's group.
 	partitionWritesRefused atomic.Uint64
 	// unroutedReplicaMessages counts bus messages for groups this node
-	// does not run on the bus (partition groups before part 2).
+	// does not serve (yet: a partition its metadata has not created).
 	unroutedReplicaMessages atomic.Uint64
 	// cipher encrypts message payloads at rest (system.encryption); nil when
 	// disabled.
 	cipher *encryption.Cipher
 
 	loginRefusalLog logThrottle
+	// fetchServes bounds the partition fetches served at once.
+	fetchServes chan struct{}
+	// retentionCursor is where the next retention turn starts (owned by
+	// the retention job).
+	retentionCursor int
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -118,9 +123,10 @@ func Run(ctx context.Context, opts Options) error {
 		credentials: newCredentialSlots(),
 		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
 			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
-		internal:  newInternalSession(),
-		startedAt: time.Now(),
-		dataDir:   cfg.System.Path,
+		internal:    newInternalSession(),
+		fetchServes: make(chan struct{}, fetchServesMax),
+		startedAt:   time.Now(),
+		dataDir:     cfg.System.Path,
 	}
 	// system.memory_pool.enabled: the frame buffer pools (size and
 	// bucket_capacity only accept their defaults, see config.Validate).
@@ -170,7 +176,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	// The partition plane: shard loops first (reconcile hands them groups),
 	// then every partition metadata knows is opened or created.
-	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig())
+	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig(),
+		topo, cfg.Cluster)
 	shardCtx, stopShards := context.WithCancel(context.Background())
 	var shardsWG sync.WaitGroup
 	for _, sh := range n.plane.shards {

@@ -122,6 +122,10 @@ func (n *Node) offsetWrite(ctx context.Context, v sessionView, op wire.Operation
 	if e.log == nil {
 		return nil, wire.ErrCannotReadPartitions
 	}
+	if !e.acceptsWrites() {
+		n.partitionWritesRefused.Add(1)
+		return nil, wire.ErrTransientNotAccepted
+	}
 	store := op == wire.OpStoreConsumerOffset
 	if !store {
 		// Answered without a commit when nothing is stored (nothing to replicate).
@@ -145,6 +149,9 @@ func (n *Node) offsetWrite(ctx context.Context, v sessionView, op wire.Operation
 // autoCommit stores the offset a poll reached, best effort: proposed
 // through the partition's group without waiting for the outcome.
 func (n *Node) autoCommit(e *partitionEntry, target consumerTarget, offset uint64) {
+	if !e.acceptsWrites() {
+		return // a follower's poll never moves the durable offset (seed 000)
+	}
 	p := &partitionProposal{entry: e, op: wire.OpStoreConsumerOffset,
 		body: encodeOffsetOp(target.kind, target.id, offset, true)}
 	if !e.shard.submit(p) {

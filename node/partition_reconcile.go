@@ -102,18 +102,19 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.lastTimestamp = lastAppendTime(l)
 	}
 	if e.log != nil {
-		group, err := consensus.New(p.groupConfig(k))
-		if err != nil {
+		if err := p.startGroup(e, d); err != nil {
 			e.quarantine = fmt.Errorf("partition group: %w", err)
+			p.log.Error("partition group did not start: its requests are refused", "stream", k.stream, "topic", k.topic,
+				"partition", k.partition, "err", err)
 			_ = e.log.Close()
 			e.log = nil
-		} else {
-			e.group = group
 		}
 	}
 	e.shard.do(func() {
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
+			e.publishRole()
+			e.publishWatermarks()
 		}
 	})
 	p.mu.Lock()
@@ -162,38 +163,6 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 		return err
 	}
 	return syncDirectory(filepath.Dir(e.dir))
-}
-
-// applyWatermarks (shard goroutine) applies a purge generation or a
-// DeleteSegments watermark the files do not reflect yet.
-func (p *partitionPlane) applyWatermarks(e *partitionEntry, part metadata.Partition) {
-	if _, ok := e.shard.groups[e]; !ok || e.log == nil {
-		return
-	}
-	m := e.marker
-	if part.PurgeGeneration > m.PurgeGeneration {
-		if _, err := e.log.Purge(); err != nil {
-			p.log.Error("purge partition", "dir", e.dir, "err", err)
-			return
-		}
-		e.lastTimestamp = 0
-		m.PurgeGeneration = part.PurgeGeneration
-		m.DeletedUpTo = part.DeletedUpToOffset
-	}
-	if part.DeletedUpToOffset > m.DeletedUpTo {
-		if _, err := e.log.DeleteSegmentsBefore(part.DeletedUpToOffset); err != nil {
-			p.log.Error("delete segments", "dir", e.dir, "up_to_offset", part.DeletedUpToOffset, "err", err)
-			return
-		}
-		m.DeletedUpTo = part.DeletedUpToOffset
-	}
-	if m != e.marker {
-		if err := writeMarker(e.dir, m); err != nil {
-			p.log.Error("record partition watermarks", "dir", e.dir, "err", err)
-			return
-		}
-		e.marker = m
-	}
 }
 
 // remove stops serving a partition and deletes its files.
@@ -249,11 +218,17 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 	removeUnknown(filepath.Join(p.root, "*", "topics", "*", "partitions", "*"))
 }
 
-// groupConfig is a partition group's consensus configuration: one replica,
-// no client table (ClientTableMax = 0: the partition plane).
-func (p *partitionPlane) groupConfig(k partitionKey) consensus.Config {
-	cfg := consensus.DefaultConfig(0, 1)
-	cfg.GroupID = k.groupID()
+// groupConfig is a partition group's consensus configuration: one replica
+// per node of the cluster (the roster), the cluster's timings, no client
+// table (ClientTableMax = 0: the partition plane). A new group starts led
+// by the node whose metadata primary created the partition.
+func (p *partitionPlane) groupConfig(k partitionKey, part metadata.Partition) consensus.Config {
+	cfg := consensus.DefaultConfig(p.topo.self, p.topo.count)
+	p.topo.applyTimings(&cfg, p.clusterCfg)
+	if part.CreatedOnNode < p.topo.count {
+		cfg.InitialView = uint32(part.CreatedOnNode)
+	}
+	cfg.GroupID = partitionGroupID(k, part.CreatedRevision)
 	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
 	cfg.JournalSlots = p.shards[0].cfg.journalSlots
 	cfg.ClientTableMax = 0

@@ -18,15 +18,6 @@ func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.Requ
 		n.evict(c, s, hdr.Client, wire.EvictNoSession)
 		return
 	}
-	if n.topo.clustered {
-		// Partition groups are not replicated across nodes yet (cluster
-		// part 2): a write applied on this node alone could be lost with
-		// it, so none is accepted.
-		c.FrameConsumed()
-		n.partitionWritesRefused.Add(1)
-		n.sendStatus(c, hdr, wire.ErrFeatureUnavailable)
-		return
-	}
 	switch hdr.Operation {
 	case wire.OpSendMessages:
 		n.handleSendMessages(c, v, hdr, body)
@@ -87,6 +78,11 @@ func (n *Node) sendMessages(ctx context.Context, v sessionView, body []byte, awa
 	}
 	if e.log == nil {
 		return conf, wire.ErrCannotReadPartitions, false
+	}
+	if !e.acceptsWrites() {
+		// A backup of this partition's group: the primary's node takes it.
+		n.partitionWritesRefused.Add(1)
+		return conf, wire.ErrTransientNotAccepted, false
 	}
 	batch := req.Batch
 	if n.cipher != nil {

@@ -87,10 +87,14 @@ type Observation struct {
 	Users                                         int
 	Messages, MessagesBytes, Segments             uint64
 	PartitionWritesRefused, UnroutedReplicaFrames uint64
+	// Partition groups this node runs, by its role in them (per-partition
+	// view and commit stay inside the shard loops).
+	PartitionPrimaries, PartitionBackups int
 }
 
-// Observe samples the node for metrics. Partition groups publish no
-// status yet (cluster part 2 reworks their loop); their totals are here.
+// Observe samples the node for metrics: the metadata group's published
+// status, partition groups counted by role, connections, sessions and
+// entity totals.
 func (n *Node) Observe() Observation {
 	o := Observation{Sessions: n.sessions.count(), PrincipalSessions: n.principals.count(), Users: len(n.state.Users())}
 	if n.tcp != nil {
@@ -103,6 +107,15 @@ func (n *Node) Observe() Observation {
 	o.Streams, o.Topics, o.Partitions, o.ConsumerGroups = n.state.Counts()
 	tot := n.planeTotals()
 	o.Messages, o.MessagesBytes, o.Segments = tot.messages, tot.sizeBytes, uint64(tot.segments)
+	n.plane.mu.RLock()
+	for _, e := range n.plane.entries {
+		if e.acceptsWrites() {
+			o.PartitionPrimaries++
+		} else {
+			o.PartitionBackups++
+		}
+	}
+	n.plane.mu.RUnlock()
 	o.PartitionWritesRefused = n.partitionWritesRefused.Load()
 	o.UnroutedReplicaFrames = n.unroutedReplicaMessages.Load()
 	return o
