@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -39,6 +40,14 @@ func (s *Server) handle(mux *http.ServeMux, pattern, name string, auth bool, h f
 		}
 		c := &call{s: s, w: rec, r: r}
 		defer func() {
+			if p := recover(); p != nil {
+				// A bug in one handler: this request fails, the server
+				// keeps serving.
+				s.log.Error("BUG: panic while handling an HTTP request", "route", name, "panic", p, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writePlain(rec, http.StatusInternalServerError, "internal error")
+				}
+			}
 			if s.metrics != nil {
 				s.metrics.observeHTTP(name, rec.statusCode(), rec.bytes, r.ContentLength, start)
 			}
@@ -67,12 +76,13 @@ type recorder struct {
 }
 
 func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-		if status < 400 && r.view != nil && r.Header().Get("iggy-view") == "" {
-			if v, ok := r.view(); ok {
-				r.Header().Set("iggy-view", strconv.FormatUint(uint64(v), 10))
-			}
+	if r.status != 0 {
+		return // already sent
+	}
+	r.status = status
+	if status < 400 && r.view != nil && r.Header().Get("iggy-view") == "" {
+		if v, ok := r.view(); ok {
+			r.Header().Set("iggy-view", strconv.FormatUint(uint64(v), 10))
 		}
 	}
 	r.ResponseWriter.WriteHeader(status)

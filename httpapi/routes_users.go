@@ -90,11 +90,17 @@ func (c *call) createUser() {
 		writePlain(c.w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	body := wire.CreateUserRequest{Username: *req.Username, Password: *req.Password, Status: userStatuses[*req.Status], Permissions: perms}
-	if !fitsName8(*req.Username) || len(*req.Password) > 255 {
+	// The binary body carries one-byte lengths: longer values are refused
+	// with the code the node's rules would give.
+	if !fitsName8(*req.Username) {
 		writeCode(c.w, wire.ErrInvalidUsername)
 		return
 	}
+	if len(*req.Password) > 255 {
+		writeCode(c.w, wire.ErrInvalidPassword)
+		return
+	}
+	body := wire.CreateUserRequest{Username: *req.Username, Password: *req.Password, Status: userStatuses[*req.Status], Permissions: perms}
 	reply, ok := c.exec(wire.CodeCreateUser, body.AppendBody(nil))
 	if !ok {
 		return

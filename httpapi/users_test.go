@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,8 @@ func TestUserRoutes(t *testing.T) {
 		map[string]any{"username": "alice", "password": "secret1", "status": "active"}), 400, "user_already_exists").body)
 	expect(t, ts.do("POST", "/users", tok, map[string]any{"username": "al", "password": "secret1", "status": "active"}), 400, "invalid_username")
 	expect(t, ts.do("POST", "/users", tok, map[string]any{"username": "carol", "password": "x", "status": "active"}), 400, "invalid_password")
+	expect(t, ts.do("POST", "/users", tok, map[string]any{"username": "carol", "password": strings.Repeat("p", 300), "status": "active"}), 400, "invalid_password")
+	expect(t, ts.do("POST", "/users", tok, map[string]any{"username": strings.Repeat("u", 300), "password": "secret", "status": "active"}), 400, "invalid_username")
 	expect(t, ts.do("POST", "/users", tok, map[string]any{"username": "carol", "password": "secret", "status": "asleep"}), 422, "")
 
 	golden(t, "users_list", expect(t, ts.do("GET", "/users", tok, nil), 200, "").body)
