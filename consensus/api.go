@@ -123,6 +123,9 @@ type Group interface {
 	Ready() Ready
 	Advance(rd Ready)
 	HasReady() bool
+	// HandOver makes a Normal primary step down in favour of replica to
+	// through an orderly view change; false when it is not the primary.
+	HandOver(to uint8) bool
 
 	ReplicaID() uint8
 	View() uint32

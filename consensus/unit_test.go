@@ -212,3 +212,42 @@ func TestInitialViewPicksTheFirstPrimary(t *testing.T) {
 		t.Fatalf("fresh restart: view %d status %v err %v", r.View(), r.Status(), err)
 	}
 }
+
+// HandOver: the primary of view 0 hands the group to replica 2. It stops
+// being primary at once (its in-flight proposal answers NotCommitted), the
+// group moves to view 2 (the first view replica 2 leads), and the new
+// primary holds and commits on top of everything committed before.
+func TestHandOverIsAnOrderlyViewChange(t *testing.T) {
+	h := newHarness(3, nil, t.Fatalf)
+	first := h.propose(0, Request{Operation: 9, Body: []byte("a")})
+	h.deliverAll()
+	if rep := h.replies[first]; rep.Kind != ReplyCommitted {
+		t.Fatalf("before the hand-over: %+v", rep)
+	}
+	if h.replicas[1].HandOver(2) || h.replicas[0].HandOver(0) || h.replicas[0].HandOver(3) {
+		t.Fatal("a backup, a hand-over to itself or to a replica outside the group was accepted")
+	}
+	inflight := h.propose(0, Request{Operation: 9, Body: []byte("b")})
+	if !h.replicas[0].HandOver(2) {
+		t.Fatal("the primary refused to hand over")
+	}
+	h.drain(0)
+	if h.replicas[0].IsPrimary() {
+		t.Fatal("the old primary is still primary after handing over")
+	}
+	if rep := h.replies[inflight]; rep.Kind != ReplyNotCommitted {
+		t.Fatalf("in-flight proposal at the hand-over: %+v, want NotCommitted", rep)
+	}
+	h.deliverAll()
+	for i, r := range h.replicas {
+		if r.View() != 2 || r.Status() != StatusNormal || r.IsPrimary() != (i == 2) {
+			t.Fatalf("replica %d: view %d status %v primary %v, want Normal in view 2 led by replica 2", i, r.View(), r.Status(), r.IsPrimary())
+		}
+	}
+	next := h.propose(2, Request{Operation: 9, Body: []byte("c")})
+	h.deliverAll()
+	if rep := h.replies[next]; rep.Kind != ReplyCommitted || rep.Op < 2 {
+		t.Fatalf("the new primary's first proposal: %+v", rep)
+	}
+	h.checkAppliedAgree()
+}

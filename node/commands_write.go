@@ -49,12 +49,14 @@ func (n *Node) submitMetadataWrite(ctx context.Context, v sessionView, slot meta
 }
 
 // proposeMetadataWrite proposes a prepared write. A purge or segment
-// deletion is carried out by the partitions' own groups after the commit:
-// it is answered once this node's partitions reflect it.
+// deletion is carried out by the partitions' own groups after the commit,
+// and new partitions are opened off the metadata loop: the write is
+// answered once this node's partitions reflect it (bounded waits).
 func (n *Node) proposeMetadataWrite(ctx context.Context, req consensus.Request, cmd metadata.Command, extra any) outcome {
 	out := n.driver.propose(ctx, req, extra)
 	if out.kind == consensus.ReplyCommitted {
 		n.awaitWatermarks(ctx, cmd)
+		n.awaitOpen(ctx, cmd)
 	}
 	return out
 }

@@ -89,6 +89,9 @@ type Node struct {
 	// retentionCursor is where the next retention turn starts (owned by
 	// the retention job).
 	retentionCursor int
+	// lastLed, lastServed: the partition leadership last logged (owned by
+	// the leadership job).
+	lastLed, lastServed int
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -187,6 +190,7 @@ func Run(ctx context.Context, opts Options) error {
 			sh.run(shardCtx)
 		}()
 	}
+	n.plane.runOpeners(shardCtx, &shardsWG)
 	defer func() {
 		// After the metadata driver: its applies may still hand work to shards.
 		stopShards()
@@ -209,6 +213,11 @@ func Run(ctx context.Context, opts Options) error {
 				log.Error("close replica bus", "err", cerr)
 			}
 		}()
+		// Set after n.bus (through each loop, which orders the write
+		// before its reads): partition primaries follow the metadata one.
+		for _, sh := range n.plane.shards {
+			sh.do(func() { sh.alignTo = n.metadataAlignTarget })
+		}
 	}
 
 	tlsConfig, err := tcpTLS(cfg)

@@ -115,9 +115,9 @@ func (n *Node) offsetWrite(ctx context.Context, v sessionView, op wire.Operation
 	case memberNotAssigned:
 		return nil, wire.ErrConsumerGroupPartitionNotOwned
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, target.partition})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, target.partition})
 	if e == nil {
-		return nil, wire.ErrResourceNotFound
+		return nil, notServedCode(opening, wire.ErrResourceNotFound)
 	}
 	if e.log == nil {
 		return nil, wire.ErrCannotReadPartitions

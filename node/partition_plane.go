@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/journal"
@@ -82,6 +83,7 @@ type partitionEntry struct {
 	checkpointOp       uint64
 	checkpointFrontier uint64
 	transfer           *partitionTransfer
+	alignRetryAt       time.Time // no hand-over before (partition_align.go)
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32
@@ -179,6 +181,9 @@ type partitionPlane struct {
 
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
+	opening map[partitionKey]chan struct{} // closed when the key's queued open ends
+	opens   *openQueue
+	state   *metadata.State // set by the first reconcile
 
 	// reconcileMu serialises reconcile passes (metadata apply and boot).
 	reconcileMu  sync.Mutex
@@ -192,6 +197,8 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		log:        log,
 		root:       filepath.Join(dataDir, "streams"),
 		entries:    make(map[partitionKey]*partitionEntry),
+		opening:    make(map[partitionKey]chan struct{}),
+		opens:      newOpenQueue(),
 		topo:       topo,
 		clusterCfg: clusterCfg,
 		identity:   journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
@@ -201,7 +208,7 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 	}
 	for i := 0; i < shardCount; i++ {
 		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
-		sh.identity, sh.replicaCount = p.identity, topo.count
+		sh.identity, sh.replicaCount, sh.self = p.identity, topo.count, topo.self
 		if topo.clustered {
 			sh.records = &p.peers
 		}

@@ -86,9 +86,9 @@ func (n *Node) poll(v sessionView, body []byte) pollAnswer {
 	if len(t.Partitions) == 0 {
 		return pollAnswer{body: wire.AppendPollMessagesReply(nil, target.partition, 0, 0, nil)}
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, target.partition})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, target.partition})
 	if e == nil {
-		return pollAnswer{code: wire.ErrPartitionNotFound}
+		return pollAnswer{code: notServedCode(opening, wire.ErrPartitionNotFound)}
 	}
 	if e.log == nil {
 		return pollAnswer{code: wire.ErrCannotReadPartitions}

@@ -32,7 +32,7 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 		return
 	}
 	boot := !p.reconciled
-	p.reconciled, p.lastRevision = true, rev
+	p.reconciled, p.lastRevision, p.state = true, rev, state
 
 	desired := make(map[partitionKey]desiredPartition)
 	streams := state.Streams()
@@ -59,25 +59,34 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 	for k, d := range desired {
 		e := p.entry(k)
 		if e == nil {
-			e = p.open(k, d)
-		}
-		if e.log == nil {
+			p.scheduleOpen(k, d) // partition_open.go: off this (metadata) loop
 			continue
 		}
-		part := d.part
-		if e.seenPurge == part.PurgeGeneration && e.seenDeletedUpTo == part.DeletedUpToOffset && e.seenSet {
-			continue // nothing new for this partition: no round trip to its shard
-		}
-		e.seenPurge, e.seenDeletedUpTo, e.seenSet = part.PurgeGeneration, part.DeletedUpToOffset, true
-		e.shard.do(func() { p.applyWatermarks(e, part) })
+		p.syncWatermarks(e, d.part)
 	}
 	if boot || len(gone) > 0 {
 		p.sweep(streams)
 	}
 }
 
+// syncWatermarks (under reconcileMu) hands the partition's shard the purge
+// generation and DeleteSegments watermark metadata now holds, when they
+// moved since the last hand-over.
+func (p *partitionPlane) syncWatermarks(e *partitionEntry, part metadata.Partition) {
+	if e.log == nil {
+		return
+	}
+	if e.seenPurge == part.PurgeGeneration && e.seenDeletedUpTo == part.DeletedUpToOffset && e.seenSet {
+		return // nothing new for this partition: no round trip to its shard
+	}
+	e.seenPurge, e.seenDeletedUpTo, e.seenSet = part.PurgeGeneration, part.DeletedUpToOffset, true
+	e.shard.do(func() { p.applyWatermarks(e, part) })
+}
+
 // open opens (or creates) a partition's log and registers its group with
-// the owning shard. A quarantined log is registered as a tombstone.
+// the owning shard, then publishes it (and ends a queued open of the key).
+// A quarantined log is registered as a tombstone. The openers call it
+// (partition_open.go); tests call it directly.
 func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntry {
 	e := &partitionEntry{
 		key: k, revision: d.part.CreatedRevision, dir: p.partitionDir(k),
@@ -119,6 +128,10 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 	})
 	p.mu.Lock()
 	p.entries[k] = e
+	if ch, ok := p.opening[k]; ok {
+		close(ch)
+		delete(p.opening, k)
+	}
 	p.mu.Unlock()
 	return e
 }

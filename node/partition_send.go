@@ -72,9 +72,9 @@ func (n *Node) sendMessages(ctx context.Context, v sessionView, body []byte, awa
 		}
 		return conf, code, false
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, pid})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, pid})
 	if e == nil {
-		return conf, wire.ErrResourceNotFound, false
+		return conf, notServedCode(opening, wire.ErrResourceNotFound), false
 	}
 	if e.log == nil {
 		return conf, wire.ErrCannotReadPartitions, false

@@ -70,7 +70,9 @@ type partitionShard struct {
 	// group id); a full inbox drops, VSR retransmits.
 	inbox        chan routedMessage
 	inboxDropped atomic.Uint64
-	cfg          partitionGroupConfig
+	// led and served: groups this replica leads and drives, as of the last tick.
+	led, served atomic.Int64
+	cfg         partitionGroupConfig
 	// peers carries partition groups' messages to the other replicas (nil
 	// until the replica bus starts, and on a single node).
 	peers *peerBus
@@ -79,9 +81,13 @@ type partitionShard struct {
 	identity     journal.Identity
 	replicaCount uint8
 	records      recordSource
-	proposals    chan *partitionProposal
-	controls     chan shardControl
-	stopped      chan struct{}
+	// self and alignTo: leadership alignment (partition_align.go); alignTo
+	// is nil on a single node.
+	self      uint8
+	alignTo   alignTarget
+	proposals chan *partitionProposal
+	controls  chan shardControl
+	stopped   chan struct{}
 
 	// Owned by the loop goroutine (or by the caller of do after stop).
 	groups  map[*partitionEntry]struct{}
@@ -194,6 +200,7 @@ func (s *partitionShard) run(ctx context.Context) {
 			return
 		case <-ticker.C():
 			now := s.clock.NowMicros()
+			led := 0
 			for e := range s.groups {
 				e.group.SetNow(now)
 				e.group.Tick()
@@ -201,7 +208,13 @@ func (s *partitionShard) run(ctx context.Context) {
 					s.touch(e)
 				}
 				e.publishRole()
+				if e.primary.Load() {
+					led++
+				}
 			}
+			s.led.Store(int64(led))
+			s.served.Store(int64(len(s.groups)))
+			s.align(time.UnixMicro(int64(now)))
 		case c := <-s.controls:
 			c.fn()
 			close(c.done)
@@ -420,32 +433,55 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	e.backlog, e.inflight = nil, 0
 }
 
+// processTouched drains the touched groups' Readys through the one Ready
+// contract, all of them together per round (carryOutBatch: their
+// superblock writes run concurrently, so a view change of many groups
+// costs a few journal commits, not one fsync pair per group); the entries
+// supply the partition plane's steps.
 func (s *partitionShard) processTouched() {
-	for i, e := range s.touched {
+	touched := len(s.touched)
+	live := make([]*partitionEntry, 0, touched)
+	for _, e := range s.touched {
 		if _, ok := s.groups[e]; ok {
-			s.process(e)
+			live = append(live, e)
 		}
-		s.touched[i] = nil
 	}
-	s.touched = s.touched[:0]
-}
-
-// process drains a group's Readys through the one Ready contract
-// (carryOut); the entry supplies the partition plane's steps.
-func (s *partitionShard) process(e *partitionEntry) {
-	for round := 0; round < partitionReadyRoundsMax && e.group.HasReady(); round++ {
-		if err := carryOut(e.group, e); err != nil {
-			if !errors.Is(err, errInstallPending) {
-				s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+	var batch []batchItem
+	var inBatch []*partitionEntry
+	stalled := make(map[*partitionEntry]bool)
+	for round := 0; round < partitionReadyRoundsMax; round++ {
+		batch, inBatch = batch[:0], inBatch[:0]
+		for _, e := range live {
+			if !stalled[e] && e.group.HasReady() {
+				batch = append(batch, batchItem{g: e.group, steps: e})
+				inBatch = append(inBatch, e)
 			}
-			return
 		}
-		s.checkpoint(e)
-		s.promoteBacklog(e)
+		if len(batch) == 0 {
+			break
+		}
+		for i, err := range carryOutBatch(batch) {
+			e := inBatch[i]
+			if err != nil {
+				stalled[e] = true
+				if !errors.Is(err, errInstallPending) {
+					s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+				}
+				continue
+			}
+			s.checkpoint(e)
+			s.promoteBacklog(e)
+		}
 	}
-	s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
-	e.publishRole()
-	s.proposeWatermarks(e) // a new primary carries out what metadata wants
+	for _, e := range live {
+		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
+		e.publishRole()
+		s.proposeWatermarks(e) // a new primary carries out what metadata wants
+	}
+	// Groups touched while processing (new proposals) stay for the next turn.
+	n := copy(s.touched, s.touched[touched:])
+	clear(s.touched[n:])
+	s.touched = s.touched[:n]
 }
 
 // persist implements readySteps. A partition group keeps its journal in

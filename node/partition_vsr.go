@@ -97,17 +97,28 @@ var errInstallPending = errors.New("partition state transfer in progress")
 // until the records up to its frontier are in the log (the transfer job),
 // so the superblock never names a checkpoint the log does not hold.
 func (e *partitionEntry) persistVSR(rd *consensus.Ready) error {
+	write, err := e.prepareWrite(rd)
+	if err != nil || write == nil {
+		return err
+	}
+	return write()
+}
+
+// prepareWrite implements batchedSteps: the transfer check in order, and
+// the superblock write the shard runs together with other groups'.
+func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error) {
 	if rd.Snapshot != nil {
 		if err := e.shard.transferReady(e, *rd.Snapshot); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if rd.Superblock == nil || e.superblock == nil {
-		return nil
+		return nil, nil
 	}
 	if rd.Superblock.CheckpointOp != e.checkpointOp {
-		return fmt.Errorf("superblock names checkpoint op %d, the partition's checkpoint is op %d", rd.Superblock.CheckpointOp, e.checkpointOp)
+		return nil, fmt.Errorf("superblock names checkpoint op %d, the partition's checkpoint is op %d", rd.Superblock.CheckpointOp, e.checkpointOp)
 	}
-	return e.superblock.Write(journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock,
-		OffsetFrontier: e.checkpointFrontier})
+	sb, st := e.superblock, journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock,
+		OffsetFrontier: e.checkpointFrontier}
+	return func() error { return sb.Write(st) }, nil
 }
