@@ -167,7 +167,7 @@ func (n *Node) executePartition(ctx context.Context, p Principal, op wire.Operat
 	case wire.OpSendMessages:
 		// The body is ours: whether the proposal still references it does
 		// not matter (it is never reused).
-		conf, code, _ := n.sendMessages(ctx, v, body, await)
+		conf, code, _ := n.sendMessages(ctx, v, sendIdentity{}, body, await)
 		if code != wire.OK {
 			return nil, code
 		}

@@ -191,6 +191,16 @@ func Run(ctx context.Context, opts Options) error {
 		}()
 	}
 	n.plane.runOpeners(shardCtx, &shardsWG)
+	if topo.clustered {
+		// Partitions open once the metadata state is caught up (a restarted
+		// replica's state may be behind its partition files).
+		n.plane.gated = true
+		n.driver.caughtUp = func() {
+			n.plane.gateOpen.Store(true)
+			n.log.Info("metadata caught up: opening partitions")
+			n.plane.reconcile(n.state)
+		}
+	}
 	defer func() {
 		// After the metadata driver: its applies may still hand work to shards.
 		stopShards()

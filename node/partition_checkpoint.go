@@ -16,17 +16,19 @@ import (
 // (partition_transfer.go), so a snapshot stays small whatever the
 // partition's size.
 //
-// Encoding: [version u8 = 1][frontier u64][first u64][count u32] then
-// count × [kind u8][id u32][offset u64], ordered by kind then id, little
-// endian.
+// Encoding: [version u8 = 2][frontier u64][first u64][count u32] then
+// count × [kind u8][id u32][offset u64], ordered by kind then id, then the
+// retry dedup table (partition_dedup.go), little endian. Version 1 had no
+// table.
 type partitionCheckpoint struct {
 	frontier uint64
 	first    uint64
 	offsets  []partitions.ConsumerOffsetEntry
+	dedup    []byte // encoded dedupTable; nil = empty
 }
 
 const (
-	partitionCheckpointVersion   = 1
+	partitionCheckpointVersion   = 2
 	partitionCheckpointFixed     = 1 + 8 + 8 + 4
 	partitionCheckpointEntry     = 1 + 4 + 8
 	partitionCheckpointOffsetMax = 1 << 20 // as partitions bounds offsets per partition
@@ -43,20 +45,33 @@ func (c partitionCheckpoint) encode() []byte {
 		b = binary.LittleEndian.AppendUint32(b, o.ID)
 		b = binary.LittleEndian.AppendUint64(b, o.Offset)
 	}
-	return b
+	if c.dedup == nil {
+		return binary.LittleEndian.AppendUint32(b, 0) // an empty table
+	}
+	return append(b, c.dedup...)
 }
 
 func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	if len(b) < partitionCheckpointFixed {
 		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes, shorter than its %d-byte header", len(b), partitionCheckpointFixed)
 	}
-	if b[0] != partitionCheckpointVersion {
-		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: version %d, want %d", b[0], partitionCheckpointVersion)
+	version := b[0]
+	if version != 1 && version != partitionCheckpointVersion {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: version %d, want 1 or %d", b[0], partitionCheckpointVersion)
 	}
 	c := partitionCheckpoint{frontier: binary.LittleEndian.Uint64(b[1:]), first: binary.LittleEndian.Uint64(b[9:])}
 	n := binary.LittleEndian.Uint32(b[17:])
-	if n > partitionCheckpointOffsetMax || len(b) != partitionCheckpointFixed+int(n)*partitionCheckpointEntry {
-		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d consumer offsets do not fill its %d bytes", n, len(b))
+	offsetsEnd := partitionCheckpointFixed + int(n)*partitionCheckpointEntry
+	if n > partitionCheckpointOffsetMax || len(b) < offsetsEnd || (version == 1 && len(b) != offsetsEnd) {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d consumer offsets do not fit its %d bytes", n, len(b))
+	}
+	if version >= 2 {
+		if _, rest, err := decodeDedupTable(b[offsetsEnd:]); err != nil {
+			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %w", err)
+		} else if len(rest) != 0 {
+			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes after the dedup table", len(rest))
+		}
+		c.dedup = b[offsetsEnd:]
 	}
 	if c.first > c.frontier {
 		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: first offset %d above the frontier %d", c.first, c.frontier)

@@ -137,6 +137,9 @@ func (p *partitionPlane) desiredOf(k partitionKey) (desiredPartition, bool) {
 // awaitEntry returns the served partition k, waiting (bounded) while it is
 // being opened; opening reports that it is still being opened.
 func (p *partitionPlane) awaitEntry(ctx context.Context, k partitionKey) (e *partitionEntry, opening bool) {
+	if p.gated && !p.gateOpen.Load() {
+		return nil, true // still catching up after boot: retry
+	}
 	p.mu.RLock()
 	e, ch := p.entries[k], p.opening[k]
 	p.mu.RUnlock()

@@ -82,8 +82,12 @@ type partitionEntry struct {
 	superblock         *journal.Superblock
 	checkpointOp       uint64
 	checkpointFrontier uint64
-	transfer           *partitionTransfer
-	alignRetryAt       time.Time // no hand-over before (partition_align.go)
+	checkpointDedup    []byte // the dedup table at checkpointOp, encoded
+	// checkpointDedupDirty: the table changed since dedup.table was written.
+	checkpointDedupDirty bool
+	dedup                dedupTable
+	transfer             *partitionTransfer
+	alignRetryAt         time.Time // no hand-over before (partition_align.go)
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32
@@ -136,19 +140,25 @@ func readMarker(dir string) (partitionMarker, bool) {
 
 // writeMarker replaces the marker durably (tmp, fsync, rename, dir fsync).
 func writeMarker(dir string, m partitionMarker) error {
-	tmp := filepath.Join(dir, markerFileName+".tmp")
+	return replaceFileDurably(dir, markerFileName, m.encode())
+}
+
+// replaceFileDurably replaces dir/name with data: tmp file, fsync, rename,
+// directory fsync.
+func replaceFileDurably(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("write partition marker: %w", err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	_, werr := f.Write(m.encode())
+	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("write partition marker %s: %w", tmp, err)
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, markerFileName)); err != nil {
-		return fmt.Errorf("install partition marker in %s: %w", dir, err)
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("install %s in %s: %w", name, dir, err)
 	}
 	return syncDirectory(dir)
 }
@@ -182,8 +192,14 @@ type partitionPlane struct {
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
 	opening map[partitionKey]chan struct{} // closed when the key's queued open ends
-	opens   *openQueue
-	state   *metadata.State // set by the first reconcile
+	// gate (cluster mode): closed until the metadata group has caught up
+	// after boot. Before that the metadata state may lack partitions whose
+	// files are here (a restarted replica recovers its state from the
+	// primary), so nothing is opened, removed or swept.
+	gated    bool
+	gateOpen atomic.Bool
+	opens    *openQueue
+	state    *metadata.State // set by the first reconcile
 
 	// reconcileMu serialises reconcile passes (metadata apply and boot).
 	reconcileMu  sync.Mutex

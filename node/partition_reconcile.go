@@ -25,6 +25,9 @@ type desiredPartition struct {
 // watermarks. It runs on the metadata driver after each applied change and
 // once at boot; it is a no-op when the state revision did not move.
 func (p *partitionPlane) reconcile(state *metadata.State) {
+	if p.gated && !p.gateOpen.Load() {
+		return
+	}
 	p.reconcileMu.Lock()
 	defer p.reconcileMu.Unlock()
 	rev := state.Revision()
@@ -98,7 +101,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.quarantine = err
 		p.log.Error("partition quarantined: its requests are refused until it is repaired",
 			"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
-	} else if l, err := partitions.Open(e.dir, p.logOptions(d.topic)); err != nil {
+	} else if l, err := p.openLog(e.dir, d.topic); err != nil {
 		e.quarantine = err
 		if errors.Is(err, partitions.ErrQuarantined) {
 			p.log.Error("partition quarantined: its requests are refused until it is repaired",
@@ -134,6 +137,27 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 	}
 	p.mu.Unlock()
 	return e
+}
+
+// openLog opens a partition's log. In cluster mode interior corruption
+// does not keep the replica out: the damage and everything after it are set
+// aside (partitions.SetAsideDamage) and the log opens at the verified
+// prefix, which ends below the frontier its superblock records, so the
+// group rejoins with nothing applied and the state transfer refills the
+// rest from the peers (issue 8 point 4). A single node has no peer to
+// refill from: its partition stays quarantined.
+func (p *partitionPlane) openLog(dir string, t metadata.Topic) (*partitions.Log, error) {
+	l, err := partitions.Open(dir, p.logOptions(t))
+	var q *partitions.QuarantineError
+	if err == nil || !p.clustered() || !errors.As(err, &q) {
+		return l, err
+	}
+	p.log.Warn("partition log damaged: setting the damage aside and refilling it from the other replicas",
+		"dir", dir, "file", q.File, "position", q.Position, "offset", q.Offset, "reason", q.Reason)
+	if serr := partitions.SetAsideDamage(q); serr != nil {
+		return nil, errors.Join(err, serr)
+	}
+	return partitions.Open(dir, p.logOptions(t))
 }
 
 // lastAppendTime is the newest stored append time, so restarts keep

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 
+	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/encryption"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
@@ -33,7 +34,7 @@ func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.Requ
 // the request frame is handed back to the transport for reuse: consensus
 // copied the batch at Propose and nothing else keeps a sub-slice of it.
 func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.RequestHeader, body []byte) {
-	conf, code, bodyInUse := n.sendMessages(n.lifetime, v, body, true)
+	conf, code, bodyInUse := n.sendMessages(n.lifetime, v, sendIdentity{client: toConsensus(hdr.Client), request: hdr.Request}, body, true)
 	if !bodyInUse {
 		c.FrameConsumed()
 	}
@@ -51,7 +52,7 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 // partition, propose and (await) wait. Without await the proposal is only
 // queued (HTTP ack=none): the confirmation carries no offset. bodyInUse:
 // the proposal may still reference body.
-func (n *Node) sendMessages(ctx context.Context, v sessionView, body []byte, await bool) (conf wire.SendConfirmation, code wire.ErrorCode, bodyInUse bool) {
+func (n *Node) sendMessages(ctx context.Context, v sessionView, id sendIdentity, body []byte, await bool) (conf wire.SendConfirmation, code wire.ErrorCode, bodyInUse bool) {
 	req, err := wire.DecodeSendMessages(body)
 	if err != nil {
 		return conf, sendErrorCode(err), false
@@ -85,6 +86,9 @@ func (n *Node) sendMessages(ctx context.Context, v sessionView, body []byte, awa
 		return conf, wire.ErrTransientNotAccepted, false
 	}
 	batch := req.Batch
+	// Retry recognition keys on the batch as the client sent it (before
+	// encryption and stamping): partition_dedup.go.
+	sum := req.Header.BatchChecksum
 	if n.cipher != nil {
 		// Encrypted once, here on the primary: the ciphertext is what is
 		// replicated, checksummed and stored; the request frame is free.
@@ -98,6 +102,9 @@ func (n *Node) sendMessages(ctx context.Context, v sessionView, body []byte, awa
 	}
 	conf = wire.SendConfirmation{StreamID: t.StreamID, TopicID: t.ID, PartitionID: pid}
 	p := &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch}
+	if id.request&dedupRequestFlag != 0 {
+		p.user, p.client, p.request, p.sum = v.userID, id.client, id.request, sum
+	}
 	if !await {
 		if !e.shard.submit(p) {
 			return conf, wire.ErrTransientNotAccepted, false
@@ -111,6 +118,16 @@ func (n *Node) sendMessages(ctx context.Context, v sessionView, body []byte, awa
 	}
 	conf.BaseOffset = out.baseOffset
 	return conf, wire.OK, bodyInUse
+}
+
+// sendIdentity is what retry recognition keys a send by
+// (partition_dedup.go): the client id and request id of a binary frame,
+// recognised only when the request id asks for it (dedupRequestFlag).
+// Zero for HTTP, which has no request identity: its sends are never taken
+// for replays.
+type sendIdentity struct {
+	client  consensus.Uint128
+	request uint64
 }
 
 // sendErrorCode is the status for a SendMessages body that failed decoding

@@ -40,6 +40,12 @@ type partitionProposal struct {
 	op    wire.Operation
 	body  []byte
 	done  chan partitionOutcome // buffered 1; nil = fire and forget (auto-commit)
+	// A client send's identity for retry recognition (partition_dedup.go);
+	// zero client: none.
+	user    uint32
+	client  consensus.Uint128
+	request uint64
+	sum     uint64 // the client's batch checksum, before stamping
 }
 
 // partitionOutcome is a write's result: wire.OK and the batch's base offset,
@@ -344,6 +350,16 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
 		return
 	}
+	if p.op == wire.OpSendMessages && !p.client.IsZero() {
+		switch verdict, base := e.dedup.check(dedupKey{p.user, p.client}, p.request, p.sum); verdict {
+		case dedupReplay:
+			p.reply(partitionOutcome{code: wire.OK, baseOffset: base, bodyReleased: true})
+			return
+		case dedupTooOld:
+			p.reply(partitionOutcome{code: wire.ErrRequestAlreadyApplied, bodyReleased: true})
+			return
+		}
+	}
 	if !e.group.IsPrimary() && e.group.Status() == consensus.StatusNormal {
 		// A backup: the write belongs on the group's primary (58, never
 		// entered a pipeline). During a view change it waits in the backlog:
@@ -384,7 +400,8 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.waiting[s.nextTag] = p
 	e.inflight++
 	e.group.SetNow(s.clock.NowMicros())
-	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag})
+	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag,
+		Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
 	s.touch(e)
 }
 
@@ -574,14 +591,19 @@ func (s *partitionShard) checkpoint(e *partitionEntry) {
 		return
 	}
 	frontier := e.log.NextOffset()
-	data := checkpointOf(e.log, frontier).encode()
+	cp := checkpointOf(e.log, frontier)
+	cp.dedup = e.dedup.encode(nil)
+	data := cp.encode()
 	op := e.group.CommitMin()
 	e.group.Checkpoint(consensus.Snapshot{Op: op, Data: data, Checksum: snapshotChecksum(data)})
 	if err := e.group.CheckpointError(); err != nil {
 		s.log.Error("partition checkpoint refused", "dir", e.dir, "op", op, "err", err)
 		return
 	}
-	e.checkpointOp, e.checkpointFrontier = op, frontier
+	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = op, frontier, cp.dedup
+	if e.dedup.changed {
+		e.dedup.changed, e.checkpointDedupDirty = false, true
+	}
 }
 
 // apply carries out one committed partition op; wrote reports a log append.
@@ -630,6 +652,28 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 		s.log.Error("committed batch header", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
 	}
+	key := dedupKey{p.Header.UserID, p.Header.Client}
+	identified := !p.Header.Client.IsZero()
+	if identified {
+		switch verdict, base := e.dedup.check(key, p.Header.Request, p.Header.ReqSum); verdict {
+		case dedupReplay:
+			e.stampValid = false // the offsets stamped for this copy stay unused
+			return partitionOutcome{code: wire.OK, baseOffset: base}, false
+		case dedupTooOld:
+			e.stampValid = false
+			return partitionOutcome{code: wire.ErrRequestAlreadyApplied}, false
+		}
+	}
+	out, wrote := s.appendCommitted(e, p, h)
+	if identified && out.code == wire.OK {
+		e.dedup.record(key, p.Header.Request, p.Header.ReqSum, out.baseOffset, p.Header.Op)
+	}
+	return out, wrote
+}
+
+// appendCommitted appends a committed batch (or recognises one the log
+// already holds) on this replica.
+func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
 	next := e.log.NextOffset()
 	if h.BaseOffset < next && h.PartitionID == uint64(e.key.partition) {
 		return s.replayedSend(e, p, h)

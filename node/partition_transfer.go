@@ -99,7 +99,15 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
 		return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
 	}
-	e.checkpointOp, e.checkpointFrontier = snap.Op, t.target.frontier
+	table := dedupTable{}
+	if t.target.dedup != nil {
+		var err error
+		if table, _, err = decodeDedupTable(t.target.dedup); err != nil {
+			return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+		}
+	}
+	e.dedup = table
+	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = snap.Op, t.target.frontier, t.target.dedup
 	s.log.Info("partition state transfer installed", "dir", e.dir, "op", snap.Op, "frontier", t.target.frontier,
 		"consumer_offsets", len(t.target.offsets))
 	return nil

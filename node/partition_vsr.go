@@ -73,10 +73,17 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp)
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
 			} else {
-				data := checkpointOf(e.log, st.OffsetFrontier).encode()
+				table, err := readDedupFile(e.dir, vs.CheckpointOp)
+				if err != nil {
+					p.log.Warn("partition retry table unreadable: replays of earlier sends are not recognised", "dir", e.dir, "err", err)
+				}
+				cp := checkpointOf(e.log, st.OffsetFrontier)
+				cp.dedup = table.encode(nil)
+				data := cp.encode()
 				restored.Snapshot = &consensus.Snapshot{Op: vs.CheckpointOp, Data: data, Checksum: snapshotChecksum(data)}
 				e.appliedOp = vs.CheckpointOp
-				e.checkpointOp, e.checkpointFrontier = vs.CheckpointOp, st.OffsetFrontier
+				e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = vs.CheckpointOp, st.OffsetFrontier, cp.dedup
+				e.dedup = table
 			}
 		}
 	}
@@ -120,5 +127,22 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 	}
 	sb, st := e.superblock, journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock,
 		OffsetFrontier: e.checkpointFrontier}
-	return func() error { return sb.Write(st) }, nil
+	// The retry table of the checkpoint is on disk before the superblock
+	// that names the checkpoint.
+	// (Rewritten only when the table changed: an older file of an
+	// unchanged table is valid for this checkpoint too.)
+	var dedup []byte
+	if e.checkpointDedupDirty {
+		dedup = e.checkpointDedup
+	}
+	dir, op := e.dir, e.checkpointOp
+	return func() error {
+		if dedup != nil {
+			if err := writeDedupFile(dir, op, dedup); err != nil {
+				return err
+			}
+			e.checkpointDedupDirty = false // the shard waits for every write before it goes on
+		}
+		return sb.Write(st)
+	}, nil
 }
