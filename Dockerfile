@@ -13,8 +13,9 @@ COPY --from=build /out/iggy-server /usr/local/bin/iggy-server
 COPY config.toml /etc/lodestream/config.toml
 ENV IGGY_CONFIG_PATH=/etc/lodestream/config.toml \
     IGGY_SYSTEM_PATH=/home/nonroot/local_data \
-    IGGY_TCP_ADDRESS=0.0.0.0:8090
+    IGGY_TCP_ADDRESS=0.0.0.0:8090 \
+    IGGY_HTTP_ADDRESS=0.0.0.0:3000
 USER nonroot:nonroot
-EXPOSE 8090
+EXPOSE 8090 3000
 VOLUME ["/home/nonroot/local_data"]
 ENTRYPOINT ["/usr/local/bin/iggy-server"]

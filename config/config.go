@@ -195,6 +195,7 @@ type HTTPConfig struct {
 	Address        string            `toml:"address"`
 	MaxRequestSize ByteSize          `toml:"max_request_size"`
 	WebUI          bool              `toml:"web_ui"`
+	WebUIDir       string            `toml:"web_ui_dir"`
 	CORS           HTTPCORSConfig    `toml:"cors"`
 	JWT            HTTPJWTConfig     `toml:"jwt"`
 	Metrics        HTTPMetricsConfig `toml:"metrics"`

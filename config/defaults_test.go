@@ -51,7 +51,7 @@ func TestDefaultsDecodeAndValidate(t *testing.T) {
 		{"login.tracked_entries_max", cfg.Login.TrackedEntriesMax, uint64(4096)},
 		{"quic.enabled", cfg.QUIC.Enabled, false},
 		{"quic.address", cfg.QUIC.Address, "127.0.0.1:8080"},
-		{"http.enabled", cfg.HTTP.Enabled, false},
+		{"http.enabled", cfg.HTTP.Enabled, true},
 		{"http.address", cfg.HTTP.Address, "127.0.0.1:3000"},
 		{"websocket.enabled", cfg.WebSocket.Enabled, false},
 		{"websocket.address", cfg.WebSocket.Address, "127.0.0.1:8092"},
@@ -148,4 +148,28 @@ func documentedNodeKey(key string) bool {
 		}
 	}
 	return false
+}
+
+// TestHTTPKeysDocumented: every [http] key is in docs/config.md's [http]
+// table (by full path, or by its last segment in a row of its table).
+func TestHTTPKeysDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	schema := schemaFor(reflect.TypeFor[HTTPConfig]())
+	paths := make([]string, 0, len(schema.leaves)+len(schema.arrays))
+	for _, leaf := range schema.leaves {
+		paths = append(paths, "http."+leaf.path)
+	}
+	for _, array := range schema.arrays {
+		paths = append(paths, "http."+array.path)
+	}
+	for _, path := range paths {
+		last := path[strings.LastIndex(path, ".")+1:]
+		if !strings.Contains(text, "`"+path+"`") && !strings.Contains(text, "`"+last+"`") {
+			t.Errorf("%s is not documented in docs/config.md", path)
+		}
+	}
 }

@@ -19,6 +19,8 @@ func clusterConfig(t *testing.T) *Config {
 		t.Fatal(err)
 	}
 	cfg.Cluster.Enabled = true
+	// HTTP in a cluster has its own cases (roster http ports, key material).
+	cfg.HTTP.Enabled = false
 	cfg.Cluster.Nodes = nil
 	for i := range 3 {
 		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, NodeConfig{

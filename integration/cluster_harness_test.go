@@ -59,7 +59,16 @@ func pickPorts(t *testing.T, ip string, count int) []int {
 // with a roster of pre-picked tcp and tcp_replica ports.
 func startCluster(t *testing.T, n int, extraEnv ...string) *testCluster {
 	t.Helper()
-	ip := fmt.Sprintf("127.0.0.%d", 20+clusterLoopback.Add(1))
+	return startClusterOn(t, nextClusterIP(), n, extraEnv...)
+}
+
+// nextClusterIP is a loopback address no other cluster test uses.
+func nextClusterIP() string { return fmt.Sprintf("127.0.0.%d", 20+clusterLoopback.Add(1)) }
+
+// startClusterOn is startCluster on a given loopback address (for tests
+// that pick more roster ports on it first).
+func startClusterOn(t *testing.T, ip string, n int, extraEnv ...string) *testCluster {
+	t.Helper()
 	ports := pickPorts(t, ip, 2*n)
 	c := &testCluster{t: t, ip: ip}
 	var roster []string

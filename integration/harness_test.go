@@ -120,6 +120,9 @@ func (s *server) start() {
 		"HOME=" + os.Getenv("HOME"),
 		"IGGY_SYSTEM_PATH=" + s.dataDir,
 		"IGGY_TCP_ADDRESS=127.0.0.1:0",
+		// HTTP listens on a fixed port by default; tests that use it
+		// enable it on an ephemeral port (http_test.go).
+		"IGGY_HTTP_ENABLED=false",
 	}
 	s.cmd = exec.Command(serverBinary, append([]string{"--with-default-root-credentials"}, s.args...)...)
 	s.cmd.Env = append(env, s.env...)
@@ -193,6 +196,9 @@ func (s *server) startExpectExit() error {
 		"HOME=" + os.Getenv("HOME"),
 		"IGGY_SYSTEM_PATH=" + s.dataDir,
 		"IGGY_TCP_ADDRESS=127.0.0.1:0",
+		// HTTP listens on a fixed port by default; tests that use it
+		// enable it on an ephemeral port (http_test.go).
+		"IGGY_HTTP_ENABLED=false",
 	}
 	s.cmd = exec.Command(serverBinary, append([]string{"--with-default-root-credentials"}, s.args...)...)
 	s.cmd.Env = append(env, s.env...)

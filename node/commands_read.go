@@ -41,7 +41,7 @@ func (n *Node) handleNonReplicated(c *transport.Conn, s *session, hdr wire.Reque
 		n.sendStatus(c, hdr, bodyErrorCode(err))
 		return
 	}
-	payload, status := n.read(c, v, req)
+	payload, status := n.read(origin{connID: c.ID(), remote: c.RemoteAddr()}, v, req)
 	if status != wire.OK {
 		n.sendStatus(c, hdr, status)
 		return
@@ -49,8 +49,15 @@ func (n *Node) handleNonReplicated(c *transport.Conn, s *session, hdr wire.Reque
 	n.sendOK(c, hdr, payload)
 }
 
+// origin is where a read came from: a binary connection, or an HTTP
+// caller (connID 0: no connection of its own).
+type origin struct {
+	connID uint32
+	remote string
+}
+
 // read answers one decoded read request.
-func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte, wire.ErrorCode) {
+func (n *Node) read(from origin, v sessionView, req wire.Request) ([]byte, wire.ErrorCode) {
 	allowed := func(perm metadata.Permission, streamID, topicID uint32) bool {
 		return n.state.Authorize(v.userID, perm, streamID, topicID)
 	}
@@ -66,10 +73,10 @@ func (n *Node) read(c *transport.Conn, v sessionView, req wire.Request) ([]byte,
 			st := n.stats()
 			return st.Append(nil), wire.OK
 		case wire.CodeGetClusterMetadata:
-			m := n.clusterMetadataFor(c.RemoteAddr())
+			m := n.clusterMetadataFor(from.remote)
 			return m.Append(nil), wire.OK
 		case wire.CodeGetMe:
-			if d, ok := n.clientDetails(c.ID()); ok {
+			if d, ok := n.clientDetails(from.connID); from.connID != 0 && ok {
 				return d.Append(nil), wire.OK
 			}
 			return nil, wire.OK

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -19,32 +20,66 @@ func (n *Node) handleMetadataWrite(c *transport.Conn, s *session, hdr wire.Reque
 		return
 	}
 	code, _ := wire.CodeForOperation(hdr.Operation)
-	req, err := wire.DecodeRequestBody(code, body)
-	if err != nil {
-		n.sendStatus(c, hdr, bodyErrorCode(err))
-		return
-	}
-	cmd, extra, status := n.metadataCommand(v, req)
+	out, status := n.submitMetadataWrite(n.lifetime, v, metadataSlot{session: hdr.Session, request: hdr.Request, checksum: hdr.RequestChecksum.Lo}, code, body)
 	if status != wire.OK {
 		n.sendStatus(c, hdr, status)
 		return
 	}
-	if !n.preAuthorize(v.userID, cmd) {
-		n.sendStatus(c, hdr, wire.ErrUnauthorized)
-		return
-	}
-	out := n.driver.propose(n.lifetime, consensus.Request{
-		Client: v.client, Session: hdr.Session, Request: hdr.Request, Checksum: hdr.RequestChecksum.Lo,
-		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
-	}, extra)
 	if n.answerTransient(c, s, hdr, out) {
 		return
 	}
-	// A purge or segment deletion is carried out by the partitions' own
-	// groups after this commit: answer once this node's reflect it.
-	n.awaitWatermarks(n.lifetime, cmd)
-	n.awaitOpen(n.lifetime, cmd)
 	n.sendOK(c, hdr, out.body)
+}
+
+// metadataSlot is a request's place in its client session: session number,
+// request number and the checksum consensus deduplicates a retry by.
+type metadataSlot struct {
+	session, request, checksum uint64
+}
+
+// submitMetadataWrite is the one metadata-plane write path (binary frames
+// and HTTP): decode, resolve, authorize, propose. A non-OK status is a
+// refusal before consensus; otherwise out is the consensus outcome.
+func (n *Node) submitMetadataWrite(ctx context.Context, v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (outcome, wire.ErrorCode) {
+	req, cmd, extra, status := n.prepareMetadataWrite(v, slot, code, body)
+	if status != wire.OK {
+		return outcome{}, status
+	}
+	return n.proposeMetadataWrite(ctx, req, cmd, extra), wire.OK
+}
+
+// proposeMetadataWrite proposes a prepared write. A purge or segment
+// deletion is carried out by the partitions' own groups after the commit,
+// and new partitions are opened off the metadata loop: the write is
+// answered once this node's partitions reflect it (bounded waits).
+func (n *Node) proposeMetadataWrite(ctx context.Context, req consensus.Request, cmd metadata.Command, extra any) outcome {
+	out := n.driver.propose(ctx, req, extra)
+	if out.kind == consensus.ReplyCommitted {
+		n.awaitWatermarks(ctx, cmd)
+		n.awaitOpen(ctx, cmd)
+	}
+	return out
+}
+
+// prepareMetadataWrite is submitMetadataWrite up to the proposal: the
+// consensus request (hashes and tokens resolved once, so a replay is
+// byte-identical) and its node-local reply part.
+func (n *Node) prepareMetadataWrite(v sessionView, slot metadataSlot, code wire.CommandCode, body []byte) (consensus.Request, metadata.Command, any, wire.ErrorCode) {
+	req, err := wire.DecodeRequestBody(code, body)
+	if err != nil {
+		return consensus.Request{}, nil, nil, bodyErrorCode(err)
+	}
+	cmd, extra, status := n.metadataCommand(v, req)
+	if status != wire.OK {
+		return consensus.Request{}, nil, nil, status
+	}
+	if !n.preAuthorize(v.userID, cmd) {
+		return consensus.Request{}, nil, nil, wire.ErrUnauthorized
+	}
+	return consensus.Request{
+		Client: v.client, Session: slot.session, Request: slot.request, Checksum: slot.checksum,
+		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),
+	}, cmd, extra, wire.OK
 }
 
 // bodyErrorCode is the status for an undecodable body: the decoder's

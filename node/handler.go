@@ -74,6 +74,9 @@ func (n *Node) HandleFrame(c *transport.Conn, frame []byte) {
 		n.replyHeaderError(c, hdr)
 		return
 	}
+	if n.requests != nil {
+		defer n.requests.ObserveBinaryRequest(hdr.Operation, hdr.Code, len(frame), time.Now())
+	}
 	body := frame[wire.HeaderSize:]
 	if !wire.RequestChecksumValid(hdr, body) {
 		n.sendStatus(c, hdr, wire.ErrInvalidFormat)

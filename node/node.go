@@ -41,6 +41,10 @@ type Options struct {
 	RootUsername string
 	RootPassword string
 	Logger       *slog.Logger
+	// HTTP binds the REST API when http.enabled (services.go).
+	HTTP HTTPStarter
+	// Requests observes binary requests (metrics); nil: none.
+	Requests RequestObserver
 }
 
 // Node is one running server.
@@ -51,6 +55,8 @@ type Node struct {
 	state       *metadata.State
 	driver      *driver
 	sessions    *registry
+	principals  *principals // HTTP callers' client sessions (principal.go)
+	requests    RequestObserver
 	credentials credentialSlots
 	logins      *loginLimiter
 	internal    *internalSession
@@ -100,7 +106,7 @@ func Run(ctx context.Context, opts Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := checkTransports(cfg); err != nil {
+	if err := checkTransports(cfg, opts.HTTP != nil); err != nil {
 		return err
 	}
 	topo, err := newTopology(cfg, opts.ReplicaID)
@@ -115,6 +121,8 @@ func Run(ctx context.Context, opts Options) error {
 		cfg:         cfg,
 		log:         log,
 		sessions:    newRegistry(),
+		principals:  newPrincipals(principalsMax(uint32(cfg.Metadata.ClientsTableMax))),
+		requests:    opts.Requests,
 		credentials: newCredentialSlots(),
 		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
 			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
@@ -256,6 +264,11 @@ func Run(ctx context.Context, opts Options) error {
 	// Each client listener records its bound port here once it is bound
 	// (QUIC, HTTP and WebSocket when this build serves them).
 	n.ports.tcp = portOf(tcp.Addr())
+	httpListener, err := n.bindHTTP(opts.HTTP)
+	if err != nil {
+		tcp.Close()
+		return err
+	}
 	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "tls", tlsConfig != nil, "data", n.dataDir,
 		"metadata_op", group.Op(), "version", ServerVersion)
 
@@ -275,6 +288,7 @@ func Run(ctx context.Context, opts Options) error {
 	}()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- tcp.Serve(serveCtx, n) }()
+	httpErr := serveHTTP(serveCtx, httpListener)
 
 	var runErr error
 	driverDone := false
@@ -287,12 +301,20 @@ func Run(ctx context.Context, opts Options) error {
 	case err := <-serveErr:
 		serveErr <- err
 		runErr = fmt.Errorf("tcp listener stopped: %w", err)
+	case err := <-httpErr:
+		httpErr <- err
+		runErr = fmt.Errorf("http listener stopped: %w", err)
 	}
 	// Connections close first (their sessions log out through the still
 	// running driver), then the driver drains what was admitted.
 	stopServe()
 	if err := <-serveErr; err != nil && runErr == nil {
 		runErr = err
+	}
+	if httpErr != nil {
+		if err := <-httpErr; err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	stopLifetime()
 	stopDriver()
@@ -309,7 +331,7 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // checkTransports refuses transports this build does not serve.
-func checkTransports(cfg *config.Config) error {
+func checkTransports(cfg *config.Config, httpServed bool) error {
 	var errs []error
 	if !cfg.TCP.Enabled {
 		errs = append(errs, errors.New("tcp.enabled = false: the TCP transport is the only client transport of this build"))
@@ -317,8 +339,8 @@ func checkTransports(cfg *config.Config) error {
 	if cfg.QUIC.Enabled {
 		errs = append(errs, errors.New("quic.enabled = true: QUIC is not available in this build"))
 	}
-	if cfg.HTTP.Enabled {
-		errs = append(errs, errors.New("http.enabled = true: the HTTP API is not available in this build"))
+	if cfg.HTTP.Enabled && !httpServed {
+		errs = append(errs, errors.New("http.enabled = true: this binary does not serve the HTTP API"))
 	}
 	if cfg.WebSocket.Enabled {
 		errs = append(errs, errors.New("websocket.enabled = true: WebSocket is not available in this build"))

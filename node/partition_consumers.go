@@ -1,7 +1,9 @@
 package node
 
 import (
+	"context"
 	"encoding/binary"
+
 	"github.com/lodestream/lodestream/transport"
 
 	"github.com/lodestream/lodestream/metadata"
@@ -79,66 +81,68 @@ func (n *Node) resolveConsumer(v sessionView, t metadata.Topic, consumer wire.Co
 // channel; committed outcomes the result section (ops 161/162 are
 // result-framed).
 func (n *Node) handleOffsetWrite(c *transport.Conn, v sessionView, hdr wire.RequestHeader, body []byte) {
-	code, _ := wire.CodeForOperation(hdr.Operation)
+	result, status := n.offsetWrite(n.lifetime, v, hdr.Operation, body)
+	if status != wire.OK {
+		n.sendStatus(c, hdr, status)
+		return
+	}
+	n.sendOK(c, hdr, result)
+}
+
+// offsetWrite is the one consumer-offset write path (binary frames and
+// HTTP). A non-OK status is answered on the status channel; otherwise
+// result is the result section (OK or a committed rejection).
+func (n *Node) offsetWrite(ctx context.Context, v sessionView, op wire.Operation, body []byte) ([]byte, wire.ErrorCode) {
+	code, _ := wire.CodeForOperation(op)
 	decoded, err := wire.DecodeRequestBody(code, body)
 	if err != nil {
-		n.sendStatus(c, hdr, bodyErrorCode(err))
-		return
+		return nil, bodyErrorCode(err)
 	}
 	req := decoded.(wire.ConsumerOffsetRequest)
 	t, mcode := n.state.GetTopic(wireIdent(req.Stream), wireIdent(req.Topic))
 	if mcode != metadata.CodeOK || (req.Partition.Present && int(req.Partition.ID) >= len(t.Partitions)) {
-		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
-		return
+		return nil, wire.ErrResourceNotFound
 	}
 	if !n.state.Authorize(v.userID, metadata.PermPoll, t.StreamID, t.ID) {
-		n.sendStatus(c, hdr, wire.ErrUnauthorized)
-		return
+		return nil, wire.ErrUnauthorized
 	}
 	target, res := n.resolveConsumer(v, t, req.Consumer, req.Partition)
 	switch res {
 	case memberNoGroup:
-		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
-		return
+		return nil, wire.ErrResourceNotFound
 	case memberNotJoined:
-		n.sendStatus(c, hdr, wire.ErrConsumerGroupMemberNotFound)
-		return
+		return nil, wire.ErrConsumerGroupMemberNotFound
 	case memberNotAssigned:
-		n.sendStatus(c, hdr, wire.ErrConsumerGroupPartitionNotOwned)
-		return
+		return nil, wire.ErrConsumerGroupPartitionNotOwned
 	}
 	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, target.partition})
 	if e == nil {
-		n.sendStatus(c, hdr, notServedCode(opening, wire.ErrResourceNotFound))
-		return
+		return nil, notServedCode(opening, wire.ErrResourceNotFound)
 	}
 	if e.log == nil {
-		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
-		return
+		return nil, wire.ErrCannotReadPartitions
 	}
 	if !e.acceptsWrites() {
 		n.partitionWritesRefused.Add(1)
-		n.sendStatus(c, hdr, wire.ErrTransientNotAccepted)
-		return
+		return nil, wire.ErrTransientNotAccepted
 	}
-	store := hdr.Operation == wire.OpStoreConsumerOffset
+	store := op == wire.OpStoreConsumerOffset
 	if !store {
 		// Answered without a commit when nothing is stored (nothing to replicate).
 		if _, ok := e.log.ConsumerOffset(target.kind, target.id); !ok {
-			n.sendResultRejection(c, hdr, wire.ErrConsumerOffsetNotFound)
-			return
+			return wire.AppendResultRejection(nil, wire.ErrConsumerOffsetNotFound), wire.OK
 		}
 	}
-	out := e.shard.propose(n.lifetime, &partitionProposal{
-		entry: e, op: hdr.Operation, body: encodeOffsetOp(target.kind, target.id, req.Offset, store),
+	out := e.shard.propose(ctx, &partitionProposal{
+		entry: e, op: op, body: encodeOffsetOp(target.kind, target.id, req.Offset, store),
 	})
 	switch out.code {
 	case wire.OK:
-		n.sendOK(c, hdr, wire.AppendResultOK(nil))
+		return wire.AppendResultOK(nil), wire.OK
 	case wire.ErrTransientNotAccepted, wire.ErrTransientNotCommitted, wire.ErrResourceNotFound:
-		n.sendStatus(c, hdr, out.code)
+		return nil, out.code
 	default:
-		n.sendResultRejection(c, hdr, out.code)
+		return wire.AppendResultRejection(nil, out.code), wire.OK
 	}
 }
 

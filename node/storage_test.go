@@ -72,6 +72,7 @@ func TestRunRefusesDataDirInUse(t *testing.T) {
 	}
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: quietLogger()})

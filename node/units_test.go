@@ -100,11 +100,15 @@ func TestCreateTopicResolvesOptions(t *testing.T) {
 func TestCheckTransportsRefusesUnservedOnes(t *testing.T) {
 	cfg := &config.Config{}
 	cfg.TCP.Enabled = true
-	if err := checkTransports(cfg); err != nil {
+	if err := checkTransports(cfg, false); err != nil {
 		t.Fatalf("tcp only: %v", err)
 	}
-	cfg.QUIC.Enabled, cfg.HTTP.Enabled, cfg.WebSocket.Enabled = true, true, true
-	err := checkTransports(cfg)
+	cfg.HTTP.Enabled = true
+	if err := checkTransports(cfg, true); err != nil {
+		t.Fatalf("http with an HTTP starter: %v", err)
+	}
+	cfg.QUIC.Enabled, cfg.WebSocket.Enabled = true, true
+	err := checkTransports(cfg, false)
 	if err == nil {
 		t.Fatal("unserved transports accepted")
 	}

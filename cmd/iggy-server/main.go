@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/lodestream/lodestream/httpapi"
 	"github.com/lodestream/lodestream/node"
 )
 
@@ -14,11 +15,19 @@ func main() { os.Exit(execute(os.Args[1:], runNode)) }
 
 // runNode runs one node until ctx is cancelled (SIGINT/SIGTERM).
 func runNode(ctx context.Context, boot Boot) error {
-	return node.Run(ctx, node.Options{
+	opts := node.Options{
 		Config:       boot.Config,
 		ReplicaID:    boot.ReplicaID,
 		RootUsername: boot.RootUsername,
 		RootPassword: boot.RootPassword,
 		Logger:       boot.Logger,
-	})
+	}
+	var metrics *httpapi.Metrics
+	if boot.Config.HTTP.Enabled && boot.Config.HTTP.Metrics.Enabled {
+		// Binary requests are counted only when someone can scrape them.
+		metrics = httpapi.NewMetrics()
+		opts.Requests = metrics
+	}
+	opts.HTTP = httpapi.Starter(metrics, boot.Logger)
+	return node.Run(ctx, opts)
 }
