@@ -48,6 +48,8 @@ type durableLog interface {
 // retransmits cover the loss.
 type peerSender interface {
 	Send(to uint8, m *consensus.Message)
+	// SendShared sends m to every replica of to, encoded once.
+	SendShared(to []uint8, m *consensus.Message)
 }
 
 // applier applies committed ops (in op order, exactly once) and returns the
@@ -366,9 +368,7 @@ func (d *driver) send(msgs []consensus.Message) {
 		d.log.Debug("dropping replica messages: no replica bus", "count", len(msgs))
 		return
 	}
-	for i := range msgs {
-		d.peers.Send(msgs[i].To, &msgs[i])
-	}
+	sendAll(d.peers, msgs)
 }
 
 func (d *driver) persist(rd *consensus.Ready) error {

@@ -29,6 +29,12 @@ type memBusPort struct {
 	from uint8
 }
 
+func (p memBusPort) SendShared(to []uint8, m *consensus.Message) {
+	for _, t := range to {
+		p.Send(t, m)
+	}
+}
+
 func (p memBusPort) Send(to uint8, m *consensus.Message) {
 	if int(to) >= len(p.bus.drivers) || p.bus.down[to].Load() || p.bus.down[p.from].Load() {
 		return

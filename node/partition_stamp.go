@@ -93,7 +93,5 @@ func (p *peerBus) send(msgs []consensus.Message) {
 	if ref == nil {
 		return
 	}
-	for i := range msgs {
-		ref.bus.Send(msgs[i].To, &msgs[i])
-	}
+	sendAll(ref.bus, msgs)
 }

@@ -26,6 +26,9 @@ type Bus interface {
 	// be queued (no connection, full queue, too large) is dropped and
 	// counted; VSR retransmission covers the loss.
 	Send(to uint8, m *consensus.Message)
+	// SendShared queues m for every replica of to, encoded once (a
+	// broadcast prepare); each peer is dropped and counted as Send would.
+	SendShared(to []uint8, m *consensus.Message)
 	// SendForward queues a forward frame for replica to, without blocking,
 	// on the same queue as Send and with the same drop accounting. A lost
 	// forward is the sender's to retry (it parks with a deadline).
@@ -269,6 +272,40 @@ func (b *TCPBus) Start(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// SendShared implements Bus: one encoding, the same (read-only) frame in
+// every peer's queue.
+func (b *TCPBus) SendShared(to []uint8, m *consensus.Message) {
+	if size := EncodedSize(m); uint64(size) > b.maxMessageBytes {
+		b.stats.droppedOversize.Add(uint64(len(to)))
+		b.log.Warn("dropping replica frame above max_message_size", "peers", to, "kind", m.Kind,
+			"size", size, "max_message_size", b.maxMessageBytes)
+		return
+	}
+	var frame []byte
+	for _, t := range to {
+		if int(t) >= len(b.peers) || b.peers[t] == nil {
+			b.stats.droppedNotConnected.Add(1)
+			continue
+		}
+		pc := b.peers[t].conn.Load()
+		if pc == nil {
+			b.stats.droppedNotConnected.Add(1)
+			continue
+		}
+		if frame == nil {
+			var err error
+			if frame, err = b.codec.Encode(nil, m); err != nil {
+				b.stats.droppedEncode.Add(uint64(len(to)))
+				b.log.Error("dropping replica message that does not encode", "kind", m.Kind, "err", err)
+				return
+			}
+		}
+		if !pc.enqueue(frame) {
+			b.stats.droppedQueueFull.Add(1)
+		}
+	}
 }
 
 // Send implements Bus.

@@ -194,6 +194,14 @@ func (b *MemBus) Send(to uint8, m *consensus.Message) {
 	b.enqueue(to, frame)
 }
 
+// SendShared implements Bus (one Send per replica: in memory there is
+// nothing to share).
+func (b *MemBus) SendShared(to []uint8, m *consensus.Message) {
+	for _, t := range to {
+		b.Send(t, m)
+	}
+}
+
 // SendForward implements Bus.
 func (b *MemBus) SendForward(to uint8, f *Forward) {
 	if !b.Connected(to) {
