@@ -42,7 +42,7 @@ func (c *Conn) readExactFrame(r io.Reader, arm func(extra time.Duration)) (frame
 	arm(0)
 	var header [headerBytes]byte
 	if n, err := io.ReadFull(r, header[:]); err != nil {
-		if n > 0 && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, 0, fmt.Errorf("%w: %d bytes, shorter than a header", ErrFrameLength, n)
 		}
 		return nil, 0, err
