@@ -32,7 +32,29 @@ type testCluster struct {
 	ip       string
 	nodes    []*server
 	tcpPorts []int
-	env      [][]string
+	// quicPorts and wsPorts are the roster's QUIC and WebSocket ports.
+	quicPorts []int
+	wsPorts   []int
+	env       [][]string
+}
+
+// pickUDPPorts reserves count free UDP ports on ip (QUIC roster ports).
+func pickUDPPorts(t *testing.T, ip string, count int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.PacketConn
+	for i := 0; i < count; i++ {
+		l, err := net.ListenPacket("udp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatalf("reserve a UDP port on %s: %v", ip, err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.LocalAddr().(*net.UDPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
 }
 
 // pickPorts reserves count free TCP ports on ip (bound, then closed just
@@ -60,8 +82,8 @@ func pickPorts(t *testing.T, ip string, count int) []int {
 func startCluster(t *testing.T, n int, extraEnv ...string) *testCluster {
 	t.Helper()
 	ip := fmt.Sprintf("127.0.0.%d", 20+clusterLoopback.Add(1))
-	ports := pickPorts(t, ip, 2*n)
-	c := &testCluster{t: t, ip: ip}
+	ports := pickPorts(t, ip, 3*n)
+	c := &testCluster{t: t, ip: ip, quicPorts: pickUDPPorts(t, ip, n), wsPorts: ports[2*n:]}
 	var roster []string
 	for i := 0; i < n; i++ {
 		c.tcpPorts = append(c.tcpPorts, ports[i])
@@ -71,12 +93,16 @@ func startCluster(t *testing.T, n int, extraEnv ...string) *testCluster {
 			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_REPLICA_ID=%d", i, i),
 			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_TCP=%d", i, ports[i]),
 			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_TCP_REPLICA=%d", i, ports[n+i]),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_QUIC=%d", i, c.quicPorts[i]),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_WEBSOCKET=%d", i, c.wsPorts[i]),
 		)
 	}
 	base := append([]string{
 		"IGGY_CLUSTER_ENABLED=true",
 		"IGGY_CLUSTER_NAME=it-cluster",
 		"IGGY_TCP_ADDRESS=" + ip + ":0",
+		"IGGY_QUIC_ADDRESS=" + ip + ":0",
+		"IGGY_WEBSOCKET_ADDRESS=" + ip + ":0",
 		"IGGY_CLUSTER_HEARTBEAT_TIMEOUT=" + clusterHeartbeatTimeout.String(),
 		"IGGY_CLUSTER_COMMIT_BROADCAST_INTERVAL=100ms",
 		"IGGY_CLUSTER_PREPARE_RETRANSMIT_INTERVAL=100ms",
@@ -99,6 +125,18 @@ func startCluster(t *testing.T, n int, extraEnv ...string) *testCluster {
 
 func (c *testCluster) addr(i int) string {
 	return net.JoinHostPort(c.ip, fmt.Sprint(c.tcpPorts[i]))
+}
+
+// addrOn is node i's roster endpoint for a client transport.
+func (c *testCluster) addrOn(i int, t client.Transport) string {
+	port := c.tcpPorts[i]
+	switch t {
+	case client.TransportQUIC:
+		port = c.quicPorts[i]
+	case client.TransportWebSocket:
+		port = c.wsPorts[i]
+	}
+	return net.JoinHostPort(c.ip, fmt.Sprint(port))
 }
 
 // waitLeader polls cluster metadata through node via until some node is

@@ -75,7 +75,8 @@ func startServer(t *testing.T) string {
 	logs := &lockedBuffer{}
 	cmd := exec.Command(binary, "--with-default-root-credentials")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"IGGY_SYSTEM_PATH=" + dataDir, "IGGY_TCP_ADDRESS=127.0.0.1:0"}
+		"IGGY_SYSTEM_PATH=" + dataDir, "IGGY_TCP_ADDRESS=127.0.0.1:0",
+		"IGGY_QUIC_ADDRESS=127.0.0.1:0", "IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0"}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start server: %v", err)
