@@ -129,4 +129,3 @@ func contains(list []client.Transport, t client.Transport) bool {
 	}
 	return false
 }
-
