@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -35,6 +36,10 @@ func dialQUIC(ctx context.Context, addr string, cfg config) (link, error) {
 	qc, err := quic.DialAddr(ctx, addr, tlsConf, &quic.Config{
 		KeepAlivePeriod: quicClientKeepAlive, MaxIdleTimeout: quicClientIdleTimeout,
 		HandshakeIdleTimeout: cfg.dialTimeout,
+		// Replies reach 64 MiB (a poll of 1000 × 1 KB is ~1 MB): windows
+		// that hold a whole reply spare flow-control round trips.
+		InitialStreamReceiveWindow: quicClientWindowBytes, MaxStreamReceiveWindow: 4 * quicClientWindowBytes,
+		InitialConnectionReceiveWindow: quicClientWindowBytes, MaxConnectionReceiveWindow: 4 * quicClientWindowBytes,
 	})
 	if err != nil {
 		return nil, err
@@ -56,13 +61,20 @@ func (l *quicLink) SetDeadline(t time.Time) error {
 }
 
 // Write sends p as one request on a new stream; the previous request's
-// stream, read by now, is released.
+// stream, read by now, is finished first: its FIN (sent with the reply) is
+// read, so neither side sees a reset.
 func (l *quicLink) Write(p []byte) (int, error) {
 	l.mu.Lock()
-	if l.st != nil {
-		l.st.CancelRead(0)
-		l.st = nil
+	prev := l.st
+	l.st = nil
+	l.mu.Unlock()
+	if prev != nil {
+		var one [1]byte
+		if n, err := prev.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
+			prev.CancelRead(0) // not at its end: give up the rest
+		}
 	}
+	l.mu.Lock()
 	ctx, cancel := context.WithCancel(context.Background())
 	if !l.deadline.IsZero() {
 		ctx, cancel = context.WithDeadline(context.Background(), l.deadline)

@@ -50,6 +50,9 @@ func (t Transport) Port(n wire.ClusterNode) uint16 {
 const (
 	quicClientKeepAlive   = 5 * time.Second
 	quicClientIdleTimeout = 10 * time.Second
+	// quicClientWindowBytes: the client's initial flow-control windows
+	// (grown up to 4× as quic-go auto-tunes them).
+	quicClientWindowBytes = 16 << 20
 	// wsClientBufferBytes: the client's WebSocket write buffer; a request
 	// larger than it is sent as several fragments.
 	wsClientBufferBytes = 256 << 10

@@ -119,7 +119,7 @@ func BenchmarkTransportRoundTrip(b *testing.B) {
 			done := make(chan error, 1)
 			go func() { done <- s.Serve(ctx, inlineReplyHandler{}) }()
 			defer func() { cancel(); <-done }()
-			qc, err := quic.DialAddr(ctx, s.Addr().String(), &tls.Config{InsecureSkipVerify: true}, &quic.Config{})
+			qc, err := quic.DialAddr(ctx, s.Addr().String(), &tls.Config{InsecureSkipVerify: true}, &quic.Config{InitialStreamReceiveWindow: 16 << 20, MaxStreamReceiveWindow: 64 << 20, InitialConnectionReceiveWindow: 16 << 20, MaxConnectionReceiveWindow: 64 << 20})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -81,8 +81,9 @@ func (q *quicCarrier) writeFrame(frame []byte, deadline time.Time) error {
 	if err == nil {
 		err = st.Close()
 	}
-	var se *quic.StreamError
-	if errors.As(err, &se) {
+	if err != nil && q.qc.Context().Err() == nil {
+		// A stream-level failure (the client reset or stopped this
+		// stream): only this reply is lost; the connection lives on.
 		return nil
 	}
 	return err

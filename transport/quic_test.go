@@ -206,3 +206,30 @@ func TestQUICRequiresCertificate(t *testing.T) {
 		t.Fatal("QUIC listener without a certificate")
 	}
 }
+
+// TestQUICClientStopSendingKeepsConnection: a client that stops reading a
+// stream once it has its reply (STOP_SENDING, possibly before the server's
+// FIN) loses nothing else: the connection keeps serving.
+func TestQUICClientStopSendingKeepsConnection(t *testing.T) {
+	s := startQUIC(t, QUICConfig{}, &echoHandler{})
+	qc := dialQUIC(t, s)
+	f := frameOf(64<<10, 5)
+	for i := range 50 {
+		st, err := qc.OpenStreamSync(context.Background())
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		_ = st.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := st.Write(f); err != nil {
+			t.Fatal(err)
+		}
+		_ = st.Close()
+		if _, err := ReadFrame(st, 256, 1<<20); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		st.CancelRead(0)
+	}
+	if qc.Context().Err() != nil {
+		t.Fatal("connection closed")
+	}
+}
