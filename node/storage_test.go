@@ -72,6 +72,7 @@ func TestRunRefusesDataDirInUse(t *testing.T) {
 	}
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: quietLogger()})
