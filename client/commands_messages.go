@@ -37,3 +37,9 @@ func (c *Client) PollMessages(ctx context.Context, req wire.PollMessagesRequest)
 	}
 	return &r, nil
 }
+
+// FlushUnsavedBuffer asks the server to write a partition's unsaved buffer to disk (code 102).
+// Lodestream answers FeatureUnavailable (5): it keeps no unsaved buffer.
+func (c *Client) FlushUnsavedBuffer(ctx context.Context, req wire.FlushUnsavedBufferRequest) error {
+	return c.sendExpectEmpty(ctx, req)
+}

@@ -159,3 +159,9 @@ func (c *Client) register(ctx context.Context, code wire.CommandCode, req wire.R
 func (c *Client) Logout(ctx context.Context) error {
 	return c.sendExpectEmpty(ctx, wire.EmptyRequest{Command: wire.CodeLogoutUser})
 }
+
+// GetSnapshot returns the server's diagnostics archive (GetSnapshotFile, code 11): a ZIP file
+// with one entry per requested type, compressed as asked (upstream's SnapshotCompression codes).
+func (c *Client) GetSnapshot(ctx context.Context, compression uint8, types []uint8) ([]byte, error) {
+	return c.send(ctx, wire.GetSnapshotFileRequest{Compression: compression, Types: types})
+}

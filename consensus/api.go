@@ -79,6 +79,13 @@ type Config struct {
 	// (at-least-once, no dedup).
 	ClientTableMax uint32
 
+	// InitialView is the view a replica on empty storage starts in (Normal,
+	// log_view = view). Every replica of the group must be given the same
+	// value: it picks the first primary (view mod replica count). The
+	// partition plane derives it from committed metadata so a new
+	// partition starts led by the node that created it. Default 0.
+	InitialView uint32
+
 	// Seed seeds the jitter PRNG (retransmit backoff).
 	Seed uint64
 	// Incarnation is a random non-zero nonce minted per boot; replies to
@@ -116,6 +123,9 @@ type Group interface {
 	Ready() Ready
 	Advance(rd Ready)
 	HasReady() bool
+	// HandOver makes a Normal primary step down in favour of replica to
+	// through an orderly view change; false when it is not the primary.
+	HandOver(to uint8) bool
 
 	ReplicaID() uint8
 	View() uint32

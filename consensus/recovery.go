@@ -73,6 +73,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		r.enterInitialNormal()
 		r.commitJournal()
 	case fresh:
+		r.view = cfg.InitialView
 		r.enterInitialNormal()
 	default:
 		r.status = StatusRecovering

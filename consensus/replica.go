@@ -92,12 +92,13 @@ type pipelineEntry struct {
 
 var _ Group = (*Replica)(nil)
 
-// New creates a replica on empty storage: Normal in view 0.
+// New creates a replica on empty storage: Normal in cfg.InitialView.
 func New(cfg Config) (*Replica, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	r := newReplica(cfg)
+	r.view = cfg.InitialView
 	r.enterInitialNormal()
 	return r, nil
 }

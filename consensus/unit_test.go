@@ -184,3 +184,70 @@ func TestRestartRejectsTooManyEntries(t *testing.T) {
 		t.Fatal("5 entries in 4 slots accepted")
 	}
 }
+
+// A group created with InitialView starts led by view mod n on every
+// replica, commits there, and a later view change moves on from it.
+func TestInitialViewPicksTheFirstPrimary(t *testing.T) {
+	h := newHarness(3, func(c *Config) { c.InitialView = 4 }, t.Fatalf)
+	for i, r := range h.replicas {
+		if r.View() != 4 || r.LogView() != 4 || r.Status() != StatusNormal {
+			t.Fatalf("replica %d: view %d log_view %d status %v, want Normal in view 4", i, r.View(), r.LogView(), r.Status())
+		}
+		if r.IsPrimary() != (i == 1) {
+			t.Fatalf("replica %d: IsPrimary %v (view 4 of 3 replicas is led by replica 1)", i, r.IsPrimary())
+		}
+	}
+	backupTag := h.propose(0, Request{Operation: 9, Body: []byte("x")})
+	if rep := h.replies[backupTag]; rep.Kind != ReplyNotAccepted {
+		t.Fatalf("a proposal on a backup of view 4: %+v, want NotAccepted", rep)
+	}
+	tag := h.propose(1, Request{Operation: 9, Body: []byte("y")})
+	h.deliverAll()
+	if rep, ok := h.replies[tag]; !ok || rep.Kind != ReplyCommitted || rep.Op != 1 {
+		t.Fatalf("a proposal on the primary of view 4: %+v (found %v), want committed op 1", rep, ok)
+	}
+	// A fresh Restart (nothing durable) starts in the same view.
+	r, err := Restart(h.cfgs[2], Restored{})
+	if err != nil || r.View() != 4 || r.Status() != StatusNormal {
+		t.Fatalf("fresh restart: view %d status %v err %v", r.View(), r.Status(), err)
+	}
+}
+
+// HandOver: the primary of view 0 hands the group to replica 2. It stops
+// being primary at once (its in-flight proposal answers NotCommitted), the
+// group moves to view 2 (the first view replica 2 leads), and the new
+// primary holds and commits on top of everything committed before.
+func TestHandOverIsAnOrderlyViewChange(t *testing.T) {
+	h := newHarness(3, nil, t.Fatalf)
+	first := h.propose(0, Request{Operation: 9, Body: []byte("a")})
+	h.deliverAll()
+	if rep := h.replies[first]; rep.Kind != ReplyCommitted {
+		t.Fatalf("before the hand-over: %+v", rep)
+	}
+	if h.replicas[1].HandOver(2) || h.replicas[0].HandOver(0) || h.replicas[0].HandOver(3) {
+		t.Fatal("a backup, a hand-over to itself or to a replica outside the group was accepted")
+	}
+	inflight := h.propose(0, Request{Operation: 9, Body: []byte("b")})
+	if !h.replicas[0].HandOver(2) {
+		t.Fatal("the primary refused to hand over")
+	}
+	h.drain(0)
+	if h.replicas[0].IsPrimary() {
+		t.Fatal("the old primary is still primary after handing over")
+	}
+	if rep := h.replies[inflight]; rep.Kind != ReplyNotCommitted {
+		t.Fatalf("in-flight proposal at the hand-over: %+v, want NotCommitted", rep)
+	}
+	h.deliverAll()
+	for i, r := range h.replicas {
+		if r.View() != 2 || r.Status() != StatusNormal || r.IsPrimary() != (i == 2) {
+			t.Fatalf("replica %d: view %d status %v primary %v, want Normal in view 2 led by replica 2", i, r.View(), r.Status(), r.IsPrimary())
+		}
+	}
+	next := h.propose(2, Request{Operation: 9, Body: []byte("c")})
+	h.deliverAll()
+	if rep := h.replies[next]; rep.Kind != ReplyCommitted || rep.Op < 2 {
+		t.Fatalf("the new primary's first proposal: %+v", rep)
+	}
+	h.checkAppliedAgree()
+}

@@ -478,6 +478,27 @@ func suffixWellFormed(head uint64, headers []PrepareHeader) bool {
 // for as many timeouts (simulator finding 12, seed 10207958 crashy); in
 // the cluster's own view its SVC is answered with a StartView by that
 // view's Normal primary.
+// HandOver makes the primary step down in favour of replica to: an orderly
+// view change to the first view above the current one that to leads. The
+// primary leaves Normal at once (its pipeline's and queue's proposals
+// answer NotCommitted: they may still commit in the new view), so there is
+// never a second primary, and to becomes primary once a view-change quorum
+// of DoViewChanges reaches it (if it cannot, the view-change timers move
+// on to the next view, as after any failure). It does nothing, and returns
+// false, unless this replica is the Normal primary, not transferring, and
+// to is another replica of the group.
+func (r *Replica) HandOver(to uint8) bool {
+	if !r.IsPrimary() || r.Transferring() || to == r.id || to >= r.n {
+		return false
+	}
+	v := r.view + 1
+	for primaryIndex(v, r.n) != to {
+		v++
+	}
+	r.startViewChange(v)
+	return true
+}
+
 func (r *Replica) escalationView() uint32 {
 	return max(r.view+1, r.observedNewerView)
 }

@@ -54,10 +54,17 @@ func iggyCLI(t *testing.T, addr, stdin string, args ...string) cliResult {
 // iggyCLIRaw runs the CLI with exactly args, bounded by cliTimeout.
 func iggyCLIRaw(t *testing.T, stdin string, args ...string) cliResult {
 	t.Helper()
+	return iggyCLIEnv(t, nil, stdin, args...)
+}
+
+// iggyCLIEnv is iggyCLIRaw with extra environment variables (KEY=VALUE); without IGGY_HOME or
+// HOME the CLI stores nothing.
+func iggyCLIEnv(t *testing.T, env []string, stdin string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, buildCLI(t), args...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin"}, env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

@@ -4,10 +4,11 @@ import "sort"
 
 // Partitions and consumer groups.
 
-func (t *topicState) addPartitions(count uint32, createdAt, revision uint64) {
+func (t *topicState) addPartitions(count uint32, ctx ApplyContext, revision uint64) {
 	for i := uint32(0); i < count; i++ {
 		t.partitions = append(t.partitions, Partition{
-			ID: uint32(len(t.partitions)), CreatedAt: createdAt, CreatedRevision: revision,
+			ID: uint32(len(t.partitions)), CreatedAt: ctx.Timestamp, CreatedRevision: revision,
+			CreatedOnNode: ctx.Node,
 		})
 	}
 }
@@ -53,7 +54,7 @@ func (s *State) applyCreatePartitions(ctx ApplyContext, c CreatePartitions) Resu
 		t.options.SegmentSize*uint64(len(t.partitions)+int(c.Count)) > PreallocatedBytesPerTopicMax {
 		return fail(CodeInvalidPartitions)
 	}
-	t.addPartitions(c.Count, ctx.Timestamp, s.revision+1)
+	t.addPartitions(c.Count, ctx, s.revision+1)
 	t.rebalanceAll()
 	return Result{}
 }

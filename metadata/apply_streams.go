@@ -140,7 +140,7 @@ func (s *State) applyCreateTopic(ctx ApplyContext, c CreateTopic) Result {
 		options: c.Options, explicitOptions: c.ExplicitOptions,
 		groups: make(map[uint32]*groupState), groupByName: make(map[string]uint32),
 	}
-	t.addPartitions(c.PartitionsCount, ctx.Timestamp, s.revision+1)
+	t.addPartitions(c.PartitionsCount, ctx, s.revision+1)
 	st.topics[id] = t
 	st.topicByName[c.Name] = id
 	v := t.view(st.id)

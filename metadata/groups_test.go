@@ -210,3 +210,43 @@ func TestSessionBindings(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionsRecordTheCreatingNode: partitions remember the replica that
+// proposed their creation (their consensus group starts led by it), across
+// a snapshot round trip; a version-2 snapshot restores them on node 0.
+func TestPartitionsRecordTheCreatingNode(t *testing.T) {
+	f := newFixture(t)
+	f.op++
+	if res := f.s.Apply(ApplyContext{Op: f.op, Timestamp: 5_000_000, UserID: RootUserID, Node: 2},
+		f.topic("t2", 2)); res.Code != CodeOK {
+		t.Fatalf("create topic on node 2: code %d", res.Code)
+	}
+	f.op++
+	if res := f.s.Apply(ApplyContext{Op: f.op, Timestamp: 6_000_000, UserID: RootUserID, Node: 1},
+		CreatePartitions{Stream: ByID(0), Topic: ByName("t2"), Count: 1}); res.Code != CodeOK {
+		t.Fatalf("create partitions on node 1: code %d", res.Code)
+	}
+	check := func(s *State, want []uint8) {
+		t.Helper()
+		topic, code := s.GetTopic(ByID(0), ByName("t2"))
+		if code != CodeOK || len(topic.Partitions) != len(want) {
+			t.Fatalf("topic t2: code %d, %d partitions", code, len(topic.Partitions))
+		}
+		for i, p := range topic.Partitions {
+			if p.CreatedOnNode != want[i] {
+				t.Fatalf("partition %d created on node %d, want %d", i, p.CreatedOnNode, want[i])
+			}
+		}
+	}
+	check(f.s, []uint8{2, 2, 1})
+	restored, err := Restore(f.s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(restored, []uint8{2, 2, 1})
+	v2, err := Restore(f.s.snapshotVersion(2))
+	if err != nil {
+		t.Fatalf("version-2 snapshot: %v", err)
+	}
+	check(v2, []uint8{0, 0, 0})
+}

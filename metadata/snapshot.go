@@ -14,8 +14,9 @@ import (
 const (
 	snapshotMagic uint32 = 0x534D534C // "LSMS" little-endian
 	// SnapshotVersion 2 adds each group member's node and session; version
-	// 1 snapshots still restore (members bound at node 0, session 0).
-	SnapshotVersion uint16 = 2
+	// 3 each partition's creating node. Older snapshots still restore
+	// (members bound at node 0, session 0; partitions created on node 0).
+	SnapshotVersion uint16 = 3
 	snapshotHeader         = 6
 	snapshotTrailer        = 8
 )
@@ -92,6 +93,9 @@ func writeStream(w *writer, st *streamState, version uint16) {
 			w.u64(p.CreatedRevision)
 			w.u64(p.DeletedUpToOffset)
 			w.u64(p.PurgeGeneration)
+			if version >= 3 {
+				w.u8(p.CreatedOnNode)
+			}
 		}
 		w.u32(uint32(len(t.groups)))
 		for _, gid := range sortedKeys(t.groups) {
@@ -130,8 +134,8 @@ func Restore(b []byte) (*State, error) {
 	if m := r.u32(); m != snapshotMagic {
 		return nil, fmt.Errorf("restore snapshot: bad magic %08x", m)
 	}
-	if v := r.u16(); v != SnapshotVersion && v != 1 {
-		return nil, fmt.Errorf("restore snapshot: unsupported version %d (want 1 or %d)", v, SnapshotVersion)
+	if v := r.u16(); v < 1 || v > SnapshotVersion {
+		return nil, fmt.Errorf("restore snapshot: unsupported version %d (want 1 to %d)", v, SnapshotVersion)
 	} else {
 		r.version = v
 	}
@@ -216,6 +220,9 @@ func readTopic(r *reader, revision uint64) *topicState {
 	for i := 0; i < np && r.err == nil; i++ {
 		p := Partition{ID: r.u32(), CreatedAt: r.u64(), CreatedRevision: r.u64(),
 			DeletedUpToOffset: r.u64(), PurgeGeneration: r.u64()}
+		if r.version >= 3 {
+			p.CreatedOnNode = r.u8()
+		}
 		if r.err == nil && (p.ID != uint32(i) || p.CreatedRevision > revision) {
 			r.fail(fmt.Errorf("topic %d: partition %d at index %d (or revision %d beyond %d)", t.id, p.ID, i, p.CreatedRevision, revision))
 		}

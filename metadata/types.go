@@ -147,6 +147,10 @@ type Partition struct {
 	CreatedRevision   uint64 // distinguishes incarnations reusing an id
 	DeletedUpToOffset uint64 // DeleteSegments watermark (exclusive)
 	PurgeGeneration   uint64 // bumped by purge; applied by each replica
+	// CreatedOnNode is the replica that proposed the partition's creation
+	// (the metadata primary then): the partition's consensus group starts
+	// in the view it leads, so partition and metadata primaries coincide.
+	CreatedOnNode uint8
 }
 
 // ConsumerGroup is a read-only view of a consumer group.

@@ -40,6 +40,10 @@ func (n *Node) handleMetadataWrite(c *transport.Conn, s *session, hdr wire.Reque
 	if n.answerTransient(c, s, hdr, out) {
 		return
 	}
+	// A purge or segment deletion is carried out by the partitions' own
+	// groups after this commit: answer once this node's reflect it.
+	n.awaitWatermarks(n.lifetime, cmd)
+	n.awaitOpen(n.lifetime, cmd)
 	n.sendOK(c, hdr, out.body)
 }
 

@@ -113,6 +113,9 @@ type proposalKey struct {
 // ticks it, feeds it proposals, and carries out every Ready (persist, then
 // apply, then answer).
 type driver struct {
+	// caughtUp, when set, runs once on the driver goroutine the first time
+	// the group is Normal with everything it knows committed applied.
+	caughtUp  func()
 	log       *slog.Logger
 	group     metadataGroup
 	store     durableLog
@@ -330,6 +333,11 @@ func (d *driver) reply(replies []consensus.Reply) {
 // allocates only when something changed.
 func (d *driver) publishStatus() {
 	cur := snapshotStatus(d.group)
+	if d.caughtUp != nil && cur.status == statusNormal && cur.commitMin == cur.commitMax {
+		f := d.caughtUp
+		d.caughtUp = nil
+		f()
+	}
 	old := d.status.Load()
 	if old != nil && *old == cur {
 		return

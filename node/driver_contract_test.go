@@ -26,6 +26,7 @@ func (g *scriptedGroup) Propose(consensus.Request)                     {}
 func (g *scriptedGroup) Checkpoint(consensus.Snapshot)                 {}
 func (g *scriptedGroup) Ready() consensus.Ready                        { return g.readies[0] }
 func (g *scriptedGroup) HasReady() bool                                { return len(g.readies) > 0 }
+func (g *scriptedGroup) HandOver(uint8) bool                           { return false }
 func (g *scriptedGroup) ReplicaID() uint8                              { return 0 }
 func (g *scriptedGroup) View() uint32                                  { return 1 }
 func (g *scriptedGroup) LogView() uint32                               { return 1 }

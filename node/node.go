@@ -64,17 +64,25 @@ type Node struct {
 	scheduler jobScheduler
 	bus       bus.Bus // nil on a single node
 	forwards  *forwarder
-	// partitionWritesRefused counts partition writes refused in cluster
-	// mode (partition groups are replicated by cluster part 2).
+	// partitionWritesRefused counts partition writes refused (58) because
+	// this node is a backup of the partition's group.
 	partitionWritesRefused atomic.Uint64
 	// unroutedReplicaMessages counts bus messages for groups this node
-	// does not run on the bus (partition groups before part 2).
+	// does not serve (yet: a partition its metadata has not created).
 	unroutedReplicaMessages atomic.Uint64
 	// cipher encrypts message payloads at rest (system.encryption); nil when
 	// disabled.
 	cipher *encryption.Cipher
 
 	loginRefusalLog logThrottle
+	// fetchServes bounds the partition fetches served at once.
+	fetchServes chan struct{}
+	// retentionCursor is where the next retention turn starts (owned by
+	// the retention job).
+	retentionCursor int
+	// lastLed, lastServed: the partition leadership last logged (owned by
+	// the leadership job).
+	lastLed, lastServed int
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -107,9 +115,10 @@ func Run(ctx context.Context, opts Options) error {
 		credentials: newCredentialSlots(),
 		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
 			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
-		internal:  newInternalSession(),
-		startedAt: time.Now(),
-		dataDir:   cfg.System.Path,
+		internal:    newInternalSession(),
+		fetchServes: make(chan struct{}, fetchServesMax),
+		startedAt:   time.Now(),
+		dataDir:     cfg.System.Path,
 	}
 	// system.memory_pool.enabled: the frame buffer pools (size and
 	// bucket_capacity only accept their defaults, see config.Validate).
@@ -159,7 +168,8 @@ func Run(ctx context.Context, opts Options) error {
 
 	// The partition plane: shard loops first (reconcile hands them groups),
 	// then every partition metadata knows is opened or created.
-	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig())
+	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig(),
+		topo, cfg.Cluster)
 	shardCtx, stopShards := context.WithCancel(context.Background())
 	var shardsWG sync.WaitGroup
 	for _, sh := range n.plane.shards {
@@ -168,6 +178,17 @@ func Run(ctx context.Context, opts Options) error {
 			defer shardsWG.Done()
 			sh.run(shardCtx)
 		}()
+	}
+	n.plane.runOpeners(shardCtx, &shardsWG)
+	if topo.clustered {
+		// Partitions open once the metadata state is caught up (a restarted
+		// replica's state may be behind its partition files).
+		n.plane.gated = true
+		n.driver.caughtUp = func() {
+			n.plane.gateOpen.Store(true)
+			n.log.Info("metadata caught up: opening partitions")
+			n.plane.reconcile(n.state)
+		}
 	}
 	defer func() {
 		// After the metadata driver: its applies may still hand work to shards.
@@ -191,6 +212,11 @@ func Run(ctx context.Context, opts Options) error {
 				log.Error("close replica bus", "err", cerr)
 			}
 		}()
+		// Set after n.bus (through each loop, which orders the write
+		// before its reads): partition primaries follow the metadata one.
+		for _, sh := range n.plane.shards {
+			sh.do(func() { sh.alignTo = n.metadataAlignTarget })
+		}
 	}
 
 	// Every client listener is bound (and records its port) before any

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/lodestream/lodestream/config"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,7 +16,7 @@ import (
 func benchPlane(b *testing.B, durability metadata.Durability) (*partitionEntry, func()) {
 	b.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, b.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: partitionPrepareDepth, journalSlots: partitionJournalSlots})
+	p := newPartitionPlane(log, b.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: partitionPrepareDepth, journalSlots: partitionJournalSlots}, topology{count: 1}, config.ClusterConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.shards[0].run(ctx); close(done) }()

@@ -107,13 +107,18 @@ func (n *Node) handleOffsetWrite(c *transport.Conn, v sessionView, hdr wire.Requ
 		n.sendStatus(c, hdr, wire.ErrConsumerGroupPartitionNotOwned)
 		return
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, target.partition})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, target.partition})
 	if e == nil {
-		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
+		n.sendStatus(c, hdr, notServedCode(opening, wire.ErrResourceNotFound))
 		return
 	}
 	if e.log == nil {
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
+		return
+	}
+	if !e.acceptsWrites() {
+		n.partitionWritesRefused.Add(1)
+		n.sendStatus(c, hdr, wire.ErrTransientNotAccepted)
 		return
 	}
 	store := hdr.Operation == wire.OpStoreConsumerOffset
@@ -140,6 +145,9 @@ func (n *Node) handleOffsetWrite(c *transport.Conn, v sessionView, hdr wire.Requ
 // autoCommit stores the offset a poll reached, best effort: proposed
 // through the partition's group without waiting for the outcome.
 func (n *Node) autoCommit(e *partitionEntry, target consumerTarget, offset uint64) {
+	if !e.acceptsWrites() {
+		return // a follower's poll never moves the durable offset (seed 000)
+	}
 	p := &partitionProposal{entry: e, op: wire.OpStoreConsumerOffset,
 		body: encodeOffsetOp(target.kind, target.id, offset, true)}
 	if !e.shard.submit(p) {

@@ -9,9 +9,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/transport/bus"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
@@ -29,8 +34,24 @@ type partitionKey struct{ stream, topic, partition uint32 }
 // groupID packs the partition namespace (server-design §1.1):
 // stream<<32 | topic<<20 | partition.
 func (k partitionKey) groupID() uint64 {
-	return uint64(k.stream)<<32 | uint64(k.topic&0xFFF)<<20 | uint64(k.partition&0xFFFFF)
+	return uint64(k.stream&0xFFFFF)<<32 | uint64(k.topic&0xFFF)<<20 | uint64(k.partition&0xFFFFF)
 }
+
+// incarnationTagBits of a partition's metadata revision go into the free
+// bits 52..62 of its consensus group id, above the namespace. Ids are
+// reused (lowest free), so a deleted and re-created partition has the same
+// namespace; the tag keeps a straggler message of the old incarnation's
+// group from reaching the new one (both incarnations' revisions would have
+// to agree modulo 2048). Ours: server-design §1.1 leaves those bits zero.
+const incarnationTagBits = 11
+
+// partitionGroupID is the consensus group id of one incarnation of a partition.
+func partitionGroupID(k partitionKey, revision uint64) uint64 {
+	return k.groupID() | (revision&(1<<incarnationTagBits-1))<<52
+}
+
+// groupID is the entry's consensus group id (namespace and incarnation tag).
+func (e *partitionEntry) groupID() uint64 { return partitionGroupID(e.key, e.revision) }
 
 type topicKey struct{ stream, topic uint32 }
 
@@ -50,12 +71,38 @@ type partitionEntry struct {
 	seenPurge, seenDeletedUpTo uint64
 	seenSet                    bool
 
+	// primary is published by the shard: this replica leads the group.
+	primary atomic.Bool
+
 	// Owned by the shard goroutine.
-	group         partitionGroup
-	inflight      int                  // proposals handed to the group and not yet answered
-	backlog       []*partitionProposal // held while inflight is at the group's window
-	lastTimestamp uint64               // monotone append time (µs)
-	marker        partitionMarker
+	group     partitionGroup
+	appliedOp uint64 // last op applied to the log
+	// Cluster mode: the group's superblock, the checkpoint it records
+	// (op and the log's next offset then), a running state transfer.
+	superblock         *journal.Superblock
+	checkpointOp       uint64
+	checkpointFrontier uint64
+	checkpointDedup    []byte // the dedup table at checkpointOp, encoded
+	// checkpointDedupDirty: the table changed since dedup.table was written.
+	checkpointDedupDirty bool
+	dedup                dedupTable
+	transfer             *partitionTransfer
+	alignRetryAt         time.Time // no hand-over before (partition_align.go)
+	// The primary's stamp (partition_stamp.go).
+	stampValid     bool
+	stampView      uint32
+	stampNext      uint64
+	stampTimestamp uint64
+	inflight       int                  // proposals handed to the group and not yet answered
+	backlog        []*partitionProposal // held while inflight is at the group's window
+	lastTimestamp  uint64               // monotone append time (µs)
+	marker         partitionMarker
+	// What metadata wants of the files (partition_destructive.go), and
+	// what this primary proposed of it in view watermarksView.
+	wantPurge, wantDeletedUpTo uint64
+	proposedPurge, proposedCut uint64
+	watermarksView             uint32
+	appliedPurge, appliedCut   atomic.Uint64 // the marker, published
 }
 
 // partitionMarker is the small durable record of which metadata-driven
@@ -93,19 +140,25 @@ func readMarker(dir string) (partitionMarker, bool) {
 
 // writeMarker replaces the marker durably (tmp, fsync, rename, dir fsync).
 func writeMarker(dir string, m partitionMarker) error {
-	tmp := filepath.Join(dir, markerFileName+".tmp")
+	return replaceFileDurably(dir, markerFileName, m.encode())
+}
+
+// replaceFileDurably replaces dir/name with data: tmp file, fsync, rename,
+// directory fsync.
+func replaceFileDurably(dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return fmt.Errorf("write partition marker: %w", err)
+		return fmt.Errorf("write %s: %w", name, err)
 	}
-	_, werr := f.Write(m.encode())
+	_, werr := f.Write(data)
 	serr := f.Sync()
 	cerr := f.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		return fmt.Errorf("write partition marker %s: %w", tmp, err)
+		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, markerFileName)); err != nil {
-		return fmt.Errorf("install partition marker in %s: %w", dir, err)
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("install %s in %s: %w", name, dir, err)
 	}
 	return syncDirectory(dir)
 }
@@ -129,9 +182,24 @@ type partitionPlane struct {
 	root    string // <data>/streams
 	shards  []*partitionShard
 	cursors sync.Map // topicKey -> *wire.BalancedCursor
+	peers   peerBus  // the replica bus, once started (cluster mode)
+	// Cluster placement of every group (a single node: replica 0 of 1) and
+	// the identity its superblocks carry.
+	topo       topology
+	clusterCfg config.ClusterConfig
+	identity   journal.Identity
 
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
+	opening map[partitionKey]chan struct{} // closed when the key's queued open ends
+	// gate (cluster mode): closed until the metadata group has caught up
+	// after boot. Before that the metadata state may lack partitions whose
+	// files are here (a restarted replica recovers its state from the
+	// primary), so nothing is opened, removed or swept.
+	gated    bool
+	gateOpen atomic.Bool
+	opens    *openQueue
+	state    *metadata.State // set by the first reconcile
 
 	// reconcileMu serialises reconcile passes (metadata apply and boot).
 	reconcileMu  sync.Mutex
@@ -139,17 +207,34 @@ type partitionPlane struct {
 	reconciled   bool
 }
 
-func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig) *partitionPlane {
+func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,
+	topo topology, clusterCfg config.ClusterConfig) *partitionPlane {
 	p := &partitionPlane{
-		log:     log,
-		root:    filepath.Join(dataDir, "streams"),
-		entries: make(map[partitionKey]*partitionEntry),
+		log:        log,
+		root:       filepath.Join(dataDir, "streams"),
+		entries:    make(map[partitionKey]*partitionEntry),
+		opening:    make(map[partitionKey]chan struct{}),
+		opens:      newOpenQueue(),
+		topo:       topo,
+		clusterCfg: clusterCfg,
+		identity:   journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
+	}
+	if topo.clustered {
+		p.identity.Cluster = bus.ClusterID(clusterCfg.Name)
 	}
 	for i := 0; i < shardCount; i++ {
-		p.shards = append(p.shards, newPartitionShard(log.With("shard", i), cfg))
+		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
+		sh.identity, sh.replicaCount, sh.self = p.identity, topo.count, topo.self
+		if topo.clustered {
+			sh.records = &p.peers
+		}
+		p.shards = append(p.shards, sh)
 	}
 	return p
 }
+
+// clustered reports whether partition groups have replicas on other nodes.
+func (p *partitionPlane) clustered() bool { return p.topo.count > 1 }
 
 func (p *partitionPlane) partitionDir(k partitionKey) string {
 	return filepath.Join(p.root, strconv.FormatUint(uint64(k.stream), 10), "topics",
@@ -170,9 +255,9 @@ func (p *partitionPlane) entryByGroup(group uint64) *partitionEntry {
 	if group>>63 != 0 {
 		return nil // the metadata group's id space
 	}
-	k := partitionKey{stream: uint32(group >> 32), topic: uint32(group>>20) & 0xFFF, partition: uint32(group) & 0xFFFFF}
+	k := partitionKey{stream: uint32(group>>32) & 0xFFFFF, topic: uint32(group>>20) & 0xFFF, partition: uint32(group) & 0xFFFFF}
 	e := p.entry(k)
-	if e == nil || e.key.groupID() != group {
+	if e == nil || e.groupID() != group {
 		return nil
 	}
 	return e
@@ -193,7 +278,20 @@ func (p *partitionPlane) cursor(k topicKey) *wire.BalancedCursor {
 	return c.(*wire.BalancedCursor)
 }
 
-// topicLogs returns the open logs of a topic's partitions (stats, retention).
+// topicEntries returns a topic's served partitions (retention).
+func (p *partitionPlane) topicEntries(k topicKey) []*partitionEntry {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []*partitionEntry
+	for pk, e := range p.entries {
+		if pk.stream == k.stream && pk.topic == k.topic && e.log != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// topicLogs returns the open logs of a topic's partitions (stats).
 func (p *partitionPlane) topicLogs(k topicKey) []partitionStore {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/lodestream/lodestream/config"
 	"io"
 	"log/slog"
 	"os"
@@ -56,7 +57,7 @@ func TestShardAppliesInOrderAndReopenKeepsOffsets(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	root := t.TempDir()
 	run := func(rev uint64, sends int) (next uint64) {
-		p := newPartitionPlane(log, root, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
+		p := newPartitionPlane(log, root, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8}, topology{count: 1}, config.ClusterConfig{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { p.shards[0].run(ctx); close(done) }()
@@ -95,7 +96,7 @@ func TestShardAppliesInOrderAndReopenKeepsOffsets(t *testing.T) {
 func TestMissingMarkerWithSegmentsQuarantines(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	root := t.TempDir()
-	p := newPartitionPlane(log, root, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
+	p := newPartitionPlane(log, root, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8}, topology{count: 1}, config.ClusterConfig{})
 	close(p.shards[0].stopped) // no loop: controls run inline
 	k := partitionKey{0, 0, 0}
 	dir := p.partitionDir(k)
@@ -120,7 +121,7 @@ func TestMissingMarkerWithSegmentsQuarantines(t *testing.T) {
 // than the group's pipeline and queue all commit, each offset once.
 func TestBurstBeyondTheGroupWindowIsHeldNotRefused(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 2, journalSlots: 4})
+	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 2, journalSlots: 4}, topology{count: 1}, config.ClusterConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { p.shards[0].run(ctx); close(done) }()

@@ -66,9 +66,9 @@ func (n *Node) handlePoll(c *transport.Conn, v sessionView, hdr wire.RequestHead
 		n.sendOK(c, hdr, wire.AppendPollMessagesReply(nil, target.partition, 0, 0, nil))
 		return
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, target.partition})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, target.partition})
 	if e == nil {
-		n.sendStatus(c, hdr, wire.ErrPartitionNotFound)
+		n.sendStatus(c, hdr, notServedCode(opening, wire.ErrPartitionNotFound))
 		return
 	}
 	if e.log == nil {

@@ -25,6 +25,9 @@ type desiredPartition struct {
 // watermarks. It runs on the metadata driver after each applied change and
 // once at boot; it is a no-op when the state revision did not move.
 func (p *partitionPlane) reconcile(state *metadata.State) {
+	if p.gated && !p.gateOpen.Load() {
+		return
+	}
 	p.reconcileMu.Lock()
 	defer p.reconcileMu.Unlock()
 	rev := state.Revision()
@@ -32,7 +35,7 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 		return
 	}
 	boot := !p.reconciled
-	p.reconciled, p.lastRevision = true, rev
+	p.reconciled, p.lastRevision, p.state = true, rev, state
 
 	desired := make(map[partitionKey]desiredPartition)
 	streams := state.Streams()
@@ -59,25 +62,34 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 	for k, d := range desired {
 		e := p.entry(k)
 		if e == nil {
-			e = p.open(k, d)
-		}
-		if e.log == nil {
+			p.scheduleOpen(k, d) // partition_open.go: off this (metadata) loop
 			continue
 		}
-		part := d.part
-		if e.seenPurge == part.PurgeGeneration && e.seenDeletedUpTo == part.DeletedUpToOffset && e.seenSet {
-			continue // nothing new for this partition: no round trip to its shard
-		}
-		e.seenPurge, e.seenDeletedUpTo, e.seenSet = part.PurgeGeneration, part.DeletedUpToOffset, true
-		e.shard.do(func() { p.applyWatermarks(e, part) })
+		p.syncWatermarks(e, d.part)
 	}
 	if boot || len(gone) > 0 {
 		p.sweep(streams)
 	}
 }
 
+// syncWatermarks (under reconcileMu) hands the partition's shard the purge
+// generation and DeleteSegments watermark metadata now holds, when they
+// moved since the last hand-over.
+func (p *partitionPlane) syncWatermarks(e *partitionEntry, part metadata.Partition) {
+	if e.log == nil {
+		return
+	}
+	if e.seenPurge == part.PurgeGeneration && e.seenDeletedUpTo == part.DeletedUpToOffset && e.seenSet {
+		return // nothing new for this partition: no round trip to its shard
+	}
+	e.seenPurge, e.seenDeletedUpTo, e.seenSet = part.PurgeGeneration, part.DeletedUpToOffset, true
+	e.shard.do(func() { p.applyWatermarks(e, part) })
+}
+
 // open opens (or creates) a partition's log and registers its group with
-// the owning shard. A quarantined log is registered as a tombstone.
+// the owning shard, then publishes it (and ends a queued open of the key).
+// A quarantined log is registered as a tombstone. The openers call it
+// (partition_open.go); tests call it directly.
 func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntry {
 	e := &partitionEntry{
 		key: k, revision: d.part.CreatedRevision, dir: p.partitionDir(k),
@@ -89,7 +101,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.quarantine = err
 		p.log.Error("partition quarantined: its requests are refused until it is repaired",
 			"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
-	} else if l, err := partitions.Open(e.dir, p.logOptions(d.topic)); err != nil {
+	} else if l, err := p.openLog(e.dir, d.topic); err != nil {
 		e.quarantine = err
 		if errors.Is(err, partitions.ErrQuarantined) {
 			p.log.Error("partition quarantined: its requests are refused until it is repaired",
@@ -102,24 +114,50 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.lastTimestamp = lastAppendTime(l)
 	}
 	if e.log != nil {
-		group, err := consensus.New(p.groupConfig(k))
-		if err != nil {
+		if err := p.startGroup(e, d); err != nil {
 			e.quarantine = fmt.Errorf("partition group: %w", err)
+			p.log.Error("partition group did not start: its requests are refused", "stream", k.stream, "topic", k.topic,
+				"partition", k.partition, "err", err)
 			_ = e.log.Close()
 			e.log = nil
-		} else {
-			e.group = group
 		}
 	}
 	e.shard.do(func() {
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
+			e.publishRole()
+			e.publishWatermarks()
 		}
 	})
 	p.mu.Lock()
 	p.entries[k] = e
+	if ch, ok := p.opening[k]; ok {
+		close(ch)
+		delete(p.opening, k)
+	}
 	p.mu.Unlock()
 	return e
+}
+
+// openLog opens a partition's log. In cluster mode interior corruption
+// does not keep the replica out: the damage and everything after it are set
+// aside (partitions.SetAsideDamage) and the log opens at the verified
+// prefix, which ends below the frontier its superblock records, so the
+// group rejoins with nothing applied and the state transfer refills the
+// rest from the peers (issue 8 point 4). A single node has no peer to
+// refill from: its partition stays quarantined.
+func (p *partitionPlane) openLog(dir string, t metadata.Topic) (*partitions.Log, error) {
+	l, err := partitions.Open(dir, p.logOptions(t))
+	var q *partitions.QuarantineError
+	if err == nil || !p.clustered() || !errors.As(err, &q) {
+		return l, err
+	}
+	p.log.Warn("partition log damaged: setting the damage aside and refilling it from the other replicas",
+		"dir", dir, "file", q.File, "position", q.Position, "offset", q.Offset, "reason", q.Reason)
+	if serr := partitions.SetAsideDamage(q); serr != nil {
+		return nil, errors.Join(err, serr)
+	}
+	return partitions.Open(dir, p.logOptions(t))
 }
 
 // lastAppendTime is the newest stored append time, so restarts keep
@@ -162,38 +200,6 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 		return err
 	}
 	return syncDirectory(filepath.Dir(e.dir))
-}
-
-// applyWatermarks (shard goroutine) applies a purge generation or a
-// DeleteSegments watermark the files do not reflect yet.
-func (p *partitionPlane) applyWatermarks(e *partitionEntry, part metadata.Partition) {
-	if _, ok := e.shard.groups[e]; !ok || e.log == nil {
-		return
-	}
-	m := e.marker
-	if part.PurgeGeneration > m.PurgeGeneration {
-		if _, err := e.log.Purge(); err != nil {
-			p.log.Error("purge partition", "dir", e.dir, "err", err)
-			return
-		}
-		e.lastTimestamp = 0
-		m.PurgeGeneration = part.PurgeGeneration
-		m.DeletedUpTo = part.DeletedUpToOffset
-	}
-	if part.DeletedUpToOffset > m.DeletedUpTo {
-		if _, err := e.log.DeleteSegmentsBefore(part.DeletedUpToOffset); err != nil {
-			p.log.Error("delete segments", "dir", e.dir, "up_to_offset", part.DeletedUpToOffset, "err", err)
-			return
-		}
-		m.DeletedUpTo = part.DeletedUpToOffset
-	}
-	if m != e.marker {
-		if err := writeMarker(e.dir, m); err != nil {
-			p.log.Error("record partition watermarks", "dir", e.dir, "err", err)
-			return
-		}
-		e.marker = m
-	}
 }
 
 // remove stops serving a partition and deletes its files.
@@ -249,11 +255,17 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 	removeUnknown(filepath.Join(p.root, "*", "topics", "*", "partitions", "*"))
 }
 
-// groupConfig is a partition group's consensus configuration: one replica,
-// no client table (ClientTableMax = 0: the partition plane).
-func (p *partitionPlane) groupConfig(k partitionKey) consensus.Config {
-	cfg := consensus.DefaultConfig(0, 1)
-	cfg.GroupID = k.groupID()
+// groupConfig is a partition group's consensus configuration: one replica
+// per node of the cluster (the roster), the cluster's timings, no client
+// table (ClientTableMax = 0: the partition plane). A new group starts led
+// by the node whose metadata primary created the partition.
+func (p *partitionPlane) groupConfig(k partitionKey, part metadata.Partition) consensus.Config {
+	cfg := consensus.DefaultConfig(p.topo.self, p.topo.count)
+	p.topo.applyTimings(&cfg, p.clusterCfg)
+	if part.CreatedOnNode < p.topo.count {
+		cfg.InitialView = uint32(part.CreatedOnNode)
+	}
+	cfg.GroupID = partitionGroupID(k, part.CreatedRevision)
 	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
 	cfg.JournalSlots = p.shards[0].cfg.journalSlots
 	cfg.ClientTableMax = 0

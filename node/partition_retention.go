@@ -30,32 +30,50 @@ func (n *Node) partitionGroupConfig() partitionGroupConfig {
 }
 
 // applyRetention (the retention job, every second) deletes expired sealed
-// segments and enforces max_topic_size.
-// Retention never changes a log's next offset, so it runs beside appends
-// (partitions.Log serialises its writers).
+// segments and enforces max_topic_size on at most retentionTopicsPerTurn
+// topics with a retention rule, continuing where the previous turn stopped
+// (a turn that always restarted from the first topic would never reach the
+// topics past the bound).
+// The primary of each partition decides the cut and replicates it
+// (partition_destructive.go): every replica deletes the same segments.
 func (n *Node) applyRetention(now uint64) {
-	examined := 0
+	var topics []metadata.Topic
 	for _, s := range n.state.Streams() {
 		for _, t := range s.Topics {
-			if examined >= retentionTopicsPerTurn {
-				return
-			}
-			examined++
 			expiryOn := t.MessageExpiry != 0 && t.MessageExpiry != metadata.Never
 			sizeOn := t.MaxTopicSize != 0 && t.MaxTopicSize != metadata.Never
-			if !expiryOn && !sizeOn {
-				continue
-			}
-			// message_expiry and max_topic_size are per partition (max_topic_size bounds each
-			// partition's sealed segment bytes; see partitions.Log.ApplyRetention).
-			for _, l := range n.plane.topicLogs(topicKey{s.ID, t.ID}) {
-				if res, err := l.ApplyRetention(now, t.MessageExpiry, t.MaxTopicSize); err != nil {
-					n.log.Warn("retention", "dir", l.Dir(), "err", err)
-				} else if res.SegmentsDeleted > 0 {
-					n.log.Info("retention deleted segments", "dir", l.Dir(), "segments", res.SegmentsDeleted,
-						"messages", res.MessagesDeleted, "bytes", res.BytesDeleted)
-				}
+			if expiryOn || sizeOn {
+				topics = append(topics, t)
 			}
 		}
 	}
+	turn, next := retentionTurn(len(topics), n.retentionCursor, retentionTopicsPerTurn)
+	n.retentionCursor = next
+	for _, i := range turn {
+		t := topics[i]
+		// message_expiry and max_topic_size are per partition (max_topic_size bounds each
+		// partition's sealed segment bytes; see partitions.Log.RetentionCut).
+		for _, e := range n.plane.topicEntries(topicKey{t.StreamID, t.ID}) {
+			e.proposeRetention(now, t)
+		}
+	}
+}
+
+// retentionTurn picks the indexes (of count topics) one retention turn
+// examines: at most limit of them, starting at cursor and wrapping, and the
+// cursor for the next turn. Every topic is examined within
+// ceil(count/limit) turns, however the list is ordered.
+func retentionTurn(count, cursor, limit int) (turn []int, next int) {
+	if count == 0 {
+		return nil, 0
+	}
+	if cursor >= count {
+		cursor = 0 // topics were deleted since the last turn
+	}
+	n := min(count, limit)
+	turn = make([]int, n)
+	for i := range turn {
+		turn[i] = (cursor + i) % count
+	}
+	return turn, (cursor + n) % count
 }

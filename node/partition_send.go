@@ -16,15 +16,6 @@ func (n *Node) handlePartitionWrite(c *transport.Conn, s *session, hdr wire.Requ
 		n.evict(c, s, hdr.Client, wire.EvictNoSession)
 		return
 	}
-	if n.topo.clustered {
-		// Partition groups are not replicated across nodes yet (cluster
-		// part 2): a write applied on this node alone could be lost with
-		// it, so none is accepted.
-		c.FrameConsumed()
-		n.partitionWritesRefused.Add(1)
-		n.sendStatus(c, hdr, wire.ErrFeatureUnavailable)
-		return
-	}
 	switch hdr.Operation {
 	case wire.OpSendMessages:
 		n.handleSendMessages(c, v, hdr, body)
@@ -72,16 +63,25 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 		n.sendStatus(c, hdr, code)
 		return
 	}
-	e := n.plane.entry(partitionKey{t.StreamID, t.ID, pid})
+	e, opening := n.plane.awaitEntry(n.lifetime, partitionKey{t.StreamID, t.ID, pid})
 	if e == nil {
-		n.sendStatus(c, hdr, wire.ErrResourceNotFound)
+		n.sendStatus(c, hdr, notServedCode(opening, wire.ErrResourceNotFound))
 		return
 	}
 	if e.log == nil {
 		n.sendStatus(c, hdr, wire.ErrCannotReadPartitions)
 		return
 	}
+	if !e.acceptsWrites() {
+		// A backup of this partition's group: the primary's node takes it.
+		n.partitionWritesRefused.Add(1)
+		n.sendStatus(c, hdr, wire.ErrTransientNotAccepted)
+		return
+	}
 	batch := req.Batch
+	// Retry recognition keys on the batch as the client sent it (before
+	// encryption and stamping): partition_dedup.go.
+	sum := req.Header.BatchChecksum
 	if n.cipher != nil {
 		// Encrypted once, here on the primary: the ciphertext is what is
 		// replicated, checksummed and stored; the request frame is free.
@@ -95,7 +95,11 @@ func (n *Node) handleSendMessages(c *transport.Conn, v sessionView, hdr wire.Req
 			return
 		}
 	}
-	out := e.shard.propose(n.lifetime, &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch})
+	p := &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch}
+	if hdr.Request&dedupRequestFlag != 0 {
+		p.user, p.client, p.request, p.sum = v.userID, toConsensus(hdr.Client), hdr.Request, sum
+	}
+	out := e.shard.propose(n.lifetime, p)
 	frameInUse = !out.bodyReleased && n.cipher == nil
 	if out.code != wire.OK {
 		n.sendStatus(c, hdr, out.code)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -39,6 +40,12 @@ type partitionProposal struct {
 	op    wire.Operation
 	body  []byte
 	done  chan partitionOutcome // buffered 1; nil = fire and forget (auto-commit)
+	// A client send's identity for retry recognition (partition_dedup.go);
+	// zero client: none.
+	user    uint32
+	client  consensus.Uint128
+	request uint64
+	sum     uint64 // the client's batch checksum, before stamping
 }
 
 // partitionOutcome is a write's result: wire.OK and the batch's base offset,
@@ -69,10 +76,24 @@ type partitionShard struct {
 	// group id); a full inbox drops, VSR retransmits.
 	inbox        chan routedMessage
 	inboxDropped atomic.Uint64
-	cfg          partitionGroupConfig
-	proposals    chan *partitionProposal
-	controls     chan shardControl
-	stopped      chan struct{}
+	// led and served: groups this replica leads and drives, as of the last tick.
+	led, served atomic.Int64
+	cfg         partitionGroupConfig
+	// peers carries partition groups' messages to the other replicas (nil
+	// until the replica bus starts, and on a single node).
+	peers *peerBus
+	// Cluster mode: the superblock identity, the replica count, and where
+	// state transfers fetch records (nil on a single node).
+	identity     journal.Identity
+	replicaCount uint8
+	records      recordSource
+	// self and alignTo: leadership alignment (partition_align.go); alignTo
+	// is nil on a single node.
+	self      uint8
+	alignTo   alignTarget
+	proposals chan *partitionProposal
+	controls  chan shardControl
+	stopped   chan struct{}
 
 	// Owned by the loop goroutine (or by the caller of do after stop).
 	groups  map[*partitionEntry]struct{}
@@ -82,9 +103,10 @@ type partitionShard struct {
 	results map[uint64]partitionOutcome // op -> outcome of the group being processed
 }
 
-func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig) *partitionShard {
+func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
 	return &partitionShard{
 		log:       log,
+		peers:     peers,
 		clock:     systemClock{},
 		cfg:       cfg,
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
@@ -184,13 +206,21 @@ func (s *partitionShard) run(ctx context.Context) {
 			return
 		case <-ticker.C():
 			now := s.clock.NowMicros()
+			led := 0
 			for e := range s.groups {
 				e.group.SetNow(now)
 				e.group.Tick()
-				if e.group.HasReady() {
+				if e.group.HasReady() || len(e.backlog) > 0 {
 					s.touch(e)
 				}
+				e.publishRole()
+				if e.primary.Load() {
+					led++
+				}
 			}
+			s.led.Store(int64(led))
+			s.served.Store(int64(len(s.groups)))
+			s.align(time.UnixMicro(int64(now)))
 		case c := <-s.controls:
 			c.fn()
 			close(c.done)
@@ -277,6 +307,10 @@ func (s *partitionShard) drain() {
 	}
 	close(s.stopped)
 	for e := range s.groups {
+		if e.transfer != nil {
+			e.transfer.stop()
+			e.transfer = nil
+		}
 		if e.log != nil {
 			if err := e.log.Close(); err != nil {
 				s.log.Error("close partition log at shutdown", "dir", e.dir, "err", err)
@@ -316,9 +350,27 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
 		return
 	}
-	if e.inflight >= s.inflightMax() {
-		// The group's pipeline and request queue are full: wait here rather
-		// than have consensus refuse the request (58) under a burst.
+	if p.op == wire.OpSendMessages && !p.client.IsZero() {
+		switch verdict, base := e.dedup.check(dedupKey{p.user, p.client}, p.request, p.sum); verdict {
+		case dedupReplay:
+			p.reply(partitionOutcome{code: wire.OK, baseOffset: base, bodyReleased: true})
+			return
+		case dedupTooOld:
+			p.reply(partitionOutcome{code: wire.ErrRequestAlreadyApplied, bodyReleased: true})
+			return
+		}
+	}
+	if !e.group.IsPrimary() && e.group.Status() == consensus.StatusNormal {
+		// A backup: the write belongs on the group's primary (58, never
+		// entered a pipeline). During a view change it waits in the backlog:
+		// this replica may be the next primary.
+		p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+		return
+	}
+	if len(e.backlog) > 0 || e.inflight >= s.inflightMax() || !s.stampReady(e) {
+		// The group's window is full, or the primary cannot stamp yet: wait
+		// here rather than have consensus refuse the request (58) under a
+		// burst or a view change.
 		if len(e.backlog) >= partitionBacklogMax {
 			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
 			return
@@ -335,18 +387,42 @@ func (s *partitionShard) admit(p *partitionProposal) {
 func (s *partitionShard) inflightMax() int { return 2 * int(s.cfg.prepareQueueDepth) }
 
 func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
+	switch p.op {
+	case wire.OpSendMessages:
+		if code := s.stamp(e, p.body); code != wire.OK {
+			p.reply(partitionOutcome{code: code, bodyReleased: true})
+			return
+		}
+	case partitionOpPurge:
+		e.stampNext = 0 // batches proposed after the purge start the offsets again
+	}
 	s.nextTag++
 	s.waiting[s.nextTag] = p
 	e.inflight++
 	e.group.SetNow(s.clock.NowMicros())
-	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag})
+	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag,
+		Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
 	s.touch(e)
 }
 
-// promoteBacklog proposes held proposals as the group's window frees up.
+// promoteBacklog proposes held proposals as the group's window frees up
+// and the primary can stamp; a replica that turned out a backup answers
+// them 58.
 func (s *partitionShard) promoteBacklog(e *partitionEntry) {
+	if len(e.backlog) == 0 {
+		return
+	}
+	if !e.group.IsPrimary() {
+		if e.group.Status() == consensus.StatusNormal {
+			for _, p := range e.backlog {
+				p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+			}
+			e.backlog = nil
+		}
+		return
+	}
 	n := 0
-	for n < len(e.backlog) && e.inflight < s.inflightMax() {
+	for n < len(e.backlog) && e.inflight < s.inflightMax() && s.stampReady(e) {
 		s.proposeNow(e, e.backlog[n])
 		e.backlog[n] = nil
 		n++
@@ -358,6 +434,10 @@ func (s *partitionShard) promoteBacklog(e *partitionEntry) {
 // partition that is going away.
 func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	delete(s.groups, e)
+	if e.transfer != nil {
+		e.transfer.stop()
+		e.transfer = nil
+	}
 	for tag, p := range s.waiting {
 		if p.entry == e {
 			p.reply(partitionOutcome{code: code})
@@ -370,47 +450,77 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	e.backlog, e.inflight = nil, 0
 }
 
+// processTouched drains the touched groups' Readys through the one Ready
+// contract, all of them together per round (carryOutBatch: their
+// superblock writes run concurrently, so a view change of many groups
+// costs a few journal commits, not one fsync pair per group); the entries
+// supply the partition plane's steps.
 func (s *partitionShard) processTouched() {
-	for i, e := range s.touched {
+	touched := len(s.touched)
+	live := make([]*partitionEntry, 0, touched)
+	for _, e := range s.touched {
 		if _, ok := s.groups[e]; ok {
-			s.process(e)
+			live = append(live, e)
 		}
-		s.touched[i] = nil
 	}
-	s.touched = s.touched[:0]
-}
-
-// process drains a group's Readys through the one Ready contract
-// (carryOut); the entry supplies the partition plane's steps.
-func (s *partitionShard) process(e *partitionEntry) {
-	for round := 0; round < partitionReadyRoundsMax && e.group.HasReady(); round++ {
-		if err := carryOut(e.group, e); err != nil {
-			s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
-			return
+	var batch []batchItem
+	var inBatch []*partitionEntry
+	stalled := make(map[*partitionEntry]bool)
+	for round := 0; round < partitionReadyRoundsMax; round++ {
+		batch, inBatch = batch[:0], inBatch[:0]
+		for _, e := range live {
+			if !stalled[e] && e.group.HasReady() {
+				batch = append(batch, batchItem{g: e.group, steps: e})
+				inBatch = append(inBatch, e)
+			}
 		}
-		s.checkpoint(e)
-		s.promoteBacklog(e)
+		if len(batch) == 0 {
+			break
+		}
+		for i, err := range carryOutBatch(batch) {
+			e := inBatch[i]
+			if err != nil {
+				stalled[e] = true
+				if !errors.Is(err, errInstallPending) {
+					s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+				}
+				continue
+			}
+			s.checkpoint(e)
+			s.promoteBacklog(e)
+		}
 	}
+	for _, e := range live {
+		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
+		e.publishRole()
+		s.proposeWatermarks(e) // a new primary carries out what metadata wants
+	}
+	// Groups touched while processing (new proposals) stay for the next turn.
+	n := copy(s.touched, s.touched[touched:])
+	clear(s.touched[n:])
+	s.touched = s.touched[:n]
 }
 
 // persist implements readySteps. A partition group keeps its journal in
 // memory (no prepare WAL yet: issue "durable replicated partitions"); the
 // committed batch itself is made durable as it is applied, before its
-// reply (synced first on persisted topics).
-func (e *partitionEntry) persist(*consensus.Ready) error { return nil }
+// reply (synced first on persisted topics). In cluster mode the group's
+// superblock is written here (partition_vsr.go).
+func (e *partitionEntry) persist(rd *consensus.Ready) error { return e.persistVSR(rd) }
 
-// send implements readySteps: a one-replica partition group sends nothing
-// (partition groups join the replica bus in cluster part 2).
+// send implements readySteps: the group's messages go to the other
+// replicas over the replica bus (a one-replica group sends none).
 func (e *partitionEntry) send(msgs []consensus.Message) {
-	if len(msgs) > 0 {
-		e.shard.log.Error("partition group produced replica messages; partition groups have one replica", "dir", e.dir, "count", len(msgs))
-	}
+	e.shard.peers.send(msgs)
 }
 
-// install implements readySteps: a one-replica group never transfers state.
+// install implements readySteps: persist already brought the log to the
+// snapshot's frontier and installed its consumer offsets
+// (partition_transfer.go); the group's applied state now starts there.
 func (e *partitionEntry) install(snap consensus.Snapshot) error {
-	e.shard.log.Error("partition group asked to install a state transfer snapshot; not supported by a one-replica node",
-		"dir", e.dir, "op", snap.Op)
+	e.appliedOp = snap.Op
+	e.lastTimestamp = lastAppendTime(e.log)
+	e.stampValid = false
 	return nil
 }
 
@@ -424,6 +534,7 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) {
 		out, wrote := s.apply(e, &committed[i])
 		appended = appended || wrote
 		s.results[committed[i].Header.Op] = out
+		e.appliedOp = committed[i].Header.Op
 	}
 	if appended && e.persisted {
 		if err := e.log.Sync(); err != nil {
@@ -447,11 +558,19 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 		}
 		delete(s.waiting, r.Tag)
 		e.inflight--
+		if r.Kind != consensus.ReplyCommitted {
+			// The offsets stamped after this one may now leave a hole:
+			// stamp again from the log once everything in flight applied.
+			e.stampValid = false
+		}
 		switch r.Kind {
 		case consensus.ReplyCommitted:
 			out, ok := s.results[r.Op]
 			if !ok {
 				out = partitionOutcome{code: wire.ErrTransientNotCommitted}
+			}
+			if out.code != wire.OK && p.op == wire.OpSendMessages {
+				e.stampValid = false
 			}
 			p.reply(out)
 		case consensus.ReplyNotAccepted, consensus.ReplyDropped:
@@ -463,14 +582,28 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 	clear(s.results)
 }
 
-// checkpoint hands consensus a tiny snapshot descriptor (the log's next
-// offset) so the in-memory journal may reuse the slots of applied ops.
+// checkpoint hands consensus the partition's small snapshot (frontier,
+// first offset, consumer offsets: partition_checkpoint.go) so the
+// in-memory journal may reuse the slots of applied ops; in cluster mode
+// the next Ready's superblock records it with the frontier.
 func (s *partitionShard) checkpoint(e *partitionEntry) {
 	if !e.group.NeedsCheckpoint() {
 		return
 	}
-	data := binary.LittleEndian.AppendUint64(nil, e.log.NextOffset())
-	e.group.Checkpoint(consensus.Snapshot{Op: e.group.CommitMin(), Data: data, Checksum: snapshotChecksum(data)})
+	frontier := e.log.NextOffset()
+	cp := checkpointOf(e.log, frontier)
+	cp.dedup = e.dedup.encode(nil)
+	data := cp.encode()
+	op := e.group.CommitMin()
+	e.group.Checkpoint(consensus.Snapshot{Op: op, Data: data, Checksum: snapshotChecksum(data)})
+	if err := e.group.CheckpointError(); err != nil {
+		s.log.Error("partition checkpoint refused", "dir", e.dir, "op", op, "err", err)
+		return
+	}
+	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = op, frontier, cp.dedup
+	if e.dedup.changed {
+		e.dedup.changed, e.checkpointDedupDirty = false, true
+	}
 }
 
 // apply carries out one committed partition op; wrote reports a log append.
@@ -478,6 +611,10 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 	switch wire.Operation(p.Header.Operation) {
 	case wire.OpSendMessages:
 		return s.applySend(e, p)
+	case partitionOpPurge:
+		return s.applyPurge(e, p.Body), false
+	case partitionOpCut:
+		return s.applyCut(e, p.Body), false
 	case wire.OpStoreConsumerOffset:
 		kind, id, offset, ok := decodeOffsetOp(p.Body, true)
 		if !ok {
@@ -505,22 +642,77 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 	return partitionOutcome{code: wire.ErrInvalidCommand}, false
 }
 
-// applySend stamps the committed batch in place (partition id, base offset =
-// the log's next offset, base timestamp = the prepare timestamp made
-// monotone per partition) and appends it.
+// applySend appends the committed batch exactly as the primary stamped and
+// sealed it, on every replica, so every replica writes identical bytes. A
+// batch stamped for another offset (the primary's stamp raced a hole it
+// could not know of) is refused the same way on every replica.
 func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (partitionOutcome, bool) {
-	ts := max(p.Header.Timestamp, e.lastTimestamp)
-	base := e.log.NextOffset()
-	if err := wire.StampBatch(p.Body, e.key.partition, base, ts); err != nil {
-		s.log.Error("stamp committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
+	h, err := wire.DecodeBatchHeader(p.Body)
+	if err != nil {
+		s.log.Error("committed batch header", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
+	}
+	key := dedupKey{p.Header.UserID, p.Header.Client}
+	identified := !p.Header.Client.IsZero()
+	if identified {
+		switch verdict, base := e.dedup.check(key, p.Header.Request, p.Header.ReqSum); verdict {
+		case dedupReplay:
+			e.stampValid = false // the offsets stamped for this copy stay unused
+			return partitionOutcome{code: wire.OK, baseOffset: base}, false
+		case dedupTooOld:
+			e.stampValid = false
+			return partitionOutcome{code: wire.ErrRequestAlreadyApplied}, false
+		}
+	}
+	out, wrote := s.appendCommitted(e, p, h)
+	if identified && out.code == wire.OK {
+		e.dedup.record(key, p.Header.Request, p.Header.ReqSum, out.baseOffset, p.Header.Op)
+	}
+	return out, wrote
+}
+
+// appendCommitted appends a committed batch (or recognises one the log
+// already holds) on this replica.
+func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
+	next := e.log.NextOffset()
+	if h.BaseOffset < next && h.PartitionID == uint64(e.key.partition) {
+		return s.replayedSend(e, p, h)
+	}
+	if h.BaseOffset != next || h.PartitionID != uint64(e.key.partition) {
+		s.log.Warn("committed batch stamped for another place; refused on every replica", "dir", e.dir,
+			"op", p.Header.Op, "base_offset", h.BaseOffset, "next_offset", next, "partition_id", h.PartitionID)
+		// Committed as a no-op everywhere: nothing was written, a retry is safe.
+		return partitionOutcome{code: wire.ErrTransientNotAccepted}, false
 	}
 	if _, err := e.log.Append(p.Body); err != nil {
 		s.log.Error("append committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
 	}
-	e.lastTimestamp = ts
-	return partitionOutcome{code: wire.OK, baseOffset: base}, true
+	e.lastTimestamp = max(e.lastTimestamp, h.BaseTimestamp)
+	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, true
+}
+
+// replayedSend answers a committed send whose offsets the log already
+// holds: a replica that restarted (or finished a state transfer) above its
+// checkpoint applies those ops again. The stored batch must be this one
+// (same batch checksum); below the first stored offset (retention) it
+// cannot be compared and counts as applied.
+func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
+	stored, _, err := e.log.ReadRecords(nil, h.BaseOffset, h.BaseOffset+1, 1)
+	switch {
+	case errors.Is(err, partitions.ErrBelowRetained):
+	case err != nil:
+		s.log.Error("replayed batch: reading the stored one", "dir", e.dir, "op", p.Header.Op, "base_offset", h.BaseOffset, "err", err)
+		return partitionOutcome{code: wire.ErrCannotReadPartitions}, false
+	default:
+		sh, herr := wire.DecodeBatchHeader(stored)
+		if herr != nil || sh.BatchChecksum != h.BatchChecksum || sh.BatchLength != h.BatchLength {
+			s.log.Error("replayed batch differs from the one stored at its offset", "dir", e.dir, "op", p.Header.Op,
+				"base_offset", h.BaseOffset)
+			return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
+		}
+	}
+	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, false
 }
 
 // Offset op bodies (ours, inside a partition prepare): [kind u8][id u32]

@@ -18,7 +18,11 @@ type partitionStore interface {
 	StoreConsumerOffset(kind wire.ConsumerKind, id uint32, offset uint64) error
 	ConsumerOffset(kind wire.ConsumerKind, id uint32) (uint64, bool)
 	DeleteConsumerOffset(kind wire.ConsumerKind, id uint32) error
+	ConsumerOffsets() []partitions.ConsumerOffsetEntry
+	ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint64, error)
+	ResetTo(start uint64) (partitions.RetentionResult, error)
 	ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (partitions.RetentionResult, error)
+	RetentionCut(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (uint64, bool)
 	Purge() (partitions.RetentionResult, error)
 	SegmentEndOffset(n int) uint64
 	DeleteSegmentsBefore(offset uint64) (partitions.RetentionResult, error)

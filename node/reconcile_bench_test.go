@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"github.com/lodestream/lodestream/config"
 	"io"
 	"log/slog"
 	"testing"
@@ -18,7 +19,7 @@ func BenchmarkCreateTopicAmongPartitions(b *testing.B) {
 	for _, existing := range []int{0, 1000, 5000} {
 		b.Run(fmt.Sprintf("existing=%d", existing), func(b *testing.B) {
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			p := newPartitionPlane(log, b.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16})
+			p := newPartitionPlane(log, b.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16}, topology{count: 1}, config.ClusterConfig{})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{})
 			go func() { p.shards[0].run(ctx); close(done) }()

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/lodestream/lodestream/config"
 	"io"
 	"log/slog"
 	"testing"
@@ -15,7 +16,7 @@ import (
 // names; anything else is counted and dropped.
 func TestReplicaMessagesRouteByGroup(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16})
+	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16}, topology{count: 1}, config.ClusterConfig{})
 	sh := p.shards[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -27,8 +28,12 @@ func TestReplicaMessagesRouteByGroup(t *testing.T) {
 	if e.log == nil {
 		t.Fatalf("open: %v", e.quarantine)
 	}
-	if got := p.entryByGroup(k.groupID()); got != e {
-		t.Fatalf("entryByGroup(%x) = %v", k.groupID(), got)
+	if got := p.entryByGroup(e.groupID()); got != e || e.groupID() != k.groupID()|1<<52 {
+		t.Fatalf("entryByGroup(%x) = %v", e.groupID(), got)
+	}
+	// Another incarnation of the same partition (revision 2) is not this one.
+	if p.entryByGroup(partitionGroupID(k, 2)) != nil || p.entryByGroup(k.groupID()) != nil {
+		t.Fatal("a message of another incarnation resolved to the entry")
 	}
 	if p.entryByGroup(metadataGroupID) != nil || p.entryByGroup(partitionKey{3, 7, 12}.groupID()) != nil {
 		t.Fatal("the metadata id or an unknown partition resolved to an entry")
@@ -39,7 +44,7 @@ func TestReplicaMessagesRouteByGroup(t *testing.T) {
 		t.Fatal("a metadata message did not reach the metadata loop")
 	}
 	stopShard() // the loop would step it at once; check the queue instead
-	n.routeReplicaMessage(consensus.Message{Kind: consensus.MsgCommit, Group: k.groupID()})
+	n.routeReplicaMessage(consensus.Message{Kind: consensus.MsgCommit, Group: e.groupID()})
 	if len(e.shard.inbox) != 1 {
 		t.Fatal("a partition message did not reach its shard")
 	}

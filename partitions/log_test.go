@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -540,5 +541,51 @@ func TestRetentionKeepsSegmentsAConsumerHasNotPassed(t *testing.T) {
 	}
 	if res, err := l.ApplyRetention(1<<40, 1, 0); err != nil || l.Stats().SegmentsCount != 1 {
 		t.Fatalf("no barrier: %+v %v (%+v)", res, err, l.Stats())
+	}
+}
+
+// TestResetToStartsEmptyAtAnOffset: a reset drops every message and offset
+// and the next append must carry the new start offset; it survives a reopen.
+func TestResetToStartsEmptyAtAnOffset(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{SegmentSizeBytes: 4096})
+	fillLog(t, l, 6, 2, 700)
+	if err := l.StoreConsumerOffset(wire.ConsumerKindSingle, 7, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ResetTo(500); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != 500 || l.Stats().MessagesCount != 0 || len(l.ConsumerOffsets()) != 0 {
+		t.Fatalf("after reset: next %d stats %+v offsets %v", l.NextOffset(), l.Stats(), l.ConsumerOffsets())
+	}
+	if _, err := l.Append(makeBatch(t, 0, 1, 10, 9000)); err == nil {
+		t.Fatal("an append at offset 0 after ResetTo(500) was accepted")
+	}
+	if _, err := l.Append(makeBatch(t, 500, 2, 10, 9000)); err != nil {
+		t.Fatalf("append at the new start: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := openLog(t, dir, Options{SegmentSizeBytes: 4096})
+	defer again.Close()
+	if st := again.Stats(); again.NextOffset() != 502 || st.FirstOffset != 500 || st.MessagesCount != 2 {
+		t.Fatalf("reopened: next %d stats %+v", again.NextOffset(), st)
+	}
+}
+
+func TestConsumerOffsetsListedInOrder(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{})
+	defer l.Close()
+	for _, e := range []ConsumerOffsetEntry{{wire.ConsumerKindGroup, 2, 9}, {wire.ConsumerKindSingle, 5, 1}, {wire.ConsumerKindSingle, 1, 4}} {
+		if err := l.StoreConsumerOffset(e.Kind, e.ID, e.Offset); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := l.ConsumerOffsets()
+	want := []ConsumerOffsetEntry{{wire.ConsumerKindSingle, 1, 4}, {wire.ConsumerKindSingle, 5, 1}, {wire.ConsumerKindGroup, 2, 9}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("offsets %v, want %v", got, want)
 	}
 }

@@ -1,12 +1,14 @@
 package partitions
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -209,6 +211,32 @@ func (o *offsetStore) clear() error {
 		}
 	}
 	return nil
+}
+
+// ConsumerOffsetEntry is one stored offset.
+type ConsumerOffsetEntry struct {
+	Kind   wire.ConsumerKind
+	ID     uint32
+	Offset uint64
+}
+
+// ConsumerOffsets lists every stored offset, ordered by kind then id (a deterministic encoding for
+// checkpoints).
+func (l *Log) ConsumerOffsets() []ConsumerOffsetEntry {
+	o := l.offsets
+	o.mu.Lock()
+	out := make([]ConsumerOffsetEntry, 0, len(o.offsets))
+	for k, v := range o.offsets {
+		out = append(out, ConsumerOffsetEntry{Kind: k.kind, ID: k.id, Offset: v})
+	}
+	o.mu.Unlock()
+	slices.SortFunc(out, func(a, b ConsumerOffsetEntry) int {
+		if a.Kind != b.Kind {
+			return int(a.Kind) - int(b.Kind)
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
 }
 
 // StoreConsumerOffset persists the offset of a consumer (kind 1) or consumer group (kind 2), keyed by

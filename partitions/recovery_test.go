@@ -294,3 +294,45 @@ func TestIndexRebuiltWhenMissingShortOrWrong(t *testing.T) {
 		}
 	}
 }
+
+// TestSetAsideDamageKeepsTheVerifiedPrefix: interior corruption quarantines
+// the log; SetAsideDamage keeps the batches before the damage (the damaged
+// and later segments renamed aside) and the log opens there, ready to be
+// refilled.
+func TestSetAsideDamageKeepsTheVerifiedPrefix(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{SegmentSizeBytes: 4096})
+	fillLog(t, l, 12, 2, 700) // segments of 6 messages
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := filepath.Join(dir, segmentBaseName(6)+logSuffix)
+	b, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xFF // inside the second batch of the second segment
+	if err := os.WriteFile(seg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(dir, Options{SegmentSizeBytes: 4096, Logger: quietLogger})
+	var q *QuarantineError
+	if !errors.As(err, &q) {
+		t.Fatalf("open of a damaged sealed segment: %v, want a quarantine", err)
+	}
+	if err := SetAsideDamage(q); err != nil {
+		t.Fatal(err)
+	}
+	again := openLog(t, dir, Options{SegmentSizeBytes: 4096})
+	defer again.Close()
+	if again.NextOffset() != q.Offset || q.Offset < 6 || q.Offset >= 12 {
+		t.Fatalf("after setting the damage aside: next offset %d, the damage was at offset %d", again.NextOffset(), q.Offset)
+	}
+	if _, err := again.Append(makeBatch(t, q.Offset, 2, 700, 9000)); err != nil {
+		t.Fatalf("refill at the damage: %v", err)
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, "*.corrupt-*"))
+	if len(aside) < 2 {
+		t.Fatalf("set-aside files %v: want the damaged segment and the later ones kept", aside)
+	}
+}

@@ -23,32 +23,46 @@ type RetentionResult struct {
 // math.MaxUint64 means unlimited (the wire's "never"/"unlimited" sentinels). Offsets are never
 // reused: the next offset does not change.
 func (l *Log) ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (RetentionResult, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.writable(); err != nil {
-		return RetentionResult{}, err
+	before, ok := l.RetentionCut(nowMicros, messageExpiryMicros, maxSizeBytes)
+	if !ok {
+		return RetentionResult{}, nil
+	}
+	return l.DeleteSegmentsBefore(before)
+}
+
+// RetentionCut is ApplyRetention's decision without the deletion: the start offset of the oldest
+// segment retention would keep, and false when it would delete nothing. A replicated partition's
+// primary decides the cut this way and replicates it (DeleteSegmentsBefore on every replica), so
+// every replica deletes the same segments whatever its own clock says.
+func (l *Log) RetentionCut(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (uint64, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed || l.failure != nil {
+		return 0, false
 	}
 	expiryOn := messageExpiryMicros != 0 && messageExpiryMicros != math.MaxUint64
 	sizeOn := maxSizeBytes != 0 && maxSizeBytes != math.MaxUint64
-	var res RetentionResult
 	barrier, hasBarrier := l.offsets.lowest()
-	for len(l.segments) > 1 {
-		oldest := l.segments[0]
+	sealed := l.sealedBytesLocked()
+	kept := 0
+	for ; kept < len(l.segments)-1; kept++ {
+		oldest := l.segments[kept]
 		if hasBarrier && oldest.nextOffset > 0 && oldest.nextOffset-1 > barrier {
 			break // a consumer has not read past this segment yet
 		}
 		// timestampMax + expiry <= now, written so it cannot overflow.
 		expired := expiryOn && nowMicros >= messageExpiryMicros &&
 			oldest.timestampMax <= nowMicros-messageExpiryMicros
-		oversized := sizeOn && l.sealedBytesLocked() > maxSizeBytes
+		oversized := sizeOn && sealed > maxSizeBytes
 		if !expired && !oversized {
 			break
 		}
-		if err := l.deleteOldestSegment(&res); err != nil {
-			return res, err
-		}
+		sealed -= oldest.sizeBytes
 	}
-	return res, l.syncDirIfDirty()
+	if kept == 0 {
+		return 0, false
+	}
+	return l.segments[kept].startOffset, true
 }
 
 // DeleteSegments deletes the n oldest segments. When n reaches the active segment and it holds
@@ -78,7 +92,11 @@ func (l *Log) DeleteSegments(n int) (RetentionResult, error) {
 
 // Purge deletes every message and consumer offset and resets the offset space to 0 (upstream purge
 // semantics: the group's offset counter restarts with the new generation).
-func (l *Log) Purge() (RetentionResult, error) {
+func (l *Log) Purge() (RetentionResult, error) { return l.ResetTo(0) }
+
+// ResetTo deletes every message and consumer offset and starts the log empty at offset start (a
+// replica whose state transfer begins above everything it holds: the peers' retention moved on).
+func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
@@ -96,13 +114,13 @@ func (l *Log) Purge() (RetentionResult, error) {
 	}
 	l.segments = nil
 	l.dirDirty = true
-	s, err := l.createSegment(0)
+	s, err := l.createSegment(start)
 	if err != nil {
 		l.failure = fmt.Errorf("%w: purge could not create a new segment: %v", ErrFailed, err)
 		return res, l.failure
 	}
 	l.segments = []*segment{s}
-	l.nextOffset = 0
+	l.nextOffset = start
 	if err := l.offsets.clear(); err != nil {
 		return res, err
 	}

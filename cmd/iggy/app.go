@@ -1,18 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lodestream/lodestream/client"
+	"github.com/lodestream/lodestream/encryption"
 )
 
 // Environment variables read when no credentials are given on the command line (as upstream).
@@ -41,6 +41,9 @@ type globals struct {
 	quiet                  bool
 	output                 string // "", table, list or json
 	generate               string // shell name for --generate
+	tokenName              string // -n: a PAT stored with 'pat create --store-token'
+	debug                  string // -d: file that receives a debug log
+	encryptionKey          string // base64 AES-256 key for client-side payload encryption
 }
 
 // app holds one invocation's streams and options.
@@ -50,10 +53,15 @@ type app struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	getenv  func(string) string
+
+	cipher         *encryption.Cipher // set by --encryption-key
+	logger         *slog.Logger       // debug log (-d), discarding by default
+	debugFile      *os.File
+	preferExplicit bool // the command (login) uses given credentials before a stored session
 }
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
-	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, logger: slog.New(slog.DiscardHandler)}
 }
 
 // usageError is a mistake in the command line (exit status 2).
@@ -74,9 +82,11 @@ var globalShorthands = map[string]struct {
 	"p": {"password", true},
 	"t": {"token", true},
 	"q": {"quiet", false},
+	"n": {"token-name", true},
+	"d": {"debug", true},
 }
 
-// expandGlobalShorthands rewrites -u/-p/-t/-q that precede the first subcommand name to their long
+// expandGlobalShorthands rewrites -u/-p/-t/-q/-n/-d that precede the first subcommand name to their long
 // forms. Anything after the subcommand name is left to that subcommand.
 func expandGlobalShorthands(args []string) []string {
 	out := make([]string, 0, len(args))
@@ -124,7 +134,8 @@ func expandGlobalShorthands(args []string) []string {
 func longTakesValue(name string) bool {
 	switch name {
 	case "transport", "tcp-server-address", "quic-server-address", "websocket-server-address",
-		"username", "password", "token", "output", "generate":
+		"username", "password", "token", "output", "generate",
+		"token-name", "debug", "encryption-key":
 		return true
 	}
 	return false
@@ -164,14 +175,55 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&g.token, "token", "", "personal access token (short -t before the command)")
 	pf.BoolVar(&g.quiet, "quiet", false, "quiet mode: print nothing on success (short -q before the command)")
 	pf.StringVar(&g.output, "output", "", "output format: table, list or json")
+	pf.StringVar(&g.tokenName, "token-name", "", "log in with the personal access token stored under this name by 'pat create --store-token' (short -n before the command)")
+	pf.StringVar(&g.debug, "debug", "", "append a debug log to this file (short -d before the command)")
+	pf.StringVar(&g.encryptionKey, "encryption-key", "", "base64 AES-256 key: encrypt sent payloads and headers, decrypt polled ones (client side)")
 	root.Flags().StringVar(&g.generate, "generate", "", "print shell completion code for bash, zsh, fish or powershell")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return a.prepare(cmd) }
 	root.AddCommand(
 		a.pingCommand(), a.meCommand(), a.statsCommand(), a.clusterCommand(),
 		a.streamCommand(), a.topicCommand(), a.messageCommand(),
 		a.partitionCommand(), a.consumerGroupCommand(), a.patCommand(), a.userCommand(),
+		a.clientCommand(), a.consumerOffsetCommand(), a.segmentCommand(), a.snapshotCommand(),
+		a.optionsCommand(), a.contextCommand(), a.loginCommand(), a.logoutCommand(), a.sessionCommand(),
 	)
 	root.InitDefaultCompletionCmd()
 	return root
+}
+
+// prepare runs before every command: the active context fills the options not given, then the
+// encryption key and the debug log are set up.
+func (a *app) prepare(cmd *cobra.Command) error {
+	if err := a.applyActiveContext(cmd); err != nil {
+		return err
+	}
+	if err := a.loadCipher(); err != nil {
+		return err
+	}
+	if a.globals.debug == "" {
+		return nil
+	}
+	f, err := os.OpenFile(a.globals.debug, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open debug file: %w", err)
+	}
+	a.debugFile = f
+	a.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// The command only: arguments and options may hold passwords and tokens.
+	a.debugf("executing %s", cmd.CommandPath())
+	return nil
+}
+
+// debugf writes one line to the debug log (-d); a no-op without it.
+func (a *app) debugf(format string, args ...any) {
+	a.logger.Debug(fmt.Sprintf(format, args...))
+}
+
+// close releases what prepare opened.
+func (a *app) close() {
+	if a.debugFile != nil {
+		a.debugFile.Close()
+	}
 }
 
 // noArgs and friends wrap cobra's argument checks so a wrong count is a usage error.
@@ -217,101 +269,6 @@ func (g *globals) dialTarget() (string, []client.Option, error) {
 		return "", nil, usagef("--transport http is not available yet: Lodestream does not serve the HTTP API; use --transport tcp, quic or ws")
 	}
 	return "", nil, usagef("--transport %q is not a transport; valid values are tcp, quic, ws and http (http is not available yet)", g.transport)
-}
-
-// connect dials the server and, when login is true, logs in with the resolved credentials.
-func (a *app) connect(ctx context.Context, login bool) (*client.Client, error) {
-	addr, transportOpts, err := a.globals.dialTarget()
-	if err != nil {
-		return nil, err
-	}
-	var creds credentials
-	if login {
-		var err error
-		if creds, err = a.resolveCredentials(); err != nil {
-			return nil, err
-		}
-	}
-	c, err := client.Dial(ctx, addr, append(transportOpts, client.WithDialTimeout(5*time.Second), client.WithSDK("iggy-cli", "lodestream"))...)
-	if err != nil {
-		return nil, err
-	}
-	if !login {
-		return c, nil
-	}
-	if creds.token != "" {
-		_, err = c.LoginWithPersonalAccessToken(ctx, creds.token)
-	} else {
-		_, err = c.LoginUser(ctx, creds.username, creds.password)
-	}
-	if err != nil {
-		c.Close()
-		return nil, &loginError{username: creds.username, err: err}
-	}
-	return c, nil
-}
-
-type credentials struct {
-	username, password, token string
-}
-
-// loginError wraps a failed login with who tried.
-type loginError struct {
-	username string
-	err      error
-}
-
-func (e *loginError) Error() string {
-	if e.username == "" {
-		return "login with personal access token failed: " + e.err.Error()
-	}
-	return fmt.Sprintf("login as %q failed: %v", e.username, e.err)
-}
-
-func (e *loginError) Unwrap() error { return e.err }
-
-// resolveCredentials follows upstream's order: --token, then --username (with --password, or the
-// password read from stdin), then IGGY_USERNAME and IGGY_PASSWORD.
-func (a *app) resolveCredentials() (credentials, error) {
-	g := &a.globals
-	switch {
-	case g.token != "" && g.username != "":
-		return credentials{}, usagef("--token and --username cannot be used together")
-	case g.token != "":
-		return credentials{token: g.token}, nil
-	case g.username != "":
-		if g.password != "" {
-			return credentials{username: g.username, password: g.password}, nil
-		}
-		pw, err := a.readPassword()
-		if err != nil {
-			return credentials{}, err
-		}
-		return credentials{username: g.username, password: pw}, nil
-	}
-	u, p := a.getenv(envUsername), a.getenv(envPassword)
-	if u != "" && p != "" {
-		return credentials{username: u, password: p}, nil
-	}
-	return credentials{}, usagef("missing credentials: pass -u USERNAME -p PASSWORD (or -t TOKEN) before the command, or set %s and %s",
-		envUsername, envPassword)
-}
-
-// readPassword reads one line from stdin, as upstream does when -u comes without -p.
-func (a *app) readPassword() (string, error) {
-	if f, ok := a.stdin.(*os.File); ok && isTerminal(f) {
-		fmt.Fprint(a.stderr, "Password: ")
-	}
-	line, err := bufio.NewReader(a.stdin).ReadString('\n')
-	if err != nil && line == "" {
-		return "", usagef("--username given without --password and no password on stdin")
-	}
-	return strings.TrimRight(line, "\r\n"), nil
-}
-
-func isTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 // withClient runs fn with a connected (and, when login is true, logged-in) client.

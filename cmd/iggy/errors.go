@@ -74,6 +74,8 @@ func hint(code wire.ErrorCode) string {
 		return "list streams with 'iggy stream list'"
 	case wire.ErrTopicIDNotFound, wire.ErrTopicNameNotFound:
 		return "list topics with 'iggy topic list STREAM'"
+	case wire.ErrFeatureUnavailable:
+		return "this server does not offer that command or feature (see docs/cli.md, 'Differences from upstream')"
 	case wire.ErrPartitionNotFound:
 		return "see the topic's partitions with 'iggy topic get STREAM TOPIC'"
 	}

@@ -206,13 +206,20 @@ func parsePATExpiry(words []string) (uint64, error) {
 }
 
 func (a *app) patCommand() *cobra.Command {
+	var store bool
 	create := &cobra.Command{
 		Use:     "create NAME [EXPIRY...]",
 		Aliases: []string{"c"},
 		Short:   "Create personal access token for the logged-in user and print it",
-		Example: "  iggy pat create ci\n  iggy pat create ci 1day 12hours",
+		Long: "Create a personal access token and print it. With -s/--store-token the token is stored under\n" +
+			"$IGGY_HOME (default ~/.iggy) instead of printed, for later use with -n/--token-name NAME; only\n" +
+			"tokens without expiry can be stored, as upstream.",
+		Example: "  iggy pat create ci\n  iggy pat create ci 1day 12hours\n  iggy pat create --store-token deploy",
 		Args:    rangeArgs(1, -1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if store && len(args) > 1 {
+				return usagef("--store-token cannot be combined with an expiry: only tokens without expiry are stored")
+			}
 			expiry, err := parsePATExpiry(args[1:])
 			if err != nil {
 				return err
@@ -221,6 +228,13 @@ func (a *app) patCommand() *cobra.Command {
 				token, err := c.CreatePersonalAccessToken(ctx, args[0], expiry)
 				if err != nil {
 					return err
+				}
+				if store {
+					if err := a.storeToken(patService(a.globals.tcpServerAddress), args[0], token); err != nil {
+						return err
+					}
+					a.say("Personal access token with name: %s and without token expire time created and stored; use it with -n %s", args[0], args[0])
+					return nil
 				}
 				if a.globals.output == formatJSON {
 					return writeView(a.stdout, formatJSON, view{json: map[string]string{"name": args[0], "token": token}})
@@ -234,6 +248,7 @@ func (a *app) patCommand() *cobra.Command {
 			})
 		},
 	}
+	create.Flags().BoolVarP(&store, "store-token", "s", false, "store the token for -n/--token-name instead of printing it")
 	del := &cobra.Command{
 		Use:     "delete NAME",
 		Aliases: []string{"d"},

@@ -23,17 +23,23 @@ func main() {
 // run executes one invocation and returns the process exit status: 0 on success (an interrupted
 // follow-mode poll included), 1 when the command failed, 2 for a usage error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	app := newApp(stdin, stdout, stderr)
+	return runApp(ctx, newApp(stdin, stdout, stderr), args)
+}
+
+// runApp is run with a prepared app (tests replace its environment).
+func runApp(ctx context.Context, app *app, args []string) int {
 	root := app.rootCommand()
 	root.SetArgs(expandGlobalShorthands(args))
 	err := root.ExecuteContext(ctx)
+	app.debugf("finished: %v", err)
+	app.close()
 	if err == nil {
 		return 0
 	}
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return 0 // interrupted by SIGINT/SIGTERM: a clean stop, not a failure
 	}
-	fmt.Fprintln(stderr, "Error:", describeError(err, app.globals.tcpServerAddress))
+	fmt.Fprintln(app.stderr, "Error:", describeError(err, app.globals.tcpServerAddress))
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return 2

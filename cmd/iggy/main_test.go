@@ -32,6 +32,8 @@ func TestExpandGlobalShorthands(t *testing.T) {
 		// Long options with separate values are skipped over, not mistaken for the subcommand.
 		{[]string{"--tcp-server-address", "10.0.0.1:1", "-u", "x", "ping"}, []string{"--tcp-server-address", "10.0.0.1:1", "--username=x", "ping"}},
 		{[]string{"--quiet", "-p", "y", "ping"}, []string{"--quiet", "--password=y", "ping"}},
+		// Upstream's -n/--token-name and -d/--debug; --encryption-key takes a value.
+		{[]string{"-n", "deploy", "-d", "/tmp/log", "--encryption-key", "k", "me"}, []string{"--token-name=deploy", "--debug=/tmp/log", "--encryption-key", "k", "me"}},
 	}
 	for _, c := range cases {
 		if got := expandGlobalShorthands(c.in); !reflect.DeepEqual(got, c.want) {

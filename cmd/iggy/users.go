@@ -74,6 +74,7 @@ type userJSON struct {
 	Username          string   `json:"username"`
 	GlobalPermissions []string `json:"global_permissions,omitempty"`
 	StreamPermissions int      `json:"stream_permissions_count,omitempty"`
+	Streams           []string `json:"stream_permissions,omitempty"` // in -s syntax, long names
 }
 
 func usersView(users []wire.User) view {
@@ -92,6 +93,9 @@ func userDetailsView(d *wire.UserDetails) view {
 	if d.Permissions != nil {
 		j.GlobalPermissions = globalPermissionList(d.Permissions.Global)
 		j.StreamPermissions = len(d.Permissions.Streams)
+		for _, sp := range d.Permissions.Streams {
+			j.Streams = append(j.Streams, formatStreamPermissions(sp))
+		}
 		perms = strings.Join(j.GlobalPermissions, ", ")
 		if perms == "" {
 			perms = "-"
@@ -103,11 +107,12 @@ func userDetailsView(d *wire.UserDetails) view {
 		[2]string{"Status", j.Status},
 		[2]string{"Username", j.Username},
 		[2]string{"Global permissions", perms},
-		[2]string{"Stream permissions", fmt.Sprint(j.StreamPermissions)})
+		[2]string{"Stream permissions", strings.Join(append([]string{fmt.Sprint(j.StreamPermissions)}, j.Streams...), " ")})
 }
 
 func (a *app) userCommand() *cobra.Command {
 	var status, globalPerms string
+	var streamPerms []string
 	create := &cobra.Command{
 		Use:     "create USERNAME PASSWORD",
 		Aliases: []string{"c"},
@@ -119,11 +124,9 @@ func (a *app) userCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var perms *wire.Permissions
-			if globalPerms != "" {
-				if perms, err = parseGlobalPermissions(globalPerms); err != nil {
-					return err
-				}
+			perms, err := buildPermissions(globalPerms, streamPerms)
+			if err != nil {
+				return err
 			}
 			return a.withClient(cmd, true, func(ctx context.Context, c *client.Client) error {
 				u, err := c.CreateUser(ctx, args[0], args[1], st, perms)
@@ -136,7 +139,7 @@ func (a *app) userCommand() *cobra.Command {
 		},
 	}
 	create.Flags().StringVarP(&status, "user-status", "u", "active", "user status: active or inactive")
-	create.Flags().StringVarP(&globalPerms, "global-permissions", "g", "", "comma-separated global permissions, e.g. m_str,r_top,p_msg")
+	permissionFlags(create, &globalPerms, &streamPerms)
 
 	userAction := func(fn func(context.Context, *client.Client, wire.Identifier, []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
@@ -227,5 +230,64 @@ func (a *app) userCommand() *cobra.Command {
 			return nil
 		}),
 	}
-	return group("user", "u", "user operations", create, del, get, list, name, statusCmd, password)
+	return group("user", "u", "user operations", create, del, get, list, name, statusCmd, password, a.userPermissionsCommand(userAction))
+}
+
+// permissionFlags adds upstream's -g/--global-permissions and -s/--stream-permissions.
+func permissionFlags(cmd *cobra.Command, global *string, streams *[]string) {
+	cmd.Flags().StringVarP(global, "global-permissions", "g", "", "comma-separated global permissions, e.g. m_str,r_top,p_msg")
+	cmd.Flags().StringArrayVarP(streams, "stream-permissions", "s", nil,
+		"stream permissions STREAM_ID[:PERMS][#TOPIC_ID[:PERMS]]..., e.g. 1:m_str,r_top#2:s_msg (repeatable)")
+}
+
+func (a *app) userPermissionsCommand(userAction func(func(context.Context, *client.Client, wire.Identifier, []string) error) func(*cobra.Command, []string) error) *cobra.Command {
+	var globalPerms string
+	var streamPerms []string
+	cmd := &cobra.Command{
+		Use:     "permissions USER_ID",
+		Aliases: []string{"p"},
+		Short:   "Set permissions for user with given ID (none given: remove them)",
+		Example: "  iggy user permissions 2\n  iggy user permissions client -g r_str,p_msg -s 1:s_msg#2:p_msg",
+		Args:    exactArgs(1, "USER_ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			perms, err := buildPermissions(globalPerms, streamPerms)
+			if err != nil {
+				return err
+			}
+			return userAction(func(ctx context.Context, c *client.Client, id wire.Identifier, args []string) error {
+				if err := c.UpdatePermissions(ctx, id, perms); err != nil {
+					return err
+				}
+				a.say("Permissions for user with ID: %s updated", args[0])
+				return nil
+			})(cmd, args)
+		},
+	}
+	permissionFlags(cmd, &globalPerms, &streamPerms)
+	return cmd
+}
+
+// formatStreamPermissions renders one stream's permissions in -s syntax with long names.
+func formatStreamPermissions(sp wire.StreamPermissions) string {
+	names := func(flags []bool, labels []string) string {
+		var on []string
+		for i, f := range flags {
+			if f {
+				on = append(on, labels[i])
+			}
+		}
+		if len(on) == 0 {
+			return ""
+		}
+		return ":" + strings.Join(on, ",")
+	}
+	out := fmt.Sprint(sp.StreamID) + names(
+		[]bool{sp.ManageStream, sp.ReadStream, sp.ManageTopics, sp.ReadTopics, sp.PollMessages, sp.SendMessages},
+		[]string{"manage_stream", "read_stream", "manage_topics", "read_topics", "poll_messages", "send_messages"})
+	for _, t := range sp.Topics {
+		out += fmt.Sprintf("#%d", t.TopicID) + names(
+			[]bool{t.ManageTopic, t.ReadTopic, t.PollMessages, t.SendMessages},
+			[]string{"manage_topic", "read_topic", "poll_messages", "send_messages"})
+	}
+	return out
 }

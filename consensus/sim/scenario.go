@@ -20,6 +20,10 @@ type Scenario struct {
 	MaxDown               int    // nodes down at once
 	FaultyStorage         []bool // per node: crash mid-persist keeps a prefix, may tear the last entry
 	ClientDropProbability float64
+	// HandoverPerTick: per tick of the faulty phase, one node's primaries
+	// hand their group over to another replica (HandOver). Only the
+	// "handover" profile sets it, so the default sweep's draws are unchanged.
+	HandoverPerTick float64
 
 	// Workload.
 	ClientsPerGroup    int
@@ -157,6 +161,18 @@ func NewScenario(seed uint64) Scenario {
 // sweep uses none. A failing seed found under a profile reproduces only
 // with the same profile (the repro line names it).
 var Profiles = map[string]func(*Scenario){
+	// handover: n ∈ {2, 3, 5}, orderly hand-overs of leadership (leadership
+	// alignment) among crashes of at most f nodes at once and partitions;
+	// repair chunks of at least 4 (whole-cluster crashes with one-op repair
+	// chunks are the crashy profile's).
+	"handover": func(s *Scenario) {
+		s.Replicas = []int{2, 3, 5}[s.Seed%3]
+		s.MaxDown = max((s.Replicas-1)/2, 1)
+		s.FaultyStorage = make([]bool, s.Replicas) // sized for the new n
+		s.HandoverPerTick = 0.01
+		s.CrashPerTick = max(s.CrashPerTick, 0.0005)
+		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
 	// faulty-storage node, frequent partitions; repair chunks of at least 4.
 	"crashy": func(s *Scenario) {

@@ -18,7 +18,7 @@ var (
 	flagFirst     = flag.Uint64("sim.first", 1, "TestSimSweep: first seed of the sweep")
 	flagTicks     = flag.Int("sim.ticks", 0, "override the faulty-phase length in ticks (0: per seed)")
 	flagVerbose   = flag.Bool("sim.v", false, "print the event trace of each run")
-	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy)")
+	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy, handover)")
 	flagTickClock = flag.Bool("sim.tickclock", false, "withhold the wall clock (SetNow) from the core")
 	flagWorkers   = flag.Int("sim.workers", 0, "seeds run in parallel (0: GOMAXPROCS); each run stays single-threaded")
 )

@@ -331,6 +331,9 @@ func (w *world) step() {
 			w.crashNode(i, "between events")
 		}
 	}
+	if !w.healed && w.scn.HandoverPerTick > 0 && w.rng.chance(w.scn.HandoverPerTick) {
+		w.handOver(w.rng.intn(len(w.nodes)), w.rng.intn(len(w.nodes)))
+	}
 	for _, i := range w.rng.r.Perm(len(w.nodes)) {
 		nd := w.nodes[i]
 		for _, d := range nd.replicas {
@@ -366,6 +369,20 @@ func (w *world) step() {
 			if nd.up && nd.replicas[gi].g != nil {
 				c.observe(i, nd.replicas[gi].g)
 			}
+		}
+	}
+}
+
+// handOver asks node i's primaries to hand their groups to replica to.
+func (w *world) handOver(i, to int) {
+	nd := w.nodes[i]
+	if !nd.up || i == to {
+		return
+	}
+	for _, d := range nd.replicas {
+		if d.g != nil && d.g.IsPrimary() && d.g.HandOver(uint8(to)) {
+			w.logf("node %d hands its group over to replica %d (view %d)", i, to, d.g.View())
+			d.drain()
 		}
 	}
 }

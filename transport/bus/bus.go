@@ -19,7 +19,8 @@ import (
 // Bus is what the node needs from the replica transport. The TCP bus and
 // an in-memory bus (a deterministic whole-node simulator) both satisfy it.
 // Received messages arrive through the OnMessage callback the bus was
-// built with, forward frames through OnForward.
+// built with, forward frames through OnForward, fetch frames through
+// OnFetch.
 type Bus interface {
 	// Send queues m for replica to without blocking. A message that cannot
 	// be queued (no connection, full queue, too large) is dropped and
@@ -29,6 +30,11 @@ type Bus interface {
 	// on the same queue as Send and with the same drop accounting. A lost
 	// forward is the sender's to retry (it parks with a deadline).
 	SendForward(to uint8, f *Forward)
+	// SendFetch queues a fetch frame for replica to, without blocking, on
+	// the same queue as Send and with the same drop accounting (a reply
+	// above max_message_size is dropped as oversize). A lost fetch is the
+	// requester's to retry.
+	SendFetch(to uint8, f *Fetch)
 	// Connected reports whether a live connection to replica to exists.
 	Connected(to uint8) bool
 	// Stats snapshots the counters.
@@ -61,11 +67,18 @@ type Options struct {
 	// order; To is set to SelfID. It must not block for long. Nil: forward
 	// frames are counted (FramesDroppedNoHandler) and dropped.
 	OnForward func(Forward)
+	// OnFetch receives every valid fetch frame (commands 30–31), on the
+	// same reader goroutine and in the same per-peer order as OnMessage;
+	// To is set to SelfID. A reply's Records are freshly allocated per
+	// frame. It must not block for long. Nil: fetch frames are counted
+	// (FramesDroppedNoHandler) and dropped.
+	OnFetch func(Fetch)
 }
 
 // OptionsFromConfig builds the options of replica selfID from a validated
 // cluster configuration (roster, [message_bus], [cluster.auth],
-// [cluster.tls]). Logger, OnMessage and OnForward are left to the caller.
+// [cluster.tls]). Logger, OnMessage, OnForward and OnFetch are left to the
+// caller.
 func OptionsFromConfig(cfg *config.Config, selfID uint8) (Options, error) {
 	opts := Options{Cluster: ClusterID(cfg.Cluster.Name), SelfID: selfID, Peers: map[uint8]string{},
 		MessageBus: cfg.MessageBus}
@@ -124,6 +137,7 @@ type TCPBus struct {
 	log       *slog.Logger
 	onMessage func(consensus.Message)
 	onForward func(Forward) // nil: forward frames are dropped
+	onFetch   func(Fetch)   // nil: fetch frames are dropped
 	selfID    uint8
 	peers     []*peerSlot // index = replica id; nil for self
 	listener  net.Listener
@@ -183,6 +197,7 @@ func New(opts Options) (*TCPBus, error) {
 		log:              log.With("component", "replica_bus", "replica", opts.SelfID),
 		onMessage:        opts.OnMessage,
 		onForward:        opts.OnForward,
+		onFetch:          opts.OnFetch,
 		selfID:           opts.SelfID,
 		peers:            make([]*peerSlot, n),
 		listener:         opts.Listener,
@@ -300,6 +315,35 @@ func (b *TCPBus) SendForward(to uint8, f *Forward) {
 	if err != nil {
 		b.stats.droppedEncode.Add(1)
 		b.log.Error("dropping forward frame that does not encode", "peer", to, "kind", f.Kind, "err", err)
+		return
+	}
+	if !pc.enqueue(frame) {
+		b.stats.droppedQueueFull.Add(1)
+	}
+}
+
+// SendFetch implements Bus. A reply whose frame exceeds max_message_size is
+// dropped (FramesDroppedOversize) before it is encoded.
+func (b *TCPBus) SendFetch(to uint8, f *Fetch) {
+	if int(to) >= len(b.peers) || b.peers[to] == nil {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	if size := FetchEncodedSize(f); uint64(size) > b.maxMessageBytes {
+		b.stats.droppedOversize.Add(1)
+		b.log.Warn("dropping fetch frame above max_message_size", "peer", to, "kind", f.Kind,
+			"size", size, "max_message_size", b.maxMessageBytes)
+		return
+	}
+	pc := b.peers[to].conn.Load()
+	if pc == nil {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	frame, err := b.codec.EncodeFetch(nil, f)
+	if err != nil {
+		b.stats.droppedEncode.Add(1)
+		b.log.Error("dropping fetch frame that does not encode", "peer", to, "kind", f.Kind, "err", err)
 		return
 	}
 	if !pc.enqueue(frame) {

@@ -37,16 +37,27 @@ func NewMemNetwork(cluster consensus.Uint128, peerQueueCapacity int, maxMessageB
 }
 
 // Join attaches replica id; onMessage receives its frames during Deliver.
-// Forward frames to it are counted (FramesDroppedNoHandler) and dropped.
+// Forward and fetch frames to it are counted (FramesDroppedNoHandler) and
+// dropped.
 func (n *MemNetwork) Join(id uint8, onMessage func(consensus.Message)) *MemBus {
 	return n.JoinWithForward(id, onMessage, nil)
 }
 
 // JoinWithForward attaches replica id; during Deliver, onMessage receives
 // its consensus messages and onForward its forward frames (nil: counted and
-// dropped, as on the TCP bus without Options.OnForward).
+// dropped, as on the TCP bus without Options.OnForward). Fetch frames to it
+// are counted and dropped.
 func (n *MemNetwork) JoinWithForward(id uint8, onMessage func(consensus.Message), onForward func(Forward)) *MemBus {
-	b := &MemBus{net: n, id: id, onMessage: onMessage, onForward: onForward}
+	return n.JoinWithFetch(id, onMessage, onForward, nil)
+}
+
+// JoinWithFetch attaches replica id; during Deliver, onMessage receives its
+// consensus messages, onForward its forward frames and onFetch its fetch
+// frames (a nil handler: its frames are counted and dropped, as on the TCP
+// bus without Options.OnForward / Options.OnFetch).
+func (n *MemNetwork) JoinWithFetch(id uint8, onMessage func(consensus.Message), onForward func(Forward),
+	onFetch func(Fetch)) *MemBus {
+	b := &MemBus{net: n, id: id, onMessage: onMessage, onForward: onForward, onFetch: onFetch}
 	n.mu.Lock()
 	n.buses[id] = b
 	n.mu.Unlock()
@@ -104,6 +115,10 @@ func (n *MemNetwork) Deliver(limit int) int {
 			dst.receiveForward(n.codec, f)
 			continue
 		}
+		if IsFetchCommand(FrameCommand(f.frame)) {
+			dst.receiveFetch(n.codec, f)
+			continue
+		}
 		m, err := n.codec.Decode(f.frame)
 		if err != nil || m.From != f.from {
 			dst.stats.framesInvalid.Add(1)
@@ -131,12 +146,28 @@ func (b *MemBus) receiveForward(codec *Codec, f memFrame) {
 	b.onForward(fw)
 }
 
+func (b *MemBus) receiveFetch(codec *Codec, f memFrame) {
+	ft, err := codec.DecodeFetch(f.frame)
+	if err != nil || ft.From != f.from {
+		b.stats.framesInvalid.Add(1)
+		return
+	}
+	if b.onFetch == nil {
+		b.stats.droppedNoHandler.Add(1)
+		return
+	}
+	ft.To = f.to
+	b.stats.framesReceived.Add(1)
+	b.onFetch(ft)
+}
+
 // MemBus is one replica's endpoint on a MemNetwork.
 type MemBus struct {
 	net       *MemNetwork
 	id        uint8
 	onMessage func(consensus.Message)
 	onForward func(Forward)
+	onFetch   func(Fetch)
 	stats     counters
 	mu        sync.Mutex
 	closed    bool
@@ -176,6 +207,25 @@ func (b *MemBus) SendForward(to uint8, f *Forward) {
 	}
 	if uint64(len(frame)) > b.net.maxMessageBytes {
 		b.stats.droppedOversize.Add(1)
+		return
+	}
+	b.enqueue(to, frame)
+}
+
+// SendFetch implements Bus: as on the TCP bus, a frame above
+// max_message_size is dropped as oversize before it is encoded.
+func (b *MemBus) SendFetch(to uint8, f *Fetch) {
+	if !b.Connected(to) {
+		b.stats.droppedNotConnected.Add(1)
+		return
+	}
+	if size := FetchEncodedSize(f); uint64(size) > b.net.maxMessageBytes {
+		b.stats.droppedOversize.Add(1)
+		return
+	}
+	frame, err := b.net.codec.EncodeFetch(nil, f)
+	if err != nil {
+		b.stats.droppedEncode.Add(1)
 		return
 	}
 	b.enqueue(to, frame)

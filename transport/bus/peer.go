@@ -174,6 +174,10 @@ func (pc *peerConn) reader() {
 			pc.readForward(frame)
 			continue
 		}
+		if IsFetchCommand(FrameCommand(header)) {
+			pc.readFetch(frame)
+			continue
+		}
 		m, err := b.codec.Decode(frame)
 		if err == nil && m.From != pc.peer {
 			err = invalid("sender replica %d on the connection of replica %d", m.From, pc.peer)
@@ -209,6 +213,29 @@ func (pc *peerConn) readForward(frame []byte) {
 	f.To = b.selfID
 	b.stats.framesReceived.Add(1)
 	b.onForward(f)
+}
+
+// readFetch decodes a fetch frame and hands it to OnFetch (reader
+// goroutine). frame is freshly allocated: the records may alias it.
+func (pc *peerConn) readFetch(frame []byte) {
+	b := pc.bus
+	f, err := b.codec.DecodeFetch(frame)
+	if err == nil && f.From != pc.peer {
+		err = invalid("sender replica %d on the connection of replica %d", f.From, pc.peer)
+	}
+	if err != nil {
+		pc.dropInvalid(frame[:HeaderBytes], err)
+		return
+	}
+	if b.onFetch == nil {
+		if b.stats.droppedNoHandler.Add(1) == 1 {
+			b.log.Warn("dropping fetch frame: no fetch handler", "peer", pc.peer, "kind", f.Kind)
+		}
+		return
+	}
+	f.To = b.selfID
+	b.stats.framesReceived.Add(1)
+	b.onFetch(f)
 }
 
 // dropInvalid counts and (rate-limited) logs an invalid frame.

@@ -5,16 +5,16 @@ import "sync/atomic"
 // Stats is a snapshot of a bus's counters (monotonic since New).
 type Stats struct {
 	FramesSent     uint64 // frames written to a peer's socket
-	FramesReceived uint64 // frames decoded and delivered to OnMessage or OnForward
+	FramesReceived uint64 // frames decoded and delivered to OnMessage, OnForward or OnFetch
 	FramesInvalid  uint64 // received frames logged and dropped (unknown, malformed, bad checksum, wrong sender)
 	WriteBatches   uint64 // socket writes (each up to max_batch frames)
 	LargestBatch   uint64 // most frames coalesced into one write so far
 
 	FramesDroppedQueueFull    uint64 // peer send queue at peer_queue_capacity
 	FramesDroppedNotConnected uint64 // no live connection to the peer (or not a roster peer)
-	FramesDroppedOversize     uint64 // frame above max_message_size, never sent
-	FramesDroppedEncode       uint64 // message that does not encode (unknown kind, missing prepare, forward outcome out of range)
-	FramesDroppedNoHandler    uint64 // valid forward frame received with no OnForward set
+	FramesDroppedOversize     uint64 // frame above max_message_size (a prepare, a fetch reply), never sent
+	FramesDroppedEncode       uint64 // message that does not encode (unknown kind, missing prepare, forward outcome or fetch fields out of range)
+	FramesDroppedNoHandler    uint64 // valid forward (fetch) frame received with no OnForward (OnFetch) set
 
 	ConnectionsClosedOversize uint64 // peer declared a frame size outside [256, max_message_size]
 	ConnectionsDialed         uint64 // handshakes completed as the dialer (to a higher id)

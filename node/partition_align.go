@@ -1,0 +1,89 @@
+package node
+
+import (
+	"time"
+)
+
+// Leadership alignment (issue 8 point 7, beyond upstream): a leader-
+// following client (the Go SDK) talks to the metadata primary only, so a
+// partition whose primary sits on another node would refuse its writes
+// (58) forever. Each partition group's primary therefore hands the group
+// over to the metadata primary's node when that node is healthy: an orderly
+// VSR view change (consensus HandOver), which never produces two primaries.
+// The shard loops check every group on every tick, a bounded number of
+// hand-overs per tick, and a group that did not end up on the target is
+// tried again only after a back-off, so an unreachable or recovering
+// target cannot make the group flap.
+
+const (
+	alignHandOversPerTick = 32               // per shard per tick
+	alignRetryAfter       = 10 * time.Second // per group, after a hand-over
+)
+
+// alignTarget is the replica partition primaries should move to, published
+// by the node: ok is false on a single node, while the metadata group has
+// no Normal primary, or when this node has no bus connection to it.
+type alignTarget func() (replica uint8, ok bool)
+
+// metadataAlignTarget implements alignTarget for the node.
+func (n *Node) metadataAlignTarget() (uint8, bool) {
+	if !n.topo.clustered || n.driver == nil {
+		return 0, false
+	}
+	st := n.driver.status.Load()
+	if st == nil || st.status != statusNormal {
+		return 0, false
+	}
+	primary := uint8(st.view % uint32(n.topo.count))
+	if primary != n.topo.self && (n.bus == nil || !n.bus.Connected(primary)) {
+		return 0, false
+	}
+	return primary, true
+}
+
+// align (shard goroutine, each tick) hands over the groups this replica
+// leads when the metadata primary is another healthy node.
+func (s *partitionShard) align(nowTick time.Time) {
+	if s.alignTo == nil {
+		return
+	}
+	target, ok := s.alignTo()
+	if !ok || target == s.self {
+		return
+	}
+	budget := alignHandOversPerTick
+	for e := range s.groups {
+		if budget == 0 {
+			return
+		}
+		if !e.group.IsPrimary() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
+			continue
+		}
+		if e.group.HandOver(target) {
+			budget--
+			e.alignRetryAt = nowTick.Add(alignRetryAfter)
+			e.stampValid = false
+			s.touch(e)
+		}
+	}
+}
+
+// logLeadership (background job, every second) logs how many partition
+// groups this node leads whenever the number changed: the operator's view
+// of where partition leadership sits (and what the alignment tests read).
+func (n *Node) logLeadership() {
+	if n.plane == nil || !n.topo.clustered {
+		return
+	}
+	led, total := 0, 0
+	for _, s := range n.plane.shards {
+		led += int(s.led.Load())
+		total += int(s.served.Load())
+	}
+	if led == n.lastLed && total == n.lastServed {
+		return
+	}
+	n.lastLed, n.lastServed = led, total
+	n.log.Info("partition leadership", "primaries_here", led, "partitions", total,
+		"metadata_primary_here", n.isMetadataPrimary())
+}

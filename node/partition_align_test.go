@@ -1,0 +1,63 @@
+package node
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// TestAlignHandsPrimariesToTheMetadataPrimary: the groups this replica
+// leads are handed over to the target (their view moves to the first one
+// the target leads), at most alignHandOversPerTick per tick; nothing moves
+// without a target or when the target is this node.
+func TestAlignHandsPrimariesToTheMetadataPrimary(t *testing.T) {
+	s := newPartitionShard(slog.New(slog.NewTextHandler(io.Discard, nil)), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16}, nil)
+	s.self = 0
+	const groups = alignHandOversPerTick + 8
+	var entries []*partitionEntry
+	for i := 0; i < groups; i++ {
+		cfg := consensus.DefaultConfig(0, 3)
+		cfg.GroupID = uint64(i + 1)
+		g, err := consensus.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := &partitionEntry{group: g, shard: s}
+		s.groups[e] = struct{}{}
+		entries = append(entries, e)
+	}
+	target, ok := uint8(2), false
+	s.alignTo = func() (uint8, bool) { return target, ok }
+	now := time.Unix(1000, 0)
+	s.align(now)
+	target, ok = 0, true
+	s.align(now)
+	for _, e := range entries {
+		if !e.group.IsPrimary() {
+			t.Fatal("a group moved without a target, or towards this node itself")
+		}
+	}
+	target = 2
+	s.align(now)
+	moved := 0
+	for _, e := range entries {
+		if !e.group.IsPrimary() {
+			moved++
+			if e.group.View() != 2 {
+				t.Fatalf("handed over to view %d, want 2 (the first view replica 2 leads)", e.group.View())
+			}
+		}
+	}
+	if moved != alignHandOversPerTick {
+		t.Fatalf("%d groups handed over in one tick, want the bound %d", moved, alignHandOversPerTick)
+	}
+	s.align(now.Add(10 * time.Millisecond))
+	for _, e := range entries {
+		if e.group.IsPrimary() {
+			t.Fatal("a group still primary after the next tick")
+		}
+	}
+}

@@ -1,0 +1,94 @@
+package node
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// partitionCheckpoint is a partition group's application snapshot, what
+// consensus keeps at a checkpoint and serves to a replica that needs a
+// state transfer: where the log ends after the checkpoint op (frontier),
+// where it starts, and the consumer offsets. The messages are not in it:
+// an installing replica fetches the records it lacks from a peer
+// (partition_transfer.go), so a snapshot stays small whatever the
+// partition's size.
+//
+// Encoding: [version u8 = 2][frontier u64][first u64][count u32] then
+// count × [kind u8][id u32][offset u64], ordered by kind then id, then the
+// retry dedup table (partition_dedup.go), little endian. Version 1 had no
+// table.
+type partitionCheckpoint struct {
+	frontier uint64
+	first    uint64
+	offsets  []partitions.ConsumerOffsetEntry
+	dedup    []byte // encoded dedupTable; nil = empty
+}
+
+const (
+	partitionCheckpointVersion   = 2
+	partitionCheckpointFixed     = 1 + 8 + 8 + 4
+	partitionCheckpointEntry     = 1 + 4 + 8
+	partitionCheckpointOffsetMax = 1 << 20 // as partitions bounds offsets per partition
+)
+
+func (c partitionCheckpoint) encode() []byte {
+	b := make([]byte, 0, partitionCheckpointFixed+len(c.offsets)*partitionCheckpointEntry)
+	b = append(b, partitionCheckpointVersion)
+	b = binary.LittleEndian.AppendUint64(b, c.frontier)
+	b = binary.LittleEndian.AppendUint64(b, c.first)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(c.offsets)))
+	for _, o := range c.offsets {
+		b = append(b, byte(o.Kind))
+		b = binary.LittleEndian.AppendUint32(b, o.ID)
+		b = binary.LittleEndian.AppendUint64(b, o.Offset)
+	}
+	if c.dedup == nil {
+		return binary.LittleEndian.AppendUint32(b, 0) // an empty table
+	}
+	return append(b, c.dedup...)
+}
+
+func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
+	if len(b) < partitionCheckpointFixed {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes, shorter than its %d-byte header", len(b), partitionCheckpointFixed)
+	}
+	version := b[0]
+	if version != 1 && version != partitionCheckpointVersion {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: version %d, want 1 or %d", b[0], partitionCheckpointVersion)
+	}
+	c := partitionCheckpoint{frontier: binary.LittleEndian.Uint64(b[1:]), first: binary.LittleEndian.Uint64(b[9:])}
+	n := binary.LittleEndian.Uint32(b[17:])
+	offsetsEnd := partitionCheckpointFixed + int(n)*partitionCheckpointEntry
+	if n > partitionCheckpointOffsetMax || len(b) < offsetsEnd || (version == 1 && len(b) != offsetsEnd) {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d consumer offsets do not fit its %d bytes", n, len(b))
+	}
+	if version >= 2 {
+		if _, rest, err := decodeDedupTable(b[offsetsEnd:]); err != nil {
+			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %w", err)
+		} else if len(rest) != 0 {
+			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes after the dedup table", len(rest))
+		}
+		c.dedup = b[offsetsEnd:]
+	}
+	if c.first > c.frontier {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: first offset %d above the frontier %d", c.first, c.frontier)
+	}
+	c.offsets = make([]partitions.ConsumerOffsetEntry, n)
+	for i := range c.offsets {
+		e := b[partitionCheckpointFixed+i*partitionCheckpointEntry:]
+		kind := wire.ConsumerKind(e[0])
+		if kind != wire.ConsumerKindSingle && kind != wire.ConsumerKindGroup {
+			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: consumer offset %d has kind %d", i, kind)
+		}
+		c.offsets[i] = partitions.ConsumerOffsetEntry{Kind: kind, ID: binary.LittleEndian.Uint32(e[1:]), Offset: binary.LittleEndian.Uint64(e[5:])}
+	}
+	return c, nil
+}
+
+// checkpointOf describes a log whose applied state ends at frontier.
+func checkpointOf(l partitionStore, frontier uint64) partitionCheckpoint {
+	return partitionCheckpoint{frontier: frontier, first: min(l.Stats().FirstOffset, frontier), offsets: l.ConsumerOffsets()}
+}

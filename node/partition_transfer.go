@@ -1,0 +1,281 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// State transfer of a partition replica (cluster mode). Consensus hands
+// the replica a checkpoint it must install because the ops it lacks were
+// evicted from every journal. The checkpoint (partition_checkpoint.go)
+// names the frontier the log must reach; a transfer job pulls the missing
+// records from peers, one verified chunk in flight at a time, and appends
+// them to the log as stored there (byte-identical: the primary stamped
+// them). It resumes from the log's end after any failure, and what it
+// appended is committed data, so an interrupted transfer loses nothing.
+// The Ready carrying the checkpoint stays un-advanced (the group neither
+// applies nor acknowledges anything) until the log covers the frontier;
+// then the consumer offsets are installed and the superblock names the
+// new checkpoint. Memory is bounded by one chunk whatever the partition's
+// size.
+
+// Transfer bounds.
+const (
+	transferChunkBytes     = 1 << 20 // record bytes asked for per fetch
+	transferFetchTimeout   = 5 * time.Second
+	transferBackoffMin     = 100 * time.Millisecond
+	transferBackoffMax     = 2 * time.Second
+	transferFailureLogEach = 10 // one warning per this many failed fetches
+)
+
+// Fetch outcomes a recordSource reports (the replica bus's fetch statuses).
+const (
+	fetchOK uint8 = iota
+	fetchNoSuchGroup
+	fetchBelowRetained
+	fetchUnavailable
+)
+
+// fetchedRecords is one chunk a peer answered.
+type fetchedRecords struct {
+	status  uint8
+	first   uint64 // the peer's first stored offset
+	next    uint64 // the peer's log end
+	records []byte // whole records from the offset asked for
+}
+
+// recordSource fetches a chunk of a partition group's stored records from
+// a peer: the replica bus in production.
+type recordSource interface {
+	fetchRecords(ctx context.Context, peer uint8, group, from, end uint64, bytesMax uint32) (fetchedRecords, error)
+}
+
+// partitionTransfer is one running state transfer of a partition replica.
+type partitionTransfer struct {
+	op     uint64
+	target partitionCheckpoint
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the job ended
+	err    error         // why it ended without covering the frontier; set before done closes
+}
+
+func (t *partitionTransfer) stop() {
+	t.cancel()
+	<-t.done
+}
+
+// transferReady (shard goroutine, from persist) reports whether the
+// transferred snapshot is installed: it starts the job for a new snapshot,
+// answers errInstallPending while the job runs, and installs the consumer
+// offsets once the log covers the frontier.
+func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapshot) error {
+	t := e.transfer
+	if t == nil || t.op != snap.Op {
+		if t != nil {
+			t.stop()
+		}
+		cp, err := decodePartitionCheckpoint(snap.Data)
+		if err != nil {
+			return fmt.Errorf("transferred snapshot at op %d: %w", snap.Op, err)
+		}
+		t = s.startTransfer(e, snap.Op, cp)
+		e.transfer = t
+	}
+	select {
+	case <-t.done:
+	default:
+		return errInstallPending
+	}
+	e.transfer = nil
+	if t.err != nil {
+		return fmt.Errorf("state transfer to op %d stopped (it starts again): %w", snap.Op, t.err)
+	}
+	if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
+		return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+	}
+	table := dedupTable{}
+	if t.target.dedup != nil {
+		var err error
+		if table, _, err = decodeDedupTable(t.target.dedup); err != nil {
+			return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+		}
+	}
+	e.dedup = table
+	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = snap.Op, t.target.frontier, t.target.dedup
+	s.log.Info("partition state transfer installed", "dir", e.dir, "op", snap.Op, "frontier", t.target.frontier,
+		"consumer_offsets", len(t.target.offsets))
+	return nil
+}
+
+// startTransfer runs the job on its own goroutine, asking the primary of
+// the group's current view first.
+func (s *partitionShard) startTransfer(e *partitionEntry, op uint64, target partitionCheckpoint) *partitionTransfer {
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &partitionTransfer{op: op, target: target, cancel: cancel, done: make(chan struct{})}
+	peers := transferPeers(e.group.ReplicaID(), s.replicaCount, e.group.View())
+	s.log.Info("partition state transfer started", "dir", e.dir, "op", op, "frontier", target.frontier,
+		"from_offset", e.log.NextOffset(), "peers", peers)
+	go func() {
+		defer close(t.done)
+		t.err = fetchUntilFrontier(ctx, s.records, e.log, e.groupID(), target.frontier, peers, s.log.With("dir", e.dir))
+	}()
+	return t
+}
+
+// transferPeers lists the replicas to fetch from: the view's primary
+// first (it holds everything committed), then the others by id.
+func transferPeers(self, count uint8, view uint32) []uint8 {
+	if count == 0 {
+		return nil
+	}
+	primary := uint8(view % uint32(count))
+	var peers []uint8
+	if primary != self {
+		peers = append(peers, primary)
+	}
+	for p := uint8(0); p < count; p++ {
+		if p != self && p != primary {
+			peers = append(peers, p)
+		}
+	}
+	return peers
+}
+
+// errTransferNoPeer: nothing to fetch from (a one-replica group, or no bus).
+var errTransferNoPeer = errors.New("no peer to fetch records from")
+
+// fetchUntilFrontier appends records fetched from peers until the log
+// reaches frontier. It walks the peers on failure with a bounded backoff
+// and returns only when covered, cancelled, or the log itself fails.
+func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore, group, frontier uint64, peers []uint8, log interface {
+	Warn(string, ...any)
+}) error {
+	if src == nil || len(peers) == 0 {
+		return errTransferNoPeer
+	}
+	failures := 0
+	backoff := transferBackoffMin
+	fail := func(peer uint8, why string, err error) error {
+		failures++
+		if failures%transferFailureLogEach == 1 {
+			log.Warn("partition state transfer: fetch failed, trying the next peer", "peer", peer, "why", why,
+				"err", err, "failures", failures)
+		}
+		t := time.NewTimer(backoff)
+		defer t.Stop()
+		backoff = min(2*backoff, transferBackoffMax)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		next := l.NextOffset()
+		if next >= frontier {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		peer := peers[attempt%len(peers)]
+		fctx, cancel := context.WithTimeout(ctx, transferFetchTimeout)
+		chunk, err := src.fetchRecords(fctx, peer, group, next, frontier, transferChunkBytes)
+		cancel()
+		var why string
+		switch {
+		case err != nil:
+			why = "no answer"
+		case chunk.status == fetchBelowRetained && chunk.first > next && chunk.first <= frontier:
+			// The peers' retention moved past everything this replica
+			// lacks: start the log at the peer's first offset.
+			if _, err := l.ResetTo(chunk.first); err != nil {
+				return fmt.Errorf("restart the log at offset %d: %w", chunk.first, err)
+			}
+			continue
+		case chunk.status != fetchOK:
+			why = fmt.Sprintf("status %d", chunk.status)
+		case len(chunk.records) == 0:
+			why = fmt.Sprintf("the peer's log ends at %d", chunk.next)
+		default:
+			appended, aerr := appendFetched(l, chunk.records, frontier)
+			if aerr == nil || appended > 0 {
+				failures, backoff = 0, transferBackoffMin
+			}
+			if aerr == nil {
+				continue
+			}
+			if errors.Is(aerr, errLocalLog) {
+				return aerr
+			}
+			why, err = "bad records", aerr
+		}
+		if ferr := fail(peer, why, err); ferr != nil {
+			return ferr
+		}
+	}
+}
+
+// errLocalLog marks a failure of this replica's own log (not the peer's
+// records): the transfer stops.
+var errLocalLog = errors.New("local partition log")
+
+// appendFetched verifies each fetched record (framing, every checksum,
+// contiguity, within the frontier) and appends it; it returns how many it
+// appended before any refusal.
+func appendFetched(l partitionStore, records []byte, frontier uint64) (int, error) {
+	n := 0
+	for len(records) > 0 {
+		h, err := wire.DecodeBatchHeader(records)
+		if err != nil {
+			return n, err
+		}
+		if h.BatchLength > uint64(len(records)) {
+			return n, fmt.Errorf("record at offset %d: batch_length %d overruns the %d bytes left", h.BaseOffset, h.BatchLength, len(records))
+		}
+		rec := records[:h.BatchLength]
+		if _, err := wire.VerifyBatchRecord(rec); err != nil {
+			return n, fmt.Errorf("record at offset %d: %w", h.BaseOffset, err)
+		}
+		if next := l.NextOffset(); h.BaseOffset != next || h.BaseOffset+uint64(h.MessageCount) > frontier {
+			return n, fmt.Errorf("record at offset %d (%d messages) does not continue the log at %d within the frontier %d",
+				h.BaseOffset, h.MessageCount, next, frontier)
+		}
+		if _, err := l.Append(rec); err != nil {
+			return n, fmt.Errorf("%w: append fetched record at %d: %v", errLocalLog, h.BaseOffset, err)
+		}
+		n++
+		records = records[h.BatchLength:]
+	}
+	return n, nil
+}
+
+// installConsumerOffsets makes the log's consumer offsets exactly the
+// checkpoint's.
+func installConsumerOffsets(l partitionStore, want []partitions.ConsumerOffsetEntry) error {
+	keep := make(map[[2]uint32]bool, len(want))
+	for _, o := range want {
+		keep[[2]uint32{uint32(o.Kind), o.ID}] = true
+		if cur, ok := l.ConsumerOffset(o.Kind, o.ID); ok && cur == o.Offset {
+			continue
+		}
+		if err := l.StoreConsumerOffset(o.Kind, o.ID, o.Offset); err != nil {
+			return fmt.Errorf("install consumer offset %d/%d: %w", o.Kind, o.ID, err)
+		}
+	}
+	for _, o := range l.ConsumerOffsets() {
+		if !keep[[2]uint32{uint32(o.Kind), o.ID}] {
+			if err := l.DeleteConsumerOffset(o.Kind, o.ID); err != nil {
+				return fmt.Errorf("remove consumer offset %d/%d: %w", o.Kind, o.ID, err)
+			}
+		}
+	}
+	return nil
+}

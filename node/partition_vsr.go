@@ -1,0 +1,148 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
+)
+
+// A partition group's durable VSR state (cluster mode): the two-slot
+// superblock (journal.Superblock) in the partition's directory holds view,
+// log_view, commit_max, the view headers, the checkpoint op and its anchor,
+// and the offset frontier, i.e. where the log ended when that op was
+// applied. The journal itself stays in memory (the prepare WAL is the
+// durability issue's), so a restarted replica holds its committed prefix
+// in its segments and nothing above its checkpoint: it restarts Recovering
+// (consensus.Restart) and rejoins through the view's primary, repairing or
+// transferring what it lacks. It never comes back as primary of a fresh
+// view 0.
+//
+// A single node keeps no partition superblock: its one-replica groups are
+// always primary, stamp from the log, and start fresh on every boot.
+
+// startGroup creates the partition's consensus group: fresh for a new
+// partition (its superblock written before the group runs), restarted from
+// the superblock otherwise.
+func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error {
+	cfg := p.groupConfig(e.key, d.part)
+	if !p.clustered() {
+		g, err := consensus.New(cfg)
+		if err != nil {
+			return err
+		}
+		e.group = g
+		return nil
+	}
+	sb, st, err := journal.OpenSuperblock(e.dir, p.identity)
+	if err != nil {
+		return err
+	}
+	e.superblock = sb
+	if st == nil && e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0 {
+		g, err := consensus.New(cfg)
+		if err != nil {
+			return err
+		}
+		// Durable before the group says anything: a restart then always
+		// finds a superblock and rejoins Recovering.
+		if err := sb.Write(journal.SuperblockState{Identity: p.identity, VsrState: consensus.VsrState{
+			View: g.View(), LogView: g.LogView()}}); err != nil {
+			return fmt.Errorf("write the new group's superblock: %w", err)
+		}
+		e.group = g
+		return nil
+	}
+	restored := consensus.Restored{Superblock: &consensus.VsrState{}}
+	if st == nil {
+		// Data without a superblock (written by an older build, or the
+		// superblock was removed): which op the data reflects is unknown.
+		// Restart with nothing applied; replays of what the log holds are
+		// recognised (applySend), the rest comes by state transfer.
+		p.log.Warn("partition data without a superblock: rejoining with nothing applied", "dir", e.dir)
+	} else {
+		vs := st.VsrState
+		restored.Superblock = &vs
+		if vs.CheckpointOp > 0 {
+			if next := e.log.NextOffset(); next < st.OffsetFrontier {
+				// The superblock names data the log no longer holds (the
+				// page cache was lost under durability = replicated):
+				// rejoin with nothing applied and transfer it back.
+				p.log.Warn("partition log ends below its recorded frontier: rejoining with nothing applied", "dir", e.dir,
+					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp)
+				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
+			} else {
+				table, err := readDedupFile(e.dir, vs.CheckpointOp)
+				if err != nil {
+					p.log.Warn("partition retry table unreadable: replays of earlier sends are not recognised", "dir", e.dir, "err", err)
+				}
+				cp := checkpointOf(e.log, st.OffsetFrontier)
+				cp.dedup = table.encode(nil)
+				data := cp.encode()
+				restored.Snapshot = &consensus.Snapshot{Op: vs.CheckpointOp, Data: data, Checksum: snapshotChecksum(data)}
+				e.appliedOp = vs.CheckpointOp
+				e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = vs.CheckpointOp, st.OffsetFrontier, cp.dedup
+				e.dedup = table
+			}
+		}
+	}
+	g, err := consensus.Restart(cfg, restored)
+	if err != nil {
+		return err
+	}
+	e.group = g
+	return nil
+}
+
+// errInstallPending: a state transfer's records are still being fetched;
+// the Ready that carries the snapshot waits, un-advanced.
+var errInstallPending = errors.New("partition state transfer in progress")
+
+// persistVSR makes a Ready's superblock durable before anything it reveals
+// leaves (cluster mode). A Ready that carries a transferred snapshot waits
+// until the records up to its frontier are in the log (the transfer job),
+// so the superblock never names a checkpoint the log does not hold.
+func (e *partitionEntry) persistVSR(rd *consensus.Ready) error {
+	write, err := e.prepareWrite(rd)
+	if err != nil || write == nil {
+		return err
+	}
+	return write()
+}
+
+// prepareWrite implements batchedSteps: the transfer check in order, and
+// the superblock write the shard runs together with other groups'.
+func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error) {
+	if rd.Snapshot != nil {
+		if err := e.shard.transferReady(e, *rd.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	if rd.Superblock == nil || e.superblock == nil {
+		return nil, nil
+	}
+	if rd.Superblock.CheckpointOp != e.checkpointOp {
+		return nil, fmt.Errorf("superblock names checkpoint op %d, the partition's checkpoint is op %d", rd.Superblock.CheckpointOp, e.checkpointOp)
+	}
+	sb, st := e.superblock, journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock,
+		OffsetFrontier: e.checkpointFrontier}
+	// The retry table of the checkpoint is on disk before the superblock
+	// that names the checkpoint.
+	// (Rewritten only when the table changed: an older file of an
+	// unchanged table is valid for this checkpoint too.)
+	var dedup []byte
+	if e.checkpointDedupDirty {
+		dedup = e.checkpointDedup
+	}
+	dir, op := e.dir, e.checkpointOp
+	return func() error {
+		if dedup != nil {
+			if err := writeDedupFile(dir, op, dedup); err != nil {
+				return err
+			}
+			e.checkpointDedupDirty = false // the shard waits for every write before it goes on
+		}
+		return sb.Write(st)
+	}, nil
+}

@@ -1,0 +1,65 @@
+package partitions
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrBelowRetained: the offset asked for is below the first stored one (retention removed it).
+var ErrBelowRetained = errors.New("offset below the first stored offset")
+
+// ErrNotBatchStart: no stored batch starts at the offset asked for.
+var ErrNotBatchStart = errors.New("no stored batch starts at the offset")
+
+// ReadRecords appends to dst the stored batch records starting with the one whose base offset is
+// from, whole and byte for byte as stored, stopping before a record that starts at or above end or
+// that would take the appended bytes past bytesMax (the first record is always taken). It returns
+// dst and the offset after the last appended record (from when nothing was appended: from is the
+// log's next offset or end). A peer's state transfer and a replayed op's check read through it.
+func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return dst, from, ErrClosed
+	}
+	st := l.statsLocked()
+	if from < st.FirstOffset {
+		return dst, from, fmt.Errorf("read records of %s from %d (first stored %d): %w", l.dir, from, st.FirstOffset, ErrBelowRetained)
+	}
+	if from >= st.NextOffset || from >= end {
+		return dst, from, nil
+	}
+	segs := l.segments
+	si := len(segs) - 1
+	for si > 0 && segs[si].startOffset > from {
+		si--
+	}
+	var r segmentReader
+	defer r.release()
+	next, taken := from, uint64(0)
+	pos := segs[si].positionForOffset(from)
+	for ; si < len(segs); si, pos = si+1, 0 {
+		s := segs[si]
+		r.reset(s)
+		for pos < s.sizeBytes {
+			record, h, err := r.record(pos)
+			if err != nil {
+				return dst, next, fmt.Errorf("read records of %s: %w", l.dir, err)
+			}
+			pos += h.BatchLength
+			if h.LastOffset() < from {
+				continue
+			}
+			if taken == 0 && h.BaseOffset != from {
+				return dst, from, fmt.Errorf("read records of %s: offset %d is inside the batch at %d: %w", l.dir, from, h.BaseOffset, ErrNotBatchStart)
+			}
+			if h.BaseOffset >= end || (taken > 0 && taken+h.BatchLength > bytesMax) {
+				return dst, next, nil
+			}
+			dst = append(dst, record...)
+			taken += h.BatchLength
+			next = h.BaseOffset + uint64(h.MessageCount)
+		}
+	}
+	return dst, next, nil
+}

@@ -1,0 +1,75 @@
+package partitions
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// SetAsideDamage keeps the verified prefix of a quarantined log so that a
+// replica of a replicated partition can refill the rest from its peers:
+// the damaged segment and every later one are renamed
+// "<name>.log.corrupt-<unix nanos>" (kept for inspection; Open ignores
+// them), their indexes removed, and the damaged segment's bytes before the
+// damage are written back as that segment. Open then serves the prefix,
+// which ends at q.Offset.
+func SetAsideDamage(q *QuarantineError) error {
+	damaged, ok := parseSegmentName(q.File, logSuffix)
+	if !ok {
+		return fmt.Errorf("set aside damage in %s: %q is not a segment file", q.Dir, q.File)
+	}
+	entries, err := os.ReadDir(q.Dir)
+	if err != nil {
+		return fmt.Errorf("set aside damage: list %s: %w", q.Dir, err)
+	}
+	var later []uint64
+	for _, e := range entries {
+		if start, ok := parseSegmentName(e.Name(), logSuffix); ok && start >= damaged {
+			later = append(later, start)
+		}
+	}
+	slices.Sort(later)
+	suffix := ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	for _, start := range later {
+		from := segmentLogPath(q.Dir, start)
+		if err := os.Rename(from, from+suffix); err != nil {
+			return fmt.Errorf("set aside %s: %w", from, err)
+		}
+		if err := os.Remove(segmentIndexPath(q.Dir, start)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("set aside damage: remove index: %w", err)
+		}
+	}
+	if q.Position > 0 {
+		src := segmentLogPath(q.Dir, damaged) + suffix
+		if err := copyPrefix(src, segmentLogPath(q.Dir, damaged), int64(q.Position)); err != nil {
+			return fmt.Errorf("set aside damage: keep the verified prefix of %s: %w", q.File, err)
+		}
+	}
+	return syncDir(q.Dir)
+}
+
+// copyPrefix writes the first n bytes of src to a new file dst, synced.
+func copyPrefix(src, dst string, n int64) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(out, in, n); err != nil {
+		_ = out.Close()
+		return err
+	}
+	if err := datasync(out); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close()
+}
