@@ -76,7 +76,7 @@ bench:
 # Fuzz every Fuzz* target of the decoder packages for FUZZTIME each. A run
 # that fails without writing a crashing input (Go 1.26's "context deadline
 # exceeded" flake, golang/go#75804) is retried once; a saved input fails.
-FUZZ_PKGS ?= ./wire/ ./metadata/ ./journal/ ./config/ ./transport/bus/
+FUZZ_PKGS ?= ./wire/ ./metadata/ ./journal/ ./config/ ./transport/ ./transport/bus/
 fuzz:
 	@for p in $(FUZZ_PKGS); do \
 	  for t in $$($(GO) test -list 'Fuzz.*' $$p | grep ^Fuzz); do \

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lodestream/lodestream/client"
 )
 
 // Workload names one benchmark shape (the upstream iggy-bench vocabulary, reduced).
@@ -73,8 +75,10 @@ func (w Workload) Consumes() bool { return w != PinnedProducer && w != BalancedP
 // Config is one benchmark run. Zero Streams/Partitions/MessageBatches mean "derive from the workload"
 // (see Normalize).
 type Config struct {
-	Workload         Workload
-	Address          string
+	Workload Workload
+	Address  string
+	// Transport carries the run's connections (default TCP).
+	Transport        client.Transport
 	AllowRemote      bool
 	Username         string
 	Password         string
@@ -101,6 +105,7 @@ func DefaultConfig(w Workload) Config {
 	return Config{
 		Workload:         w,
 		Address:          DefaultAddress,
+		Transport:        client.TransportTCP,
 		Username:         "iggy",
 		Password:         "iggy",
 		Producers:        DefaultActors,
@@ -120,6 +125,12 @@ func (c *Config) Normalize() error {
 	}
 	if err := CheckAddress(c.Address, c.AllowRemote); err != nil {
 		return err
+	}
+	if c.Transport == "" {
+		c.Transport = client.TransportTCP
+	}
+	if _, err := client.ParseTransport(string(c.Transport)); err != nil {
+		return fmt.Errorf("--transport: %w", err)
 	}
 	if c.Username == "" {
 		return errors.New("--username must not be empty")

@@ -70,6 +70,7 @@ type Summary struct {
 	Tool           string         `json:"tool"`
 	Workload       Workload       `json:"workload"`
 	Address        string         `json:"address"`
+	Transport      string         `json:"transport"`
 	Params         Params         `json:"params"`
 	StartedAt      time.Time      `json:"started_at"`
 	ElapsedSeconds float64        `json:"elapsed_seconds"`
@@ -109,7 +110,7 @@ func throughput(messages, bytes uint64, span time.Duration, h *Histogram) Throug
 // that completed batches has some after the warm-up; otherwise the whole run (WarmupApplied false).
 func summarize(cfg *Config, results []actorResult, started time.Time, elapsed time.Duration) Summary {
 	s := Summary{
-		Tool: "iggy-bench", Workload: cfg.Workload, Address: cfg.Address, StartedAt: started.UTC(),
+		Tool: "iggy-bench", Workload: cfg.Workload, Address: cfg.Address, Transport: string(cfg.Transport), StartedAt: started.UTC(),
 		ElapsedSeconds: elapsed.Seconds(), Complete: true,
 		Params: Params{
 			Producers: cfg.Producers, Consumers: cfg.Consumers, Streams: cfg.Streams, Partitions: cfg.Partitions,
@@ -205,7 +206,7 @@ func (s *Summary) WriteJSON(w io.Writer) error {
 func (s *Summary) WriteText(w io.Writer) error {
 	var b strings.Builder
 	p := s.Params
-	fmt.Fprintf(&b, "iggy-bench %s against %s\n", s.Workload, s.Address)
+	fmt.Fprintf(&b, "iggy-bench %s against %s over %s\n", s.Workload, s.Address, s.Transport)
 	rate := "unlimited"
 	if p.RateLimitMBps > 0 {
 		rate = fmt.Sprintf("%.1f MB/s", p.RateLimitMBps)

@@ -14,9 +14,9 @@ var ErrDurabilityUnsupported = errors.New("the server does not support the reque
 
 // connect dials and signs in one actor's (or the setup's) connection.
 func connect(ctx context.Context, cfg *Config) (*client.Client, error) {
-	c, err := client.Dial(ctx, cfg.Address)
+	c, err := client.Dial(ctx, cfg.Address, client.WithTransport(cfg.Transport))
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", cfg.Address, err)
+		return nil, fmt.Errorf("connect to %s over %s: %w", cfg.Address, cfg.Transport, err)
 	}
 	if _, err := c.LoginUser(ctx, cfg.Username, cfg.Password); err != nil {
 		c.Close()

@@ -1,4 +1,5 @@
-// Package client is a Go client for the Iggy binary protocol 0.11 over TCP. It keeps one request in
+// Package client is a Go client for the Iggy binary protocol 0.11 over TCP (optionally TLS), QUIC
+// or WebSocket (WithTransport, WithTLS). It keeps one request in
 // flight per connection, stamps client id, session fence and request id as wire-protocol.md §2.2
 // prescribes, decodes status replies and result sections, surfaces evictions as *Error, and replays
 // transient rejections (57 on the same bytes for the whole budget; 58 for up to 2 s). A Dial client
@@ -9,6 +10,7 @@ package client
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -19,14 +21,14 @@ import (
 	"github.com/lodestream/lodestream/wire"
 )
 
-// Client is one TCP connection to a server. Its methods are safe for concurrent use; requests are
+// Client is one connection to a server (TCP, TLS, QUIC or WebSocket). Its methods are safe for concurrent use; requests are
 // serialised (lockstep framing).
 type Client struct {
 	cfg  config
 	addr string
 
 	mu       sync.Mutex
-	conn     net.Conn
+	conn     link  // a net.Conn on TCP
 	broken   error // set once the connection can no longer be trusted
 	clientID wire.Uint128
 	session  uint64 // 0 until a Register binds
@@ -37,8 +39,9 @@ type Client struct {
 	cluster *clusterState // nil for Dial: no redirection, no reconnect
 }
 
-// Dial connects to addr ("host:port") over TCP with TCP_NODELAY and mints a fresh client id. The
-// client stays on addr; DialCluster (cluster.go) is the leader-aware constructor.
+// Dial connects to addr ("host:port") over the configured transport (WithTransport; TCP with
+// TCP_NODELAY by default) and mints a fresh client id. The client stays on addr; DialCluster
+// (cluster.go) is the leader-aware constructor.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -48,16 +51,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Client, error) {
 }
 
 func dialConfig(ctx context.Context, addr string, cfg config) (*Client, error) {
-	dialer := net.Dialer{Timeout: cfg.dialTimeout}
-	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	conn, err := dialLink(ctx, addr, cfg)
 	if err != nil {
-		return nil, &Error{Code: wire.ErrCannotEstablishConnection, Err: fmt.Errorf("dial %s: %w", addr, err)}
-	}
-	if tcp, ok := conn.(*net.TCPConn); ok {
-		if err := tcp.SetNoDelay(true); err != nil {
-			conn.Close()
-			return nil, &Error{Code: wire.ErrCannotEstablishConnection, Err: fmt.Errorf("set TCP_NODELAY: %w", err)}
-		}
+		return nil, &Error{Code: wire.ErrCannotEstablishConnection, Err: fmt.Errorf("dial %s over %s: %w", addr, cfg.transport, err)}
 	}
 	c := &Client{cfg: cfg, addr: addr, conn: conn, counter: 1}
 	if err := c.mintClientID(); err != nil {
@@ -427,4 +423,39 @@ func (c *Client) RawFrame(ctx context.Context, frame []byte) (wire.Frame, error)
 		return wire.Frame{}, c.breakLocked(0, err)
 	}
 	return f, nil
+}
+
+// dialLink connects to addr over cfg's transport.
+func dialLink(ctx context.Context, addr string, cfg config) (link, error) {
+	switch cfg.transport {
+	case TransportQUIC:
+		return dialQUIC(ctx, addr, cfg)
+	case TransportWebSocket:
+		return dialWebSocket(ctx, addr, cfg)
+	case TransportTCP, "":
+	default:
+		return nil, fmt.Errorf("unknown transport %q", cfg.transport)
+	}
+	dialer := net.Dialer{Timeout: cfg.dialTimeout}
+	conn, err := dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		if err := tcp.SetNoDelay(true); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("set TCP_NODELAY: %w", err)
+		}
+	}
+	if cfg.tls == nil {
+		return conn, nil
+	}
+	tc := tls.Client(conn, clientTLS(cfg.tls, addr))
+	hctx, cancel := context.WithTimeout(ctx, cfg.dialTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("tls handshake: %w", err)
+	}
+	return tc, nil
 }

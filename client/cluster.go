@@ -25,7 +25,7 @@ const (
 // clusterState is what a DialCluster client knows about the cluster. Guarded by Client.mu.
 type clusterState struct {
 	seeds  []string
-	roster []string // TCP endpoints advertised by the last cluster metadata, in roster order
+	roster []string // endpoints (on the transport in use) advertised by the last cluster metadata, in roster order
 	leader string   // endpoint of the last advertised healthy leader ("" if none)
 	// login is the last successful sign-in (command code and encoded body, credentials included),
 	// replayed on every reconnect. Memory only; never logged; dropped by Logout and Close.
@@ -67,7 +67,7 @@ func IsTimeout(err error) bool {
 // (in order) and returns a *Client with the same methods as Dial's, which additionally:
 //
 //   - after every successful sign-in (LoginUser, LoginWithPersonalAccessToken, or WithCredentials
-//     here) fetches cluster metadata and reconnects to the advertised TCP endpoint of the healthy
+//     here) fetches cluster metadata and reconnects to the advertised endpoint, on the transport in use, of the healthy
 //     leader, signing in again there; while no leader is named it polls every 250 ms for up to 5 s,
 //     then stays on the contacted node; at most 3 redirects per settlement;
 //   - on TransientNotAccepted (58) re-checks the leader (the same settlement), then walks the
@@ -198,7 +198,7 @@ func (c *Client) settleLocked(ctx context.Context, deadline time.Time) ([]byte, 
 			c.cfg.logger.Debug("cluster metadata unavailable; staying on the contacted node", "addr", c.addr, "err", err)
 			return registered, nil
 		}
-		c.cluster.remember(md)
+		c.cluster.remember(md, c.cfg.transport)
 		leader, ok := md.Leader()
 		if !ok {
 			next := time.Now().Add(c.cfg.leaderPollInterval)
@@ -211,7 +211,7 @@ func (c *Client) settleLocked(ctx context.Context, deadline time.Time) ([]byte, 
 			}
 			continue
 		}
-		addr, ok := endpointOf(leader)
+		addr, ok := endpointOf(leader, c.cfg.transport)
 		if !ok || c.isCurrentLocked(addr) {
 			return registered, nil
 		}
@@ -330,17 +330,17 @@ func isDeadline(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// remember records the TCP endpoints and leader of md.
-func (s *clusterState) remember(md wire.ClusterMetadata) {
+// remember records the endpoints of md on transport t, and its leader's.
+func (s *clusterState) remember(md wire.ClusterMetadata, t Transport) {
 	s.roster = s.roster[:0]
 	for _, n := range md.Nodes {
-		if a, ok := endpointOf(n); ok {
+		if a, ok := endpointOf(n, t); ok {
 			s.roster = append(s.roster, a)
 		}
 	}
 	s.leader = ""
 	if l, ok := md.Leader(); ok {
-		s.leader, _ = endpointOf(l)
+		s.leader, _ = endpointOf(l, t)
 	}
 }
 
@@ -356,12 +356,14 @@ func (s *clusterState) nextEndpoint(tried map[string]bool) (string, bool) {
 	return "", false
 }
 
-// endpointOf is the advertised TCP endpoint of n (false when its TCP transport is disabled).
-func endpointOf(n wire.ClusterNode) (string, bool) {
-	if n.TCP == 0 || n.IP == "" {
+// endpointOf is n's advertised endpoint on transport t (false when t is disabled there): a client
+// redirects on the transport it speaks.
+func endpointOf(n wire.ClusterNode, t Transport) (string, bool) {
+	port := t.Port(n)
+	if port == 0 || n.IP == "" {
 		return "", false
 	}
-	return net.JoinHostPort(n.IP, strconv.Itoa(int(n.TCP))), true
+	return net.JoinHostPort(n.IP, strconv.Itoa(int(port))), true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"time"
 
@@ -27,6 +28,8 @@ type config struct {
 	sdkName           string
 	sdkVersion        string
 	logger            *slog.Logger
+	transport         Transport
+	tls               *tls.Config // nil: no TLS on TCP and WebSocket; QUIC's default
 
 	// DialCluster only (cluster.go).
 	leaderPollInterval time.Duration
@@ -50,6 +53,7 @@ func defaultConfig() config {
 		sdkName:           DefaultSDKName,
 		sdkVersion:        DefaultSDKVersion,
 		logger:            slog.New(slog.DiscardHandler),
+		transport:         TransportTCP,
 
 		leaderPollInterval: DefaultLeaderPollInterval,
 		leaderlessWindow:   DefaultLeaderlessWindow,

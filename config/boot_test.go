@@ -75,7 +75,8 @@ func TestCheckBoot(t *testing.T) {
 			want: "system.recovery.recreate_missing_state = true is not supported"},
 		{name: "unserved transport enabled", mutate: func(c *Config) { c.QUIC.Enabled = true },
 			in: BootInput{UnservedTransports: []string{TransportQUIC}}, want: "quic.enabled = true: the quic transport is not served by this build yet"},
-		{name: "unserved transport disabled ok", in: BootInput{UnservedTransports: []string{TransportQUIC, TransportWebSocket}}},
+		{name: "unserved transport disabled ok", mutate: func(c *Config) { c.QUIC.Enabled, c.HTTP.Enabled = false, false },
+			in: BootInput{UnservedTransports: []string{TransportQUIC, TransportHTTP}}},
 		{name: "http in cluster without key material warns", cluster: true,
 			mutate: func(c *Config) { c.HTTP.Enabled = true }, in: withID(creds("admin", "secret"), 0),
 			check: func(t *testing.T, plan BootPlan) {

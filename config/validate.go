@@ -188,6 +188,46 @@ func (c *Config) validateTransports(v *violations) {
 		}
 	}
 	c.validateWebSocketSizes(v)
+	c.validateQUIC(v)
+	ws := c.WebSocket.TLS
+	if c.WebSocket.Enabled && ws.Enabled && !ws.SelfSigned && (ws.CertFile == "" || ws.KeyFile == "") {
+		v.add("websocket.tls.enabled = true with self_signed = false: websocket.tls.cert_file and websocket.tls.key_file must be set")
+	}
+}
+
+// quicBidiStreamsMax bounds quic.max_concurrent_bidi_streams: requests one
+// connection may have open (each holds a reply slot).
+const quicBidiStreamsMax = 1024
+
+// validateQUIC checks [quic] when it is enabled.
+func (c *Config) validateQUIC(v *violations) {
+	q := c.QUIC
+	if !q.Enabled {
+		return
+	}
+	if !q.Certificate.SelfSigned && (q.Certificate.CertFile == "" || q.Certificate.KeyFile == "") {
+		v.add("quic.certificate.self_signed = false: quic.certificate.cert_file and quic.certificate.key_file must be set")
+	}
+	if q.MaxConcurrentBidiStreams < 1 || q.MaxConcurrentBidiStreams > quicBidiStreamsMax {
+		v.add("quic.max_concurrent_bidi_streams = %d: must be between 1 and %d", q.MaxConcurrentBidiStreams, quicBidiStreamsMax)
+	}
+	if q.InitialMTU < 1200 || q.InitialMTU > 65527 {
+		v.add("quic.initial_mtu = %s: must be between 1200 B (the QUIC minimum) and 65527 B", q.InitialMTU)
+	}
+	for _, w := range []struct {
+		key   string
+		value ByteSize
+	}{{"send_window", q.SendWindow}, {"receive_window", q.ReceiveWindow}, {"stream_receive_window", q.StreamReceiveWindow}} {
+		if w.value == 0 || w.value > 1<<32 {
+			v.add("quic.%s = %s: must be between 1 B and 4 GiB", w.key, w.value)
+		}
+	}
+	if q.MaxIdleTimeout.IsZero() {
+		v.add("quic.max_idle_timeout = 0: must be nonzero (an idle connection must end)")
+	}
+	if !q.KeepAliveInterval.IsZero() && q.KeepAliveInterval.Duration >= q.MaxIdleTimeout.Duration {
+		v.add("quic.keep_alive_interval = %s: must be below quic.max_idle_timeout = %s (or 0: no keep-alive)", q.KeepAliveInterval, q.MaxIdleTimeout)
+	}
 }
 
 // validateConnectionLimits checks the [tcp] connection limits and [login]

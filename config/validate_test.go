@@ -19,8 +19,10 @@ func clusterConfig(t *testing.T) *Config {
 		t.Fatal(err)
 	}
 	cfg.Cluster.Enabled = true
-	// HTTP in a cluster has its own cases (roster http ports, key material).
+	// HTTP in a cluster has its own cases (roster http ports, key material);
+	// only TCP: cases that enable QUIC or WebSocket add their ports.
 	cfg.HTTP.Enabled = false
+	cfg.QUIC.Enabled, cfg.WebSocket.Enabled = false, false
 	cfg.Cluster.Nodes = nil
 	for i := range 3 {
 		cfg.Cluster.Nodes = append(cfg.Cluster.Nodes, NodeConfig{
@@ -441,7 +443,18 @@ func TestValidateTransports(t *testing.T) {
 	runRules(t, singleNode, []rule{
 		{"tcp address bad", func(c *Config) { c.TCP.Address = "localhost" }, `tcp.address = "localhost": must be host:port`},
 		{"tcp address v6 ok", func(c *Config) { c.TCP.Address = "[::1]:8090" }, ""},
-		{"disabled transport address not checked", func(c *Config) { c.QUIC.Address = "nonsense" }, ""},
+		{"disabled transport address not checked", func(c *Config) { c.QUIC.Enabled, c.QUIC.Address = false, "nonsense" }, ""},
+		{"enabled transport address checked", func(c *Config) { c.QUIC.Address = "nonsense" }, `quic.address = "nonsense": must be host:port`},
+		{"quic certificate files missing", func(c *Config) { c.QUIC.Certificate.SelfSigned = false }, "quic.certificate.cert_file and quic.certificate.key_file must be set"},
+		{"quic bidi streams zero", func(c *Config) { c.QUIC.MaxConcurrentBidiStreams = 0 }, "quic.max_concurrent_bidi_streams = 0: must be between 1 and 1024"},
+		{"quic mtu below 1200", func(c *Config) { c.QUIC.InitialMTU = 1000 }, "quic.initial_mtu = 1000 B: must be between 1200 B"},
+		{"quic window zero", func(c *Config) { c.QUIC.StreamReceiveWindow = 0 }, "quic.stream_receive_window = 0 B: must be between 1 B and 4 GiB"},
+		{"quic idle timeout zero", func(c *Config) { c.QUIC.MaxIdleTimeout = Duration{} }, "quic.max_idle_timeout = 0: must be nonzero"},
+		{"quic keep-alive above idle", func(c *Config) { c.QUIC.KeepAliveInterval = c.QUIC.MaxIdleTimeout }, "quic.keep_alive_interval = 30s: must be below quic.max_idle_timeout"},
+		{"quic disabled not checked", func(c *Config) { c.QUIC.Enabled, c.QUIC.InitialMTU = false, 1 }, ""},
+		{"websocket tls files missing", func(c *Config) {
+			c.WebSocket.TLS.Enabled, c.WebSocket.TLS.SelfSigned, c.WebSocket.TLS.KeyFile = true, false, ""
+		}, "websocket.tls.cert_file and websocket.tls.key_file must be set"},
 		{"tcp tls files missing", func(c *Config) { c.TCP.TLS.Enabled, c.TCP.TLS.SelfSigned, c.TCP.TLS.CertFile = true, false, "" }, "tcp.tls.cert_file and tcp.tls.key_file must be set"},
 		{"http jwt algorithm", func(c *Config) { c.HTTP.Enabled = true; c.HTTP.JWT.Algorithm = "RS256" }, `http.jwt.algorithm = "RS256": must be HS256, HS384 or HS512`},
 		{"http tls missing files", func(c *Config) { c.HTTP.Enabled = true; c.HTTP.TLS.Enabled = true; c.HTTP.TLS.KeyFile = "" }, "http.tls.cert_file and http.tls.key_file must be set"},

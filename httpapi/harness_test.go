@@ -46,6 +46,8 @@ func startServer(t *testing.T, mutate func(*config.Config)) *testServer {
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.HTTP.Enabled = true
 	cfg.HTTP.Address = "127.0.0.1:0"
+	// Only the transports under test: QUIC and WebSocket default to fixed ports.
+	cfg.QUIC.Enabled, cfg.WebSocket.Enabled = false, false
 	if mutate != nil {
 		mutate(cfg)
 	}

@@ -159,7 +159,7 @@ func TestCLIErrors(t *testing.T) {
 	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "-u", "iggy", "-p", "nope", "me").
 		fails(t, 1, "InvalidCredentials (error 42)")
 	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "me").fails(t, 2, "missing credentials", "IGGY_USERNAME")
-	iggyCLIRaw(t, "", "--transport", "quic", "--tcp-server-address", s.addr, "ping").fails(t, 2, "not available yet")
+	iggyCLIRaw(t, "", "--transport", "http", "--tcp-server-address", s.addr, "ping").fails(t, 2, "not available yet")
 	// Environment credentials, as upstream.
 	cmd := exec.Command(buildCLI(t), "--tcp-server-address", s.addr, "me")
 	cmd.Env = []string{"IGGY_USERNAME=iggy", "IGGY_PASSWORD=iggy"}
@@ -169,6 +169,23 @@ func TestCLIErrors(t *testing.T) {
 	// Nothing listens on a port we just closed.
 	s.stop(syscall.SIGTERM)
 	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "ping").fails(t, 1, "connection refused")
+}
+
+// TestCLIEveryTransport: the global --transport picks the listener and the
+// server sees the connection on it.
+func TestCLIEveryTransport(t *testing.T) {
+	s := startServer(t, "")
+	for _, tc := range []struct{ transport, flag, file, shown string }{
+		{"tcp", "--tcp-server-address", "tcp", "TCP"},
+		{"quic", "--quic-server-address", "quic", "QUIC"},
+		{"ws", "--websocket-server-address", "websocket", "WebSocket"},
+	} {
+		out := iggyCLIRaw(t, "", "--transport", tc.transport, tc.flag, s.transportAddr(tc.file),
+			"-u", "iggy", "-p", "iggy", "me").ok(t)
+		if !strings.Contains(out, tc.shown) {
+			t.Errorf("--transport %s: me shows\n%s", tc.transport, out)
+		}
+	}
 }
 
 func TestCLIStreamAndTopicCRUD(t *testing.T) {

@@ -32,7 +32,29 @@ type testCluster struct {
 	ip       string
 	nodes    []*server
 	tcpPorts []int
-	env      [][]string
+	// quicPorts and wsPorts are the roster's QUIC and WebSocket ports.
+	quicPorts []int
+	wsPorts   []int
+	env       [][]string
+}
+
+// pickUDPPorts reserves count free UDP ports on ip (QUIC roster ports).
+func pickUDPPorts(t *testing.T, ip string, count int) []int {
+	t.Helper()
+	var ports []int
+	var ls []net.PacketConn
+	for i := 0; i < count; i++ {
+		l, err := net.ListenPacket("udp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.Fatalf("reserve a UDP port on %s: %v", ip, err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.LocalAddr().(*net.UDPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
 }
 
 // pickPorts reserves count free TCP ports on ip (bound, then closed just
@@ -69,8 +91,8 @@ func nextClusterIP() string { return fmt.Sprintf("127.0.0.%d", 20+clusterLoopbac
 // that pick more roster ports on it first).
 func startClusterOn(t *testing.T, ip string, n int, extraEnv ...string) *testCluster {
 	t.Helper()
-	ports := pickPorts(t, ip, 2*n)
-	c := &testCluster{t: t, ip: ip}
+	ports := pickPorts(t, ip, 3*n)
+	c := &testCluster{t: t, ip: ip, quicPorts: pickUDPPorts(t, ip, n), wsPorts: ports[2*n:]}
 	var roster []string
 	for i := 0; i < n; i++ {
 		c.tcpPorts = append(c.tcpPorts, ports[i])
@@ -80,12 +102,16 @@ func startClusterOn(t *testing.T, ip string, n int, extraEnv ...string) *testClu
 			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_REPLICA_ID=%d", i, i),
 			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_TCP=%d", i, ports[i]),
 			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_TCP_REPLICA=%d", i, ports[n+i]),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_QUIC=%d", i, c.quicPorts[i]),
+			fmt.Sprintf("IGGY_CLUSTER_NODES_%d_PORTS_WEBSOCKET=%d", i, c.wsPorts[i]),
 		)
 	}
 	base := append([]string{
 		"IGGY_CLUSTER_ENABLED=true",
 		"IGGY_CLUSTER_NAME=it-cluster",
 		"IGGY_TCP_ADDRESS=" + ip + ":0",
+		"IGGY_QUIC_ADDRESS=" + ip + ":0",
+		"IGGY_WEBSOCKET_ADDRESS=" + ip + ":0",
 		"IGGY_CLUSTER_HEARTBEAT_TIMEOUT=" + clusterHeartbeatTimeout.String(),
 		"IGGY_CLUSTER_COMMIT_BROADCAST_INTERVAL=100ms",
 		"IGGY_CLUSTER_PREPARE_RETRANSMIT_INTERVAL=100ms",
@@ -108,6 +134,18 @@ func startClusterOn(t *testing.T, ip string, n int, extraEnv ...string) *testClu
 
 func (c *testCluster) addr(i int) string {
 	return net.JoinHostPort(c.ip, fmt.Sprint(c.tcpPorts[i]))
+}
+
+// addrOn is node i's roster endpoint for a client transport.
+func (c *testCluster) addrOn(i int, t client.Transport) string {
+	port := c.tcpPorts[i]
+	switch t {
+	case client.TransportQUIC:
+		port = c.quicPorts[i]
+	case client.TransportWebSocket:
+		port = c.wsPorts[i]
+	}
+	return net.JoinHostPort(c.ip, fmt.Sprint(port))
 }
 
 // waitLeader polls cluster metadata through node via until some node is

@@ -64,6 +64,44 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
+// baseEnv is every test server's environment: its data directory and
+// ephemeral loopback ports for each client listener (later entries of a
+// test's own env override these).
+func baseEnv(dataDir string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"IGGY_SYSTEM_PATH=" + dataDir,
+		"IGGY_TCP_ADDRESS=127.0.0.1:0",
+		"IGGY_QUIC_ADDRESS=127.0.0.1:0",
+		"IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0",
+		// HTTP listens on a fixed port by default; tests that use it
+		// enable it on an ephemeral port (http_test.go).
+		"IGGY_HTTP_ENABLED=false",
+	}
+}
+
+// transportAddr waits (up to bootTimeout) for the address the running
+// server published for a client transport ("quic" or "websocket"; TCP's
+// is s.addr).
+func (s *server) transportAddr(transport string) string {
+	s.t.Helper()
+	if transport == "tcp" {
+		return s.addr
+	}
+	file := filepath.Join(s.dataDir, "runtime", transport+".addr")
+	deadline := time.Now().Add(bootTimeout)
+	for {
+		if b, err := os.ReadFile(file); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) || !s.running() {
+			s.t.Fatalf("server did not publish %s:\n%s", file, s.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // server is one running iggy-server process.
 type server struct {
 	t       *testing.T
@@ -114,16 +152,10 @@ func startServerArgs(t *testing.T, dataDir string, args []string, extraEnv ...st
 func (s *server) start() {
 	s.t.Helper()
 	addrFile := filepath.Join(s.dataDir, "runtime", "tcp.addr")
-	_ = os.Remove(addrFile)
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + os.Getenv("HOME"),
-		"IGGY_SYSTEM_PATH=" + s.dataDir,
-		"IGGY_TCP_ADDRESS=127.0.0.1:0",
-		// HTTP listens on a fixed port by default; tests that use it
-		// enable it on an ephemeral port (http_test.go).
-		"IGGY_HTTP_ENABLED=false",
+	for _, name := range []string{"tcp.addr", "quic.addr", "websocket.addr"} {
+		_ = os.Remove(filepath.Join(s.dataDir, "runtime", name))
 	}
+	env := baseEnv(s.dataDir)
 	s.cmd = exec.Command(serverBinary, append([]string{"--with-default-root-credentials"}, s.args...)...)
 	s.cmd.Env = append(env, s.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs // accumulated across restarts
@@ -191,15 +223,7 @@ func (s *server) restart(sig syscall.Signal) {
 // kept running, which the caller treats as a failure).
 func (s *server) startExpectExit() error {
 	s.t.Helper()
-	env := []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + os.Getenv("HOME"),
-		"IGGY_SYSTEM_PATH=" + s.dataDir,
-		"IGGY_TCP_ADDRESS=127.0.0.1:0",
-		// HTTP listens on a fixed port by default; tests that use it
-		// enable it on an ephemeral port (http_test.go).
-		"IGGY_HTTP_ENABLED=false",
-	}
+	env := baseEnv(s.dataDir)
 	s.cmd = exec.Command(serverBinary, append([]string{"--with-default-root-credentials"}, s.args...)...)
 	s.cmd.Env = append(env, s.env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs

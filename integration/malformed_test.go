@@ -15,7 +15,27 @@ import (
 // healthy connection next to the offenders keeps working throughout.
 func TestMalformedFrames(t *testing.T) {
 	srv := startServer(t, "")
-	healthy := dialRaw(t, srv.addr)
+	runMalformedRows(t, srv, everyTransport[0])
+}
+
+// TestMalformedFramesEveryTransport runs the same table over QUIC,
+// WebSocket, TLS and WSS: the answers come from the one session layer.
+func TestMalformedFramesEveryTransport(t *testing.T) {
+	plain := startServer(t, "")
+	secure := startServer(t, "", tlsEnv...)
+	for _, tc := range everyTransport[1:] {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := plain
+			if tc.tls {
+				srv = secure
+			}
+			runMalformedRows(t, srv, tc)
+		})
+	}
+}
+
+func runMalformedRows(t *testing.T, srv *server, tc transportCase) {
+	healthy := dialRawOn(t, srv, tc)
 	healthy.login()
 
 	type answer struct {
@@ -113,7 +133,7 @@ func TestMalformedFrames(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			r := dialRaw(t, srv.addr)
+			r := dialRawOn(t, srv, tc)
 			var session uint64
 			if row.login {
 				session = r.login()

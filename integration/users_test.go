@@ -192,7 +192,8 @@ func TestSystemCommands(t *testing.T) {
 		t.Fatalf("cluster metadata %+v", md)
 	}
 	n := md.Nodes[0]
-	if n.Name != "iggy-node" || n.IP != "127.0.0.1" || n.TCP != port || n.QUIC != 0 || n.HTTP != 0 || n.WebSocket != 0 ||
+	if n.Name != "iggy-node" || n.IP != "127.0.0.1" || n.TCP != port || n.QUIC != portOfAddr(t, srv.transportAddr("quic")) ||
+		n.HTTP != 0 || n.WebSocket != portOfAddr(t, srv.transportAddr("websocket")) ||
 		n.Role != wire.RoleLeader || n.Status != wire.NodeHealthy {
 		t.Fatalf("cluster node %+v", n)
 	}

@@ -3,7 +3,10 @@ package node
 import (
 	"context"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,10 +32,11 @@ func TestSingleNodeMetadataReportsEveryServedPort(t *testing.T) {
 }
 
 // TestClusterMetadataReportsTheBoundTCPPort: configured with port 0, the
-// node reports the port the kernel chose, and 0 for the transports this
-// build leaves disabled.
+// node reports the port the kernel chose for each transport it serves
+// (TCP, QUIC, WebSocket), and 0 for HTTP, which this build does not serve.
 func TestClusterMetadataReportsTheBoundTCPPort(t *testing.T) {
-	addr, stop := startNode(t, t.TempDir())
+	dir := t.TempDir()
+	addr, stop := startNode(t, dir)
 	defer func() {
 		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
@@ -58,8 +62,27 @@ func TestClusterMetadataReportsTheBoundTCPPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := md.Nodes[0]
-	if port == 0 || int(n.TCP) != port || n.QUIC != 0 || n.HTTP != 0 || n.WebSocket != 0 ||
+	quic, ws := publishedPort(t, dir, "quic.addr"), publishedPort(t, dir, "websocket.addr")
+	if port == 0 || int(n.TCP) != port || n.QUIC != quic || n.HTTP != 0 || n.WebSocket != ws ||
 		n.Role != wire.RoleLeader || n.IP != "127.0.0.1" {
-		t.Fatalf("cluster node %+v, bound port %d", n, port)
+		t.Fatalf("cluster node %+v, bound ports tcp %d quic %d websocket %d", n, port, quic, ws)
 	}
+}
+
+// publishedPort is the port a listener published under dir/runtime.
+func publishedPort(t *testing.T, dir, file string) uint16 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "runtime", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p, err := net.SplitHostPort(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || n == 0 {
+		t.Fatalf("%s: port %q", file, p)
+	}
+	return uint16(n)
 }

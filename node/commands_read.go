@@ -237,7 +237,7 @@ func (n *Node) readGroup(v sessionView, r wire.GroupRequest, allowed func(metada
 
 // clientEntry is the Client view of one connection.
 func (n *Node) clientEntry(v sessionView) wire.Client {
-	cl := wire.Client{ClientID: v.connID, UserID: noUserID, Transport: transportTCP, Address: v.addr}
+	cl := wire.Client{ClientID: v.connID, UserID: noUserID, Transport: v.transport, Address: v.addr}
 	if v.bound {
 		cl.UserID = v.userID
 		cl.ConsumerGroupsCount = uint32(len(n.state.ClientMemberships(metadata.ClientID(v.client))))

@@ -6,12 +6,10 @@ package node
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -24,7 +22,6 @@ import (
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
 	"github.com/lodestream/lodestream/transport/bus"
-	"github.com/lodestream/lodestream/wire"
 )
 
 // ServerVersion is reported in Register replies and stats.
@@ -236,40 +233,18 @@ func Run(ctx context.Context, opts Options) error {
 		n.driver.viewChanged = n.plane.wakePartitions
 	}
 
-	tlsConfig, err := tcpTLS(cfg)
+	// Every client listener is bound (and records its port) before any
+	// serves, so cluster metadata never reports a port still being bound.
+	listeners, err := n.listen()
 	if err != nil {
 		return err
 	}
-	tcpAddress, err := topo.listenAddress(cfg.TCP.Address, config.TransportTCP)
-	if err != nil {
-		return err
-	}
-	tcp, err := transport.ListenTCP(transport.TCPConfig{
-		Address:                  tcpAddress,
-		ConnectionsMax:           int(cfg.TCP.ConnectionsMax),
-		ConnectionsPerAddressMax: int(cfg.TCP.ConnectionsPerAddressMax),
-		PreLoginFrameBytesMax:    wire.PreLoginFrameBytesMax,
-		LoginTimeout:             cfg.TCP.LoginTimeout.Duration,
-		FrameReadTimeout:         cfg.TCP.FrameReadTimeout.Duration,
-		SendQueueBytesMax:        int64(cfg.TCP.SendQueueBytesMax.Bytes()),
-		OutboundBytesMax:         int64(cfg.TCP.OutboundBytesMax.Bytes()),
-		RuntimeDir:               n.runtimeDir(),
-		TLS:                      tlsConfig,
-		Logger:                   log.With("transport", "tcp"),
-	})
-	if err != nil {
-		return err
-	}
-	n.tcp = tcp
-	// Each client listener records its bound port here once it is bound
-	// (QUIC, HTTP and WebSocket when this build serves them).
-	n.ports.tcp = portOf(tcp.Addr())
 	httpListener, err := n.bindHTTP(opts.HTTP)
 	if err != nil {
-		tcp.Close()
+		listeners.close()
 		return err
 	}
-	log.Info("iggy-server started", "tcp", tcp.Addr().String(), "tls", tlsConfig != nil, "data", n.dataDir,
+	log.Info("iggy-server started", "transports", listeners.names, "data", n.dataDir,
 		"metadata_op", group.Op(), "version", ServerVersion)
 
 	driverCtx, stopDriver := context.WithCancel(context.Background())
@@ -286,8 +261,8 @@ func Run(ctx context.Context, opts Options) error {
 		defer wg.Done()
 		n.scheduler.Run(serveCtx, n.backgroundJobs())
 	}()
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- tcp.Serve(serveCtx, n) }()
+	listeners.reloadOnSIGHUP(serveCtx, log)
+	serveErr := listeners.serve(serveCtx, n)
 	httpErr := serveHTTP(serveCtx, httpListener)
 
 	var runErr error
@@ -300,7 +275,7 @@ func Run(ctx context.Context, opts Options) error {
 		runErr = fmt.Errorf("metadata group stopped: %w", err)
 	case err := <-serveErr:
 		serveErr <- err
-		runErr = fmt.Errorf("tcp listener stopped: %w", err)
+		runErr = fmt.Errorf("client listener stopped: %w", err)
 	case err := <-httpErr:
 		httpErr <- err
 		runErr = fmt.Errorf("http listener stopped: %w", err)
@@ -328,43 +303,6 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("shutdown complete")
 	}
 	return runErr
-}
-
-// checkTransports refuses transports this build does not serve.
-func checkTransports(cfg *config.Config, httpServed bool) error {
-	var errs []error
-	if !cfg.TCP.Enabled {
-		errs = append(errs, errors.New("tcp.enabled = false: the TCP transport is the only client transport of this build"))
-	}
-	if cfg.QUIC.Enabled {
-		errs = append(errs, errors.New("quic.enabled = true: QUIC is not available in this build"))
-	}
-	if cfg.HTTP.Enabled && !httpServed {
-		errs = append(errs, errors.New("http.enabled = true: this binary does not serve the HTTP API"))
-	}
-	if cfg.WebSocket.Enabled {
-		errs = append(errs, errors.New("websocket.enabled = true: WebSocket is not available in this build"))
-	}
-	return errors.Join(errs...)
-}
-
-// tcpTLS builds the listener's TLS configuration from [tcp.tls]: nil when
-// disabled, a generated certificate when self_signed, else the PEM files.
-func tcpTLS(cfg *config.Config) (*tls.Config, error) {
-	t := cfg.TCP.TLS
-	if !t.Enabled {
-		return nil, nil
-	}
-	if t.SelfSigned {
-		var extra []net.IP
-		if host, _, err := net.SplitHostPort(cfg.TCP.Address); err == nil {
-			if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
-				extra = append(extra, ip)
-			}
-		}
-		return transport.SelfSignedTLS(extra...)
-	}
-	return transport.FileTLS(t.CertFile, t.KeyFile)
 }
 
 func (n *Node) runtimeDir() string {

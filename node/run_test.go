@@ -24,6 +24,7 @@ func startNode(t *testing.T, dir string) (string, func() error) {
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
+	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
 	addrFile := filepath.Join(dir, "runtime", "tcp.addr")
 	_ = os.Remove(addrFile)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,6 +114,7 @@ func TestRunRefusesBadSetups(t *testing.T) {
 	cfg.System.Path = t.TempDir()
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
+	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
 	if err := Run(context.Background(), Options{Config: cfg}); err == nil || !strings.Contains(err.Error(), "root credentials") {
 		t.Fatalf("first boot without root credentials: %v", err)
 	}

@@ -12,9 +12,6 @@ import (
 // noUserID is what Client entries report for a connection with no session.
 const noUserID = ^uint32(0)
 
-// transportTCP is the Client entry's transport byte for TCP (and TLS).
-const transportTCP = 1
-
 // session is one connection's binding to a metadata-plane client session.
 // Its fields change on the connection's own goroutine (register, logout) and
 // on the heartbeat goroutine (eviction); readers elsewhere (GetClients) take
@@ -31,20 +28,23 @@ type session struct {
 }
 
 type sessionView struct {
-	connID  uint32
-	addr    string
-	bound   bool
-	client  consensus.Uint128
-	fence   uint64
-	userID  uint32
-	evicted bool
+	connID uint32
+	addr   string
+	// transport is the Client entry's transport byte (1 TCP and TLS,
+	// 2 QUIC, 4 WebSocket).
+	transport uint8
+	bound     bool
+	client    consensus.Uint128
+	fence     uint64
+	userID    uint32
+	evicted   bool
 }
 
 func (s *session) view() sessionView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return sessionView{
-		connID: s.conn.ID(), addr: s.conn.RemoteAddr(), bound: s.bound,
+		connID: s.conn.ID(), addr: s.conn.RemoteAddr(), transport: s.conn.Transport().WireByte(), bound: s.bound,
 		client: s.client, fence: s.fence, userID: s.userID, evicted: s.evicted,
 	}
 }

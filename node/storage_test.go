@@ -73,6 +73,7 @@ func TestRunRefusesDataDirInUse(t *testing.T) {
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
+	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: quietLogger()})

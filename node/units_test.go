@@ -99,22 +99,22 @@ func TestCreateTopicResolvesOptions(t *testing.T) {
 
 func TestCheckTransportsRefusesUnservedOnes(t *testing.T) {
 	cfg := &config.Config{}
-	cfg.TCP.Enabled = true
+	cfg.TCP.Enabled, cfg.QUIC.Enabled, cfg.WebSocket.Enabled = true, true, true
 	if err := checkTransports(cfg, false); err != nil {
-		t.Fatalf("tcp only: %v", err)
+		t.Fatalf("tcp, quic and websocket: %v", err)
 	}
 	cfg.HTTP.Enabled = true
 	if err := checkTransports(cfg, true); err != nil {
 		t.Fatalf("http with an HTTP starter: %v", err)
 	}
-	cfg.QUIC.Enabled, cfg.WebSocket.Enabled = true, true
+	cfg.WebSocket.AcceptUnmaskedFrames = true
 	err := checkTransports(cfg, false)
 	if err == nil {
-		t.Fatal("unserved transports accepted")
+		t.Fatal("unserved settings accepted")
 	}
-	for _, name := range []string{"quic", "http", "websocket"} {
-		if !bytes.Contains([]byte(err.Error()), []byte(name+".enabled")) {
-			t.Errorf("error does not name %s: %v", name, err)
+	for _, key := range []string{"http.enabled", "websocket.accept_unmasked_frames"} {
+		if !bytes.Contains([]byte(err.Error()), []byte(key)) {
+			t.Errorf("error does not name %s: %v", key, err)
 		}
 	}
 }

@@ -1,10 +1,7 @@
 package transport
 
 import (
-	"bufio"
 	"bytes"
-	"context"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -15,6 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 )
+
+// ErrProtocol reports a transport-level protocol violation (a WebSocket
+// Text message, a QUIC stream carrying more than one frame); the
+// connection is closed.
+var ErrProtocol = errors.New("transport protocol violation")
 
 // Frame layout facts transport needs to cut a byte stream into frames: the
 // fixed header length and where its little-endian u32 size lives.
@@ -27,10 +29,12 @@ const (
 // the connection is closed without a reply (spec §1.1).
 var ErrFrameSize = errors.New("frame size out of bounds")
 
-// Conn is one client connection.
+// Conn is one client connection, on any transport: the carrier delimits
+// frames, the Conn applies every bound and the Handler contract.
 type Conn struct {
 	id         uint32
-	nc         net.Conn
+	car        carrier
+	kind       Kind
 	remote     string
 	source     string // remote IP: the key of the per-address limits
 	cfg        TCPConfig
@@ -81,12 +85,13 @@ type outFrame struct {
 	recycle bool
 }
 
-func newConn(id uint32, nc net.Conn, cfg TCPConfig, budget *frameBudget, outbound *outboundBudget) *Conn {
+func newConn(id uint32, car carrier, kind Kind, remote string, cfg TCPConfig, budget *frameBudget, outbound *outboundBudget) *Conn {
 	now := time.Now()
 	c := &Conn{
 		id:         id,
-		nc:         nc,
-		remote:     nc.RemoteAddr().String(),
+		car:        car,
+		kind:       kind,
+		remote:     remote,
 		cfg:        cfg,
 		budget:     budget,
 		outbound:   outbound,
@@ -177,7 +182,10 @@ func (c *Conn) ID() uint32 { return c.id }
 func (c *Conn) RemoteAddr() string { return c.remote }
 
 // LocalAddr is the listener-side address of the connection.
-func (c *Conn) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+func (c *Conn) LocalAddr() net.Addr { return c.car.localAddr() }
+
+// Transport is the client transport the connection arrived on.
+func (c *Conn) Transport() Kind { return c.kind }
 
 // LastSeen is when the connection last delivered a complete frame.
 func (c *Conn) LastSeen() time.Time { return time.Unix(0, c.lastSeenNs.Load()) }
@@ -233,9 +241,8 @@ func (c *Conn) writeNow(frame []byte, recycle bool) bool {
 		return false
 	default:
 	}
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-	if _, err := c.nc.Write(frame); err != nil {
-		c.cfg.Logger.Debug("tcp write failed", "conn", c.id, "remote", c.remote, "err", err)
+	if err := c.car.writeFrame(frame, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
+		c.cfg.Logger.Debug("write failed", "conn", c.id, "remote", c.remote, "err", err)
 		return false
 	}
 	if recycle {
@@ -344,7 +351,7 @@ func (c *Conn) Close() {
 	c.draining.Store(true)
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		_ = c.nc.Close()
+		c.car.close()
 	})
 }
 
@@ -382,31 +389,25 @@ func (c *Conn) writeLoop() {
 }
 
 func (c *Conn) readLoop(h Handler, log *slog.Logger) {
-	if tc, ok := c.nc.(*tls.Conn); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.HandshakeTimeout)
-		err := tc.HandshakeContext(ctx)
-		cancel()
-		if err != nil {
-			log.Debug("tls handshake failed", "conn", c.id, "remote", c.remote, "err", err)
-			return
-		}
+	if err := c.car.handshake(c); err != nil {
+		log.Debug("handshake failed", "conn", c.id, "remote", c.remote, "err", err)
+		return
 	}
-	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for !c.draining.Load() {
 		if !c.awaitDrain(log) {
 			return
 		}
-		frame, heldBytes, err := c.readFrame(r)
+		frame, heldBytes, err := c.car.nextFrame(c)
 		if err != nil {
 			var ne net.Error
 			switch {
-			case errors.Is(err, ErrFrameSize) || errors.Is(err, ErrFrameBudget):
-				log.Warn("closing connection: bad frame size", "conn", c.id, "remote", c.remote, "err", err)
+			case errors.Is(err, ErrFrameSize) || errors.Is(err, ErrFrameBudget) || errors.Is(err, ErrProtocol):
+				log.Warn("closing connection: bad frame", "conn", c.id, "remote", c.remote, "err", err)
 			case errors.As(err, &ne) && ne.Timeout():
 				log.Info("closing connection: frame not received within frame_read_timeout",
 					"conn", c.id, "remote", c.remote, "frame_read_timeout", c.cfg.FrameReadTimeout, "err", err)
 			case !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed):
-				log.Debug("tcp read ended", "conn", c.id, "remote", c.remote, "err", err)
+				log.Debug("read ended", "conn", c.id, "remote", c.remote, "err", err)
 			}
 			return
 		}
@@ -442,69 +443,6 @@ const bodyReadMinBytesPerSecond = 1 << 20
 // ErrPreLoginFrameSize reports a frame larger than any request that is
 // answered before login, sent by a peer that has not logged in.
 var ErrPreLoginFrameSize = fmt.Errorf("%w before login", ErrFrameSize)
-
-// readFrame reads one frame for the reader loop. Waiting for a frame's
-// first byte has no deadline (idle connections are bounded by the login
-// deadline and the per-address cap); from then on the rest of the frame
-// must arrive within FrameReadTimeout. The deadline is only set when the
-// frame is not already buffered, so pipelined small frames cost no timer.
-// Frames up to eagerFrameBytesMax are allocated exactly; larger ones take
-// their pooled buffer's capacity from the server's in-flight budget
-// (heldBytes, to be released after handling) and are allocated once at the
-// declared size.
-func (c *Conn) readFrame(r *bufio.Reader) (frame []byte, heldBytes int64, err error) {
-	if _, err := r.Peek(1); err != nil {
-		return nil, 0, err
-	}
-	deadline := false
-	setDeadline := func(extra time.Duration) {
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.cfg.FrameReadTimeout + extra))
-		deadline = true
-	}
-	defer func() {
-		if deadline {
-			_ = c.nc.SetReadDeadline(time.Time{})
-		}
-	}()
-	if r.Buffered() < headerBytes {
-		setDeadline(0)
-	}
-	var header [headerBytes]byte
-	if _, err := io.ReadFull(r, header[:]); err != nil {
-		return nil, 0, err
-	}
-	size, err := checkDeclaredSize(header[:], c.cfg.FrameBytesMin, c.cfg.FrameBytesMax)
-	if err != nil {
-		return nil, 0, err
-	}
-	if size > c.cfg.PreLoginFrameBytesMax && !c.authenticated.Load() {
-		return nil, 0, fmt.Errorf("%w: declared %d bytes, allowed %d until logged in",
-			ErrPreLoginFrameSize, size, c.cfg.PreLoginFrameBytesMax)
-	}
-	if size <= eagerFrameBytesMax {
-		if !deadline && r.Buffered() < int(size)-headerBytes {
-			setDeadline(0)
-		}
-		frame = make([]byte, size)
-	} else {
-		frame = AcquireFrame(int(size), int(size))
-		heldBytes = int64(cap(frame))
-		if err := c.budget.acquire(heldBytes, c.source, c.closed); err != nil {
-			ReleaseFrame(frame)
-			return nil, 0, err
-		}
-		setDeadline(time.Duration(int64(size)/bodyReadMinBytesPerSecond) * time.Second)
-	}
-	copy(frame, header[:])
-	if _, err := io.ReadFull(r, frame[headerBytes:]); err != nil {
-		if heldBytes > 0 {
-			ReleaseFrame(frame)
-			c.budget.release(heldBytes, c.source)
-		}
-		return nil, 0, fmt.Errorf("read frame body of %d bytes: %w", size-headerBytes, err)
-	}
-	return frame, heldBytes, nil
-}
 
 func checkDeclaredSize(header []byte, minBytes, maxBytes uint32) (uint32, error) {
 	size := binary.LittleEndian.Uint32(header[sizeFieldOffset:])

@@ -50,10 +50,11 @@ func SelfSignedTLS(extraIPs ...net.IP) (*tls.Config, error) {
 }
 
 // FileTLS loads a certificate and key (PEM) for [tcp.tls] cert_file/key_file.
+// Use LoadCertFiles where the certificate must be reloadable.
 func FileTLS(certFile, keyFile string) (*tls.Config, error) {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	c, err := LoadCertFiles(certFile, keyFile)
 	if err != nil {
-		return nil, fmt.Errorf("load TLS certificate %q / key %q: %w", certFile, keyFile, err)
+		return nil, err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+	return c.TLSConfig(), nil
 }

@@ -1,10 +1,11 @@
 // Package transport carries client frames between sockets and the node.
 //
-// The TCP listener owns sockets only: it reads whole frames (bounded by the
-// frame size limits), hands each one to a Handler on the connection's reader
-// goroutine, and writes replies from a bounded per-connection queue on a
-// writer goroutine. What a frame means, and what closing a connection means
-// for its session, is decided by the Handler (the node).
+// The listeners (TCP with optional TLS, QUIC, WebSocket) own sockets only:
+// each connection reads whole frames (bounded by the frame size limits),
+// hands each one to a Handler on the connection's reader goroutine, and
+// writes replies from a bounded per-connection queue on a writer goroutine.
+// What a frame means, and what closing a connection means for its session,
+// is decided by the Handler (the node), the same way on every transport.
 package transport
 
 import (
@@ -16,8 +17,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -34,7 +33,9 @@ type Handler interface {
 	Closed(c *Conn)
 }
 
-// TCPConfig bounds one TCP listener.
+// TCPConfig bounds one client listener. Its connection limits, deadlines
+// and budgets apply to every transport (QUICConfig and WebSocketConfig
+// embed it); TLS is [tcp.tls] on TCP and [websocket.tls] on WebSocket.
 type TCPConfig struct {
 	Address string // host:port; port 0 binds an ephemeral port
 	// ConnectionsMax bounds open connections: when it is reached, a new
@@ -151,40 +152,10 @@ func (c *TCPConfig) withDefaults() TCPConfig {
 	return out
 }
 
-// TCPServer accepts client connections on one address.
+// TCPServer accepts client connections on one address, in clear or TLS.
 type TCPServer struct {
-	cfg      TCPConfig
+	*hub
 	listener net.Listener
-	log      *slog.Logger
-	budget   *frameBudget
-	outbound *outboundBudget
-
-	nextConnID atomic.Uint32
-	mu         sync.Mutex
-	conns      map[uint32]*Conn
-	perAddress map[string]int // open connections by source IP
-	evicting   int            // connections closed to make room, not yet gone
-	closing    bool
-	wg         sync.WaitGroup // connection goroutines
-
-	refusalLog  logThrottle // accept refusals are logged at most once a second
-	evictionLog logThrottle
-}
-
-// oldestUnauthenticatedLocked is the longest-open connection that has not
-// logged in and is not already being closed to make room (nil if none).
-// It scans every connection, which only happens when the server is full.
-func (s *TCPServer) oldestUnauthenticatedLocked() *Conn {
-	var oldest *Conn
-	for _, c := range s.conns {
-		if c.evictedForRoom || c.authenticated.Load() {
-			continue
-		}
-		if oldest == nil || c.openedAt.Before(oldest.openedAt) || c.openedAt.Equal(oldest.openedAt) && c.id < oldest.id {
-			oldest = c
-		}
-	}
-	return oldest
 }
 
 // ListenTCP binds the address and, if cfg.RuntimeDir is set, records the
@@ -195,42 +166,33 @@ func ListenTCP(cfg TCPConfig) (*TCPServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tcp listen on %q: %w", cfg.Address, err)
 	}
-	s := &TCPServer{cfg: cfg, listener: ln, log: cfg.Logger, conns: make(map[uint32]*Conn),
-		perAddress: make(map[string]int),
-		budget:     newFrameBudget(cfg.InflightFrameBytesMax, inflightShareBytes(cfg)),
-		outbound:   &outboundBudget{bytesMax: cfg.OutboundBytesMax}}
 	if cfg.RuntimeDir != "" {
-		if err := writeAddrFile(cfg.RuntimeDir, ln.Addr().String()); err != nil {
+		if err := writeAddrFile(cfg.RuntimeDir, AddrFileName, ln.Addr().String()); err != nil {
 			_ = ln.Close()
 			return nil, err
 		}
 	}
-	return s, nil
+	return &TCPServer{hub: newHub(cfg, KindTCP), listener: ln}, nil
 }
 
-func writeAddrFile(dir, addr string) error {
+// writeAddrFile publishes a listener's bound address as dir/name (written
+// to a temporary file and renamed, so readers never see half of it).
+func writeAddrFile(dir, name, addr string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create runtime directory %q: %w", dir, err)
 	}
-	tmp := filepath.Join(dir, AddrFileName+".tmp")
+	tmp := filepath.Join(dir, name+".tmp")
 	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write %q: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, AddrFileName)); err != nil {
-		return fmt.Errorf("publish tcp address file: %w", err)
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("publish address file %s: %w", name, err)
 	}
 	return nil
 }
 
 // Addr is the bound address.
 func (s *TCPServer) Addr() *net.TCPAddr { return s.listener.Addr().(*net.TCPAddr) }
-
-// ConnectionCount is the number of open connections.
-func (s *TCPServer) ConnectionCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
 
 // Serve accepts connections until ctx is cancelled or Close is called, then
 // closes every connection and waits for their goroutines. It returns nil on
@@ -247,92 +209,22 @@ func (s *TCPServer) Serve(ctx context.Context, h Handler) error {
 			}
 			break
 		}
-		s.admit(nc, h)
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+			_ = tc.SetKeepAlive(true)
+		}
+		if s.cfg.TLS != nil {
+			nc = tls.Server(nc, s.cfg.TLS)
+		}
+		s.admit(&tcpCarrier{nc: nc}, nc.RemoteAddr().String(), h)
 	}
 	s.closeAll()
-	s.wg.Wait()
+	s.wait()
 	return acceptErr
 }
 
 // Close stops accepting; Serve then closes the connections and returns.
 func (s *TCPServer) Close() { _ = s.listener.Close() }
-
-func (s *TCPServer) admit(nc net.Conn, h Handler) {
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-		_ = tc.SetKeepAlive(true)
-	}
-	remote := nc.RemoteAddr().String()
-	addr := sourceAddress(remote)
-	s.mu.Lock()
-	var refusal string
-	var victim *Conn
-	switch {
-	case s.closing:
-	case s.perAddress[addr] >= s.cfg.ConnectionsPerAddressMax:
-		refusal = "connections_per_address_max"
-	case len(s.conns)-s.evicting >= s.cfg.ConnectionsMax:
-		// Full: the oldest connection that has not logged in makes room
-		// (a healthy client logs in within milliseconds, so idle or stalled
-		// unauthenticated peers cannot lock everyone out); with none, refuse.
-		if victim = s.oldestUnauthenticatedLocked(); victim != nil {
-			victim.evictedForRoom = true
-			s.evicting++
-		} else {
-			refusal = "connections_max"
-		}
-	}
-	if s.closing || refusal != "" {
-		s.mu.Unlock()
-		if refusal != "" && s.refusalLog.allow() {
-			s.log.Warn("tcp connection refused: limit reached (logged at most once a second)",
-				"remote", remote, "limit", refusal, "connections_max", s.cfg.ConnectionsMax,
-				"connections_per_address_max", s.cfg.ConnectionsPerAddressMax)
-		}
-		_ = nc.Close()
-		return
-	}
-	if s.cfg.TLS != nil {
-		nc = tls.Server(nc, s.cfg.TLS)
-	}
-	c := newConn(s.nextConnID.Add(1), nc, s.cfg, s.budget, s.outbound)
-	s.conns[c.id] = c
-	s.perAddress[addr]++
-	s.mu.Unlock()
-	if victim != nil {
-		if s.evictionLog.allow() {
-			s.log.Warn("tcp connections_max reached: closing the oldest connection that has not logged in (logged at most once a second)",
-				"closed_conn", victim.id, "closed_remote", victim.remote, "opened", victim.openedAt, "connections_max", s.cfg.ConnectionsMax)
-		}
-		victim.Close()
-	}
-
-	h.Opened(c)
-	c.armLoginDeadline()
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		c.writeLoop()
-	}()
-	go func() {
-		defer s.wg.Done()
-		c.readLoop(h, s.log)
-		// Let a final frame (an eviction, the last reply) reach the peer.
-		c.CloseAfterFlush()
-		<-c.writerDone
-		c.finish()
-		s.mu.Lock()
-		delete(s.conns, c.id)
-		if c.evictedForRoom {
-			s.evicting--
-		}
-		if s.perAddress[addr]--; s.perAddress[addr] <= 0 {
-			delete(s.perAddress, addr)
-		}
-		s.mu.Unlock()
-		h.Closed(c)
-	}()
-}
 
 // sourceAddress is the IP part of a remote "ip:port" (the key of the
 // per-address limits).
@@ -341,26 +233,4 @@ func sourceAddress(remote string) string {
 		return host
 	}
 	return remote
-}
-
-// logThrottle lets a repetitive warning through at most once a second.
-type logThrottle struct{ lastNs atomic.Int64 }
-
-func (l *logThrottle) allow() bool {
-	now := time.Now().UnixNano()
-	last := l.lastNs.Load()
-	return now-last >= int64(time.Second) && l.lastNs.CompareAndSwap(last, now)
-}
-
-func (s *TCPServer) closeAll() {
-	s.mu.Lock()
-	s.closing = true
-	conns := make([]*Conn, 0, len(s.conns))
-	for _, c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.CloseAfterFlush()
-	}
 }

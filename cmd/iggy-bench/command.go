@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lodestream/lodestream/bench"
+	"github.com/lodestream/lodestream/client"
 )
 
 // Exit codes: 0 success, 1 run or setup failure, 2 bad flags.
@@ -31,14 +32,23 @@ func (e usageError) Unwrap() error { return e.err }
 // flags are the raw command-line values before they become a bench.Config.
 type flags struct {
 	cfg         bench.Config
+	transports  string // --transport: one name or a comma list
+	addresses   map[client.Transport]*string
 	totalData   string
 	jsonOutput  bool
 	noProgress  bool
 	workloadArg string
 }
 
-// newCommand builds the cobra command; run receives the validated config.
-func newCommand(run func(cmd *cobra.Command, cfg bench.Config, jsonOutput, progress bool) error) *cobra.Command {
+// Default server addresses per transport (upstream's).
+const (
+	defaultQUICAddress      = "127.0.0.1:8080"
+	defaultWebSocketAddress = "127.0.0.1:8092"
+)
+
+// newCommand builds the cobra command; run receives one validated config
+// per transport named by --transport, in order.
+func newCommand(run func(cmd *cobra.Command, cfgs []bench.Config, jsonOutput, progress bool) error) *cobra.Command {
 	f := &flags{cfg: bench.DefaultConfig(bench.PinnedProducer)}
 	names := make([]string, len(bench.Workloads))
 	for i, w := range bench.Workloads {
@@ -54,23 +64,28 @@ func newCommand(run func(cmd *cobra.Command, cfg bench.Config, jsonOutput, progr
 			"split the partitions. Consumer-only workloads read what a previous --keep run left.",
 		Example: "  iggy-bench pinned-producer-and-consumer\n" +
 			"  iggy-bench --total-data 1GB --json balanced-producer\n" +
-			"  iggy-bench --rate-limit 250 pinned-producer",
+			"  iggy-bench --rate-limit 250 pinned-producer\n" +
+			"  iggy-bench --transport tcp,quic,websocket pinned-producer-and-consumer",
 		Args:          cobra.ExactArgs(1),
 		ValidArgs:     names,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.workloadArg = args[0]
-			cfg, err := f.config(cmd)
+			cfgs, err := f.configs(cmd)
 			if err != nil {
 				return usageError{err}
 			}
-			return run(cmd, cfg, f.jsonOutput, !f.noProgress)
+			return run(cmd, cfgs, f.jsonOutput, !f.noProgress)
 		},
 	}
 	c := &f.cfg
 	fl := cmd.Flags()
 	fl.StringVar(&c.Address, "address", bench.DefaultAddress, "server TCP address (loopback only unless --allow-remote)")
+	fl.StringVar(&f.transports, "transport", "tcp", "tcp, quic or websocket, or a comma list run one after another with a throughput comparison")
+	f.addresses = map[client.Transport]*string{client.TransportTCP: &c.Address,
+		client.TransportQUIC:      fl.String("quic-address", defaultQUICAddress, "server QUIC address"),
+		client.TransportWebSocket: fl.String("websocket-address", defaultWebSocketAddress, "server WebSocket address")}
 	fl.BoolVar(&c.AllowRemote, "allow-remote", false, "allow a non-loopback --address")
 	fl.StringVar(&c.Username, "username", "iggy", "user to sign in as")
 	fl.StringVar(&c.Password, "password", "iggy", "password")
@@ -92,6 +107,27 @@ func newCommand(run func(cmd *cobra.Command, cfg bench.Config, jsonOutput, progr
 	fl.BoolVar(&f.jsonOutput, "json", false, "print the summary as JSON")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no live progress line on stderr")
 	return cmd
+}
+
+// configs is one normalised config per transport of --transport.
+func (f *flags) configs(cmd *cobra.Command) ([]bench.Config, error) {
+	var out []bench.Config
+	for _, name := range strings.Split(f.transports, ",") {
+		t, err := client.ParseTransport(name)
+		if err != nil {
+			return nil, fmt.Errorf("--transport: %w", err)
+		}
+		f.cfg.Transport = t
+		base := f.cfg.Address
+		f.cfg.Address = *f.addresses[t]
+		cfg, err := f.config(cmd)
+		f.cfg.Address = base
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cfg)
+	}
+	return out, nil
 }
 
 // config turns the flags into a normalised bench.Config.
@@ -121,7 +157,7 @@ func (f *flags) config(cmd *cobra.Command) (bench.Config, error) {
 // execute runs the command line and returns the process exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	cmd := newCommand(func(cmd *cobra.Command, cfg bench.Config, jsonOutput, progress bool) error {
+	cmd := newCommand(func(cmd *cobra.Command, cfgs []bench.Config, jsonOutput, progress bool) error {
 		out := bench.Output{Logger: logger}
 		if progress {
 			out.Progress = stderr
@@ -129,29 +165,18 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				out.ProgressTerminal = bench.IsTerminal(f)
 			}
 		}
-		started := time.Now()
-		summary, err := bench.Run(ctx, cfg, out)
-		if summary != nil {
-			var werr error
-			if jsonOutput {
-				werr = summary.WriteJSON(stdout)
-			} else {
-				werr = summary.WriteText(stdout)
+		var runs []*bench.Summary
+		for _, cfg := range cfgs {
+			summary, err := runOne(ctx, cfg, out, stdout, jsonOutput)
+			if err != nil {
+				return err
 			}
-			if werr != nil {
-				return werr
-			}
+			runs = append(runs, summary)
 		}
-		if errors.Is(err, bench.ErrDurabilityUnsupported) {
-			return fmt.Errorf("%w\nthe server refused --durability %s; it does not support that durability yet", err, cfg.Durability)
+		if jsonOutput {
+			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("iggy-bench %s (after %s): %w", cfg.Workload, time.Since(started).Round(time.Millisecond), err)
-		}
-		if !summary.Complete {
-			return fmt.Errorf("iggy-bench %s: incomplete run: %s", cfg.Workload, summary.StopReason)
-		}
-		return nil
+		return bench.WriteComparison(stdout, runs)
 	})
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
@@ -168,4 +193,31 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// runOne runs one workload over one transport and prints its summary.
+func runOne(ctx context.Context, cfg bench.Config, out bench.Output, stdout io.Writer, jsonOutput bool) (*bench.Summary, error) {
+	started := time.Now()
+	summary, err := bench.Run(ctx, cfg, out)
+	if summary != nil {
+		var werr error
+		if jsonOutput {
+			werr = summary.WriteJSON(stdout)
+		} else {
+			werr = summary.WriteText(stdout)
+		}
+		if werr != nil {
+			return nil, werr
+		}
+	}
+	if errors.Is(err, bench.ErrDurabilityUnsupported) {
+		return nil, fmt.Errorf("%w\nthe server refused --durability %s; it does not support that durability yet", err, cfg.Durability)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("iggy-bench %s over %s (after %s): %w", cfg.Workload, cfg.Transport, time.Since(started).Round(time.Millisecond), err)
+	}
+	if !summary.Complete {
+		return nil, fmt.Errorf("iggy-bench %s over %s: incomplete run: %s", cfg.Workload, cfg.Transport, summary.StopReason)
+	}
+	return summary, nil
 }

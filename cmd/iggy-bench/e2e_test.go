@@ -70,12 +70,34 @@ func (b *lockedBuffer) String() string {
 // startServer boots the server on 127.0.0.1:0 in a temp dir and returns the address it bound.
 func startServer(t *testing.T) string {
 	t.Helper()
+	addr, _ := startServerDir(t)
+	return addr
+}
+
+// publishedAddr waits for the address a listener published under dataDir/runtime.
+func publishedAddr(t *testing.T, dataDir, file string) string {
+	t.Helper()
+	deadline := time.Now().Add(serverBootTimeout)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(filepath.Join(dataDir, "runtime", file)); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("server did not publish %s", file)
+	return ""
+}
+
+// startServerDir is startServer that also returns the data directory.
+func startServerDir(t *testing.T) (string, string) {
+	t.Helper()
 	binary := buildServer(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	logs := &lockedBuffer{}
 	cmd := exec.Command(binary, "--with-default-root-credentials")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"IGGY_SYSTEM_PATH=" + dataDir, "IGGY_TCP_ADDRESS=127.0.0.1:0", "IGGY_HTTP_ENABLED=false"}
+		"IGGY_SYSTEM_PATH=" + dataDir, "IGGY_TCP_ADDRESS=127.0.0.1:0", "IGGY_HTTP_ENABLED=false",
+		"IGGY_QUIC_ADDRESS=127.0.0.1:0", "IGGY_WEBSOCKET_ADDRESS=127.0.0.1:0"}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start server: %v", err)
@@ -93,7 +115,7 @@ func startServer(t *testing.T) string {
 	deadline := time.Now().Add(serverBootTimeout)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
+			return strings.TrimSpace(string(b)), dataDir
 		}
 		select {
 		case <-exited:
@@ -102,7 +124,7 @@ func startServer(t *testing.T) string {
 		}
 	}
 	t.Fatalf("server did not publish %s within %s:\n%s", addrFile, serverBootTimeout, logs.String())
-	return ""
+	return "", ""
 }
 
 // probeMessagePath sends one message before the workloads run, so a broken message path fails
@@ -235,4 +257,31 @@ func TestEndToEndWorkloads(t *testing.T) {
 			t.Errorf("--recreate run produced %d, want 600", s.Producers.Messages)
 		}
 	})
+}
+
+// TestEveryTransportInOneRun: --transport with a list runs the workload
+// over each transport in turn and compares their throughput with the first.
+func TestEveryTransportInOneRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a server")
+	}
+	addr, dataDir := startServerDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), e2eRunTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	code := execute(ctx, []string{"--no-progress", "--duration-max", "45s", "--warmup", "0s",
+		"--transport", "tcp,quic,websocket", "--address", addr,
+		"--quic-address", publishedAddr(t, dataDir, "quic.addr"),
+		"--websocket-address", publishedAddr(t, dataDir, "websocket.addr"),
+		"--producers", "2", "--consumers", "2", "--message-size", "1000", "--messages-per-batch", "10",
+		"--message-batches", "20", "pinned-producer-and-consumer"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s\nstdout: %s", code, stderr.String(), stdout.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"over tcp", "over quic", "over websocket", "transport comparison", "  tcp ", "  quic ", "  websocket "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
 }

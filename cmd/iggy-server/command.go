@@ -50,7 +50,7 @@ type runFunc func(ctx context.Context, boot Boot) error
 
 // unservedTransports are client transports this build does not serve yet;
 // enabling one refuses boot. Remove a name when its listener lands.
-var unservedTransports = []string{config.TransportQUIC, config.TransportWebSocket}
+var unservedTransports []string // every client transport is served
 
 // execute runs the iggy-server command with the process environment and
 // streams; main is `os.Exit(execute(os.Args[1:], runNode))`.

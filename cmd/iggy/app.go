@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,21 +21,29 @@ const (
 	envPassword = "IGGY_PASSWORD"
 )
 
-const defaultTCPServerAddress = "127.0.0.1:8090"
+// Default server addresses per transport (upstream's CLI defaults).
+const (
+	defaultTCPServerAddress       = "127.0.0.1:8090"
+	defaultQUICServerAddress      = "127.0.0.1:8080"
+	defaultWebSocketServerAddress = "127.0.0.1:8092"
+)
 
 // globals are the options every command accepts.
 type globals struct {
-	transport        string
-	tcpServerAddress string
-	username         string
-	password         string
-	token            string
-	quiet            bool
-	output           string // "", table, list or json
-	generate         string // shell name for --generate
-	tokenName        string // -n: a PAT stored with 'pat create --store-token'
-	debug            string // -d: file that receives a debug log
-	encryptionKey    string // base64 AES-256 key for client-side payload encryption
+	transport              string
+	tcpServerAddress       string
+	quicServerAddress      string
+	websocketServerAddress string
+	tcpTLS                 bool // --tcp-tls-enabled: TLS on TCP (certificate not verified)
+	username               string
+	password               string
+	token                  string
+	quiet                  bool
+	output                 string // "", table, list or json
+	generate               string // shell name for --generate
+	tokenName              string // -n: a PAT stored with 'pat create --store-token'
+	debug                  string // -d: file that receives a debug log
+	encryptionKey          string // base64 AES-256 key for client-side payload encryption
 }
 
 // app holds one invocation's streams and options.
@@ -124,7 +133,8 @@ func expandGlobalShorthands(args []string) []string {
 // longTakesValue reports whether a global long option consumes the next argument.
 func longTakesValue(name string) bool {
 	switch name {
-	case "transport", "tcp-server-address", "username", "password", "token", "output", "generate",
+	case "transport", "tcp-server-address", "quic-server-address", "websocket-server-address",
+		"username", "password", "token", "output", "generate",
 		"token-name", "debug", "encryption-key":
 		return true
 	}
@@ -155,8 +165,11 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	pf := root.PersistentFlags()
 	g := &a.globals
-	pf.StringVar(&g.transport, "transport", "tcp", "transport to use: tcp (quic, ws and http are not available yet)")
+	pf.StringVar(&g.transport, "transport", "tcp", "transport to use: tcp, quic or ws (http is not available yet)")
 	pf.StringVar(&g.tcpServerAddress, "tcp-server-address", defaultTCPServerAddress, "server address for the TCP transport")
+	pf.StringVar(&g.quicServerAddress, "quic-server-address", defaultQUICServerAddress, "server address for the QUIC transport")
+	pf.StringVar(&g.websocketServerAddress, "websocket-server-address", defaultWebSocketServerAddress, "server address for the WebSocket transport")
+	pf.BoolVar(&g.tcpTLS, "tcp-tls-enabled", false, "TLS on the tcp transport (the server certificate is not verified)")
 	pf.StringVar(&g.username, "username", "", "user name (short -u before the command); IGGY_USERNAME when unset")
 	pf.StringVar(&g.password, "password", "", "password (short -p before the command); read from stdin when -u is given without it")
 	pf.StringVar(&g.token, "token", "", "personal access token (short -t before the command)")
@@ -238,16 +251,24 @@ func rangeArgs(lo, hi int, names ...string) cobra.PositionalArgs {
 	}
 }
 
-// checkTransport refuses the transports that have not landed yet.
-func (g *globals) checkTransport() error {
+// dialTarget resolves --transport to a client transport, its server
+// address and dial options; http is refused until it lands.
+func (g *globals) dialTarget() (string, []client.Option, error) {
 	switch strings.ToLower(g.transport) {
 	case "tcp":
-		return nil
-	case "quic", "ws", "http":
-		return usagef("--transport %s is not available yet: Lodestream serves TCP only, and %s arrives with its own transport issue; use --transport tcp",
-			g.transport, g.transport)
+		opts := []client.Option{client.WithTransport(client.TransportTCP)}
+		if g.tcpTLS {
+			opts = append(opts, client.WithTLS(&tls.Config{InsecureSkipVerify: true}))
+		}
+		return g.tcpServerAddress, opts, nil
+	case "quic":
+		return g.quicServerAddress, []client.Option{client.WithTransport(client.TransportQUIC)}, nil
+	case "ws", "websocket":
+		return g.websocketServerAddress, []client.Option{client.WithTransport(client.TransportWebSocket)}, nil
+	case "http":
+		return "", nil, usagef("--transport http is not available yet: Lodestream does not serve the HTTP API; use --transport tcp, quic or ws")
 	}
-	return usagef("--transport %q is not a transport; valid values are tcp, quic, ws and http (only tcp is available now)", g.transport)
+	return "", nil, usagef("--transport %q is not a transport; valid values are tcp, quic, ws and http (http is not available yet)", g.transport)
 }
 
 // withClient runs fn with a connected (and, when login is true, logged-in) client.

@@ -14,7 +14,8 @@ import (
 
 // connect dials the server and, when login is true, logs in with the resolved credentials.
 func (a *app) connect(ctx context.Context, login bool) (*client.Client, error) {
-	if err := a.globals.checkTransport(); err != nil {
+	dialAddr, transportOpts, err := a.globals.dialTarget()
+	if err != nil {
 		return nil, err
 	}
 	var creds credentials
@@ -24,9 +25,10 @@ func (a *app) connect(ctx context.Context, login bool) (*client.Client, error) {
 			return nil, err
 		}
 	}
-	addr := a.globals.tcpServerAddress
-	a.debugf("connecting to %s over tcp", addr)
-	c, err := client.Dial(ctx, addr, client.WithDialTimeout(5*time.Second), client.WithSDK("iggy-cli", "lodestream"), client.WithLogger(a.logger))
+	addr := a.globals.tcpServerAddress // stored sessions and tokens are keyed by it
+	a.debugf("connecting to %s over %s", dialAddr, a.globals.transport)
+	c, err := client.Dial(ctx, dialAddr, append(transportOpts, client.WithDialTimeout(5*time.Second),
+		client.WithSDK("iggy-cli", "lodestream"), client.WithLogger(a.logger))...)
 	if err != nil {
 		return nil, err
 	}
