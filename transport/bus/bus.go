@@ -310,65 +310,33 @@ func (b *TCPBus) SendShared(to []uint8, m *consensus.Message) {
 
 // Send implements Bus.
 func (b *TCPBus) Send(to uint8, m *consensus.Message) {
-	if int(to) >= len(b.peers) || b.peers[to] == nil {
-		b.stats.droppedNotConnected.Add(1)
-		return
-	}
-	if size := EncodedSize(m); uint64(size) > b.maxMessageBytes {
-		b.stats.droppedOversize.Add(1)
-		b.log.Warn("dropping replica frame above max_message_size", "peer", to, "kind", m.Kind,
-			"size", size, "max_message_size", b.maxMessageBytes)
-		return
-	}
-	pc := b.peers[to].conn.Load()
-	if pc == nil {
-		b.stats.droppedNotConnected.Add(1)
-		return
-	}
-	frame, err := b.codec.Encode(nil, m)
-	if err != nil {
-		b.stats.droppedEncode.Add(1)
-		b.log.Error("dropping replica message that does not encode", "peer", to, "kind", m.Kind, "err", err)
-		return
-	}
-	if !pc.enqueue(frame) {
-		b.stats.droppedQueueFull.Add(1)
-	}
+	b.sendFrame(to, EncodedSize(m), "replica message", m.Kind, func() ([]byte, error) { return b.codec.Encode(nil, m) })
 }
 
 // SendForward implements Bus. A forward frame is HeaderBytes long, below
 // any max_message_size New accepts, so it is never dropped as oversize.
 func (b *TCPBus) SendForward(to uint8, f *Forward) {
-	if int(to) >= len(b.peers) || b.peers[to] == nil {
-		b.stats.droppedNotConnected.Add(1)
-		return
-	}
-	pc := b.peers[to].conn.Load()
-	if pc == nil {
-		b.stats.droppedNotConnected.Add(1)
-		return
-	}
-	frame, err := b.codec.EncodeForward(nil, f)
-	if err != nil {
-		b.stats.droppedEncode.Add(1)
-		b.log.Error("dropping forward frame that does not encode", "peer", to, "kind", f.Kind, "err", err)
-		return
-	}
-	if !pc.enqueue(frame) {
-		b.stats.droppedQueueFull.Add(1)
-	}
+	b.sendFrame(to, HeaderBytes, "forward frame", f.Kind, func() ([]byte, error) { return b.codec.EncodeForward(nil, f) })
 }
 
 // SendFetch implements Bus. A reply whose frame exceeds max_message_size is
 // dropped (FramesDroppedOversize) before it is encoded.
 func (b *TCPBus) SendFetch(to uint8, f *Fetch) {
+	b.sendFrame(to, FetchEncodedSize(f), "fetch frame", f.Kind, func() ([]byte, error) { return b.codec.EncodeFetch(nil, f) })
+}
+
+// sendFrame is the one path of Send, SendForward and SendFetch: dropped
+// and counted when replica to is unknown or not connected, when the frame
+// (size bytes) is above max_message_size, or when it does not encode;
+// otherwise queued without blocking (a full queue drops and counts).
+func (b *TCPBus) sendFrame(to uint8, size int, what string, kind any, encode func() ([]byte, error)) {
 	if int(to) >= len(b.peers) || b.peers[to] == nil {
 		b.stats.droppedNotConnected.Add(1)
 		return
 	}
-	if size := FetchEncodedSize(f); uint64(size) > b.maxMessageBytes {
+	if uint64(size) > b.maxMessageBytes {
 		b.stats.droppedOversize.Add(1)
-		b.log.Warn("dropping fetch frame above max_message_size", "peer", to, "kind", f.Kind,
+		b.log.Warn("dropping "+what+" above max_message_size", "peer", to, "kind", kind,
 			"size", size, "max_message_size", b.maxMessageBytes)
 		return
 	}
@@ -377,10 +345,10 @@ func (b *TCPBus) SendFetch(to uint8, f *Fetch) {
 		b.stats.droppedNotConnected.Add(1)
 		return
 	}
-	frame, err := b.codec.EncodeFetch(nil, f)
+	frame, err := encode()
 	if err != nil {
 		b.stats.droppedEncode.Add(1)
-		b.log.Error("dropping fetch frame that does not encode", "peer", to, "kind", f.Kind, "err", err)
+		b.log.Error("dropping "+what+" that does not encode", "peer", to, "kind", kind, "err", err)
 		return
 	}
 	if !pc.enqueue(frame) {
