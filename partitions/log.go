@@ -27,6 +27,7 @@ type Log struct {
 	failure    error      // set by a write that could not be rolled back
 	closed     bool
 	offsets    *offsetStore
+	corruption corruptionReports
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
