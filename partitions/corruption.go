@@ -42,13 +42,20 @@ func (c *corruptionReports) firstReport(p corruptionPlace) bool {
 // corruptAt builds the error for damaged bytes found at pos of segment s by a read, and logs it (once
 // per place): file, byte position and offset.
 func (l *Log) corruptAt(s *segment, pos, offset uint64, reason string) *CorruptionError {
+	e, _ := l.reportCorruption(s, pos, offset, reason)
+	return e
+}
+
+// reportCorruption is corruptAt that also says whether this place was reported for the first time.
+func (l *Log) reportCorruption(s *segment, pos, offset uint64, reason string) (*CorruptionError, bool) {
 	e := &CorruptionError{Dir: l.dir, File: segmentBaseName(s.startOffset) + logSuffix, Position: pos, Offset: offset,
 		Reason: reason}
-	if l.corruption.firstReport(corruptionPlace{s.startOffset, pos}) {
+	first := l.corruption.firstReport(corruptionPlace{s.startOffset, pos})
+	if first {
 		l.logger.Error("corrupt batch in partition log: refusing to serve it", "dir", l.dir, "file", e.File,
 			"position", pos, "offset", offset, "reason", reason)
 	}
-	return e
+	return e, first
 }
 
 // CorruptionsDetected counts the reads (polls, record reads, scrubs) that found damaged bytes.

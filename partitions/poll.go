@@ -247,6 +247,8 @@ type segmentReader struct {
 	seg      *segment
 	buf      []byte
 	bufStart uint64
+	// newDamage: the last damaged header record reported was a place not reported before.
+	newDamage bool
 }
 
 // readBuffers recycles read-ahead windows between polls; windows grown past the read-ahead size for
@@ -299,7 +301,9 @@ func (r *segmentReader) record(pos uint64) ([]byte, wire.BatchHeader, error) {
 		if err != nil {
 			reason = fmt.Sprintf("no valid batch header: %v", err)
 		}
-		return nil, wire.BatchHeader{}, r.log.corruptAt(r.seg, pos, r.seg.offsetNear(pos), reason)
+		ce, first := r.log.reportCorruption(r.seg, pos, r.seg.offsetNear(pos), reason)
+		r.newDamage = first
+		return nil, wire.BatchHeader{}, ce
 	}
 	if !r.covers(pos, h.BatchLength) {
 		if err := r.fill(pos, h.BatchLength); err != nil {

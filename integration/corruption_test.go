@@ -1,0 +1,87 @@
+package integration
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// flipInPlace flips one byte of a file a running server holds open (same inode).
+func flipInPlace(t *testing.T, path string, at int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	must(t, err)
+	defer f.Close()
+	var b [1]byte
+	_, err = f.ReadAt(b[:], at)
+	must(t, err)
+	b[0] ^= 0xFF
+	_, err = f.WriteAt(b[:], at)
+	must(t, err)
+}
+
+// TestCorruptSealedBatchIsNeverServedByARunningServer (issue 15 point 6): a
+// byte flipped in a sealed segment under a running server is refused with
+// 4011 CannotReadMessage and a log line naming the file and offset; the
+// intact messages before and after it are still served.
+func TestCorruptSealedBatchIsNeverServedByARunningServer(t *testing.T) {
+	srv := startServer(t, "", "IGGY_PARTITION_SCRUB_BYTES_PER_SECOND=0")
+	c := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	_, err := c.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = c.CreateTopic(ctx, id(0), "t", 1, u64Option("segment_size", 1<<20))
+	must(t, err)
+	fillPartition(t, c, id(0), id(0), 0, 15) // ≈100 KB batches of 10: two segments
+	r := pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(0), wire.PollingStrategy{Kind: wire.PollFirst}, 1000, false)
+	if r.MessagesCount != 150 {
+		t.Fatalf("before the damage: %d messages, want 150", r.MessagesCount)
+	}
+
+	// Batches are 100 816 bytes (10 × (48 + 10 008) + 256). Offsets 20..29: the third batch of the first (sealed) segment.
+	flipInPlace(t, segmentPath(srv.dataDir, 0, 0, "00000000000000000000"), 2*100_816+5000)
+
+	_, err = c.PollMessages(ctx, wire.PollMessagesRequest{Consumer: firstConsumer, Stream: id(0), Topic: id(0),
+		Partition: wire.SomePartition(0), Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: 20}, Count: 5})
+	expectCode(t, err, wire.ErrCannotReadMessage)
+	r = pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(0), wire.PollingStrategy{Kind: wire.PollFirst}, 1000, false)
+	if r.MessagesCount != 20 || r.Messages[19].Offset != 19 {
+		t.Fatalf("poll from the first offset: %d messages, want the 20 before the damage", r.MessagesCount)
+	}
+	r = pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(0), wire.PollingStrategy{Kind: wire.PollOffset, Value: 30}, 1000, false)
+	if r.MessagesCount != 120 || r.Messages[0].Offset != 30 {
+		t.Fatalf("poll past the damage: %d messages", r.MessagesCount)
+	}
+	logs := srv.logs.String()
+	if !strings.Contains(logs, "corrupt batch in partition log") || !strings.Contains(logs, "00000000000000000000.log") ||
+		!strings.Contains(logs, "offset=20") {
+		t.Fatalf("no log line naming the file and offset of the damage:\n%s", logs)
+	}
+}
+
+// TestScrubberReportsDamageNobodyRead (issue 15 point 6): the background
+// scrubber finds a flipped byte before any reader reaches it and logs the
+// file and offset.
+func TestScrubberReportsDamageNobodyRead(t *testing.T) {
+	srv := startServer(t, "", "IGGY_PARTITION_SCRUB_BYTES_PER_SECOND=64MiB")
+	c := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	_, err := c.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = c.CreateTopic(ctx, id(0), "t", 2, u64Option("segment_size", 1<<20))
+	must(t, err)
+	fillPartition(t, c, id(0), id(0), 1, 15)
+	flipInPlace(t, segmentPath(srv.dataDir, 0, 1, "00000000000000000000"), 4*100_816+300)
+	waitForLog(t, srv, "scrubber found a corrupt batch", 1)
+	// Rounds go on (one per turn at most), but the place is reported once.
+	waitForLog(t, srv, `msg="corrupt batch in partition log`, 1)
+	logs := srv.logs.String()
+	if n := strings.Count(logs, "scrubber found a corrupt batch"); n != 1 {
+		t.Fatalf("the damage was reported %d times, want once", n)
+	}
+	if !strings.Contains(logs, "offset=40") || !strings.Contains(logs, "partition=1") {
+		t.Fatalf("scrubber log line does not name the partition and offset:\n%s", logs)
+	}
+}
