@@ -149,6 +149,8 @@ type recovered struct {
 	superblock *consensus.VsrState
 	snapshot   *consensus.Snapshot
 	entries    []consensus.Prepare
+	// superblockDamage: a damaged older superblock copy was booted past.
+	superblockDamage string
 }
 
 var errJournalWithoutSnapshot = errors.New("metadata journal holds entries but there is no snapshot (the boot checkpoint is missing); wipe the metadata directory to start fresh")

@@ -150,6 +150,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	if recovered.superblockDamage != "" {
+		log.Warn("metadata superblock: a damaged copy was set aside", "damage", recovered.superblockDamage)
+	}
 	defer func() {
 		if cerr := store.Close(); cerr != nil {
 			log.Error("close metadata storage", "err", cerr)
