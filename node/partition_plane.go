@@ -323,5 +323,9 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		SegmentSizeBytes: t.Options.SegmentSize,
 		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 		Logger:           p.log,
+		// A single node has no peer to refill damage from: it serves around
+		// it (the damaged range is refused). A cluster replica sets the
+		// damage aside and refills it by state transfer (openLog).
+		ServeAroundDamage: !p.clustered(),
 	}
 }

@@ -35,6 +35,12 @@ type Options struct {
 	SyncOffsets bool
 	// Logger receives recovery warnings and quarantine errors. Default slog.Default().
 	Logger *slog.Logger
+	// ServeAroundDamage: damage Open finds that is not a torn tail (a damaged range inside a segment,
+	// a sealed segment damaged to its end, offsets missing between segments) is set apart as a refused
+	// range (polls over it answer ErrCorrupt) and the rest of the log is served, instead of the whole
+	// partition being quarantined. A single node sets it (it has no peer to refill from); a cluster
+	// replica leaves it off so the damage is set aside and refilled by state transfer.
+	ServeAroundDamage bool
 }
 
 func (o Options) withDefaults() (Options, error) {

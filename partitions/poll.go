@@ -178,6 +178,11 @@ func (p *poller) scan(si int, pos uint64, selectFrom func(wire.BatchHeader) (uin
 				return nil
 			}
 		}
+		if d := s.damageAt(s.sizeBytes); d != nil {
+			// Offsets missing after this segment (set apart at open).
+			ce, _ := p.log.damageError(s, d)
+			return p.stopAtDamage(ce)
+		}
 	}
 	return nil
 }
@@ -290,6 +295,11 @@ func (r *segmentReader) fill(pos, n uint64) error {
 
 // record returns the batch record stored at pos (aliasing the window, valid until the next call).
 func (r *segmentReader) record(pos uint64) ([]byte, wire.BatchHeader, error) {
+	if d := r.seg.damageAt(pos); d != nil {
+		ce, first := r.log.damageError(r.seg, d)
+		r.newDamage = first
+		return nil, wire.BatchHeader{}, ce
+	}
 	if !r.covers(pos, wire.BatchHeaderSize) {
 		if err := r.fill(pos, wire.BatchHeaderSize); err != nil {
 			return nil, wire.BatchHeader{}, err

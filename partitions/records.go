@@ -66,6 +66,10 @@ func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint6
 			taken += h.BatchLength
 			next = h.BaseOffset + uint64(h.MessageCount)
 		}
+		if d := s.damageAt(s.sizeBytes); d != nil && next < d.endOffset {
+			ce, _ := l.damageError(s, d)
+			return dst, next, fmt.Errorf("read records of %s: %w", l.dir, ce)
+		}
 	}
 	return dst, next, nil
 }

@@ -65,13 +65,21 @@ func (l *Log) recoverSegments() error {
 	for i, start := range starts {
 		if i > 0 {
 			prev := l.segments[i-1]
-			if start != prev.nextOffset {
+			if start < prev.nextOffset || (start > prev.nextOffset && !l.opts.ServeAroundDamage) {
 				return l.quarantine(segmentBaseName(start)+logSuffix, 0, prev.nextOffset,
 					fmt.Sprintf("segment starts at offset %d but the previous segment ends before offset %d",
 						start, prev.nextOffset))
 			}
+			if start > prev.nextOffset {
+				l.setApart(prev, damagedRange{from: prev.sizeBytes, to: prev.sizeBytes, firstOffset: prev.nextOffset,
+					endOffset: start, reason: fmt.Sprintf("offsets missing between this segment and the next (starting at %d)", start)})
+			}
 		}
-		s, err := l.recoverSegment(start, i == len(starts)-1)
+		nextStart, last := uint64(0), i == len(starts)-1
+		if !last {
+			nextStart = starts[i+1]
+		}
+		s, err := l.recoverSegment(start, nextStart, last)
 		if err != nil {
 			return err
 		}
@@ -80,8 +88,51 @@ func (l *Log) recoverSegments() error {
 	return nil
 }
 
-// recoverSegment opens, walks and (if needed) repairs one segment.
-func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
+// setApart records a damaged range of segment s (Options.ServeAroundDamage): reads refuse it, the rest
+// of the log is served. Logged once at error level with the file, bytes and offsets.
+func (l *Log) setApart(s *segment, d damagedRange) {
+	s.damaged = append(s.damaged, d)
+	if s.nextOffset < d.endOffset {
+		s.nextOffset = d.endOffset
+	}
+	s.forceIndex = true
+	l.logger.Error("partition log damaged: the range is refused, the rest of the partition is served",
+		"dir", l.dir, "file", segmentBaseName(s.startOffset)+logSuffix, "position", d.from, "end_position", d.to,
+		"first_offset", d.firstOffset, "end_offset", d.endOffset, "reason", d.reason)
+}
+
+// DamagedRange is a range recovery set apart (Options.ServeAroundDamage).
+type DamagedRange struct {
+	File                   string
+	Position, EndPosition  uint64
+	FirstOffset, EndOffset uint64 // offsets [FirstOffset, EndOffset) are refused
+	Reason                 string
+}
+
+// DamagedRanges lists the ranges recovery set apart, in offset order.
+func (l *Log) DamagedRanges() []DamagedRange {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []DamagedRange
+	for _, s := range l.segments {
+		for _, d := range s.damaged {
+			out = append(out, DamagedRange{File: segmentBaseName(s.startOffset) + logSuffix, Position: d.from,
+				EndPosition: d.to, FirstOffset: d.firstOffset, EndOffset: d.endOffset, Reason: d.reason})
+		}
+	}
+	return out
+}
+
+// damageError is the CorruptionError a read gets at a damaged range (logged once per place).
+func (l *Log) damageError(s *segment, d *damagedRange) (*CorruptionError, bool) {
+	e, first := l.reportCorruption(s, d.from, d.firstOffset, "range set apart at open: "+d.reason)
+	e.EndOffset = d.endOffset
+	return e, first
+}
+
+// recoverSegment opens, walks and (if needed) repairs one segment. nextStart is the next segment's
+// start offset (when not last).
+func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, error) {
 	name := segmentBaseName(start) + logSuffix
 	f, err := os.OpenFile(segmentLogPath(l.dir, start), os.O_RDWR, 0)
 	if err != nil {
@@ -97,22 +148,48 @@ func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
 		return fail(fmt.Errorf("stat segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
-	damage, err := l.walkSegment(s, size)
-	if err != nil {
-		return fail(err)
-	}
-	if damage != nil {
-		if !last {
+	var damage *segmentDamage
+	for pos := uint64(0); ; {
+		if damage, err = l.walkSegment(s, pos, size); err != nil {
+			return fail(err)
+		}
+		if damage == nil {
+			break
+		}
+		if !last && !l.opts.ServeAroundDamage {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, "sealed segment damaged: "+damage.reason))
 		}
 		at, found, err := findVerifiedBatchAfter(f, damage.position, size, s.nextOffset)
 		if err != nil {
 			return fail(err)
 		}
+		var base uint64
 		if found {
+			if base, err = batchBaseOffsetAt(f, at); err != nil {
+				return fail(err)
+			}
+			found = last || base < nextStart
+		}
+		if found && !l.opts.ServeAroundDamage {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
 				"%s, and a valid batch follows at byte %d (interior corruption, not a torn tail)", damage.reason, at)))
 		}
+		if found {
+			l.setApart(s, damagedRange{from: damage.position, to: at, firstOffset: s.nextOffset, endOffset: base,
+				reason: damage.reason})
+			pos = at
+			continue
+		}
+		if !last {
+			// A sealed segment damaged to its end: its remaining offsets are refused.
+			l.setApart(s, damagedRange{from: damage.position, to: size, firstOffset: s.nextOffset, endOffset: nextStart,
+				reason: damage.reason})
+			s.sizeBytes = size
+			damage = nil
+		}
+		break
+	}
+	if damage != nil {
 		l.logger.Warn("truncating torn tail of partition log", "dir", l.dir, "file", name,
 			"position", damage.position, "dropped_bytes", size-damage.position, "next_offset", s.nextOffset,
 			"reason", damage.reason)
@@ -139,10 +216,9 @@ func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
 // walkSegment reads the segment front to back, verifying every batch (framing, per-message and batch
 // checksums, contiguous offsets) and rebuilding the in-memory accounting and sparse index. It returns
 // the first damage, or nil when the whole file is sound.
-func (l *Log) walkSegment(s *segment, size uint64) (*segmentDamage, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, 0, int64(size)), recoveryReadBufferBytes)
+func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, int64(pos), int64(size-pos)), recoveryReadBufferBytes)
 	var record []byte
-	pos := uint64(0)
 	for pos < size {
 		if size-pos < wire.BatchHeaderSize {
 			return &segmentDamage{pos, fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
@@ -209,6 +285,15 @@ func findVerifiedBatchAfter(f *os.File, from, size, minOffset uint64) (uint64, b
 		}
 	}
 	return 0, false, nil
+}
+
+// batchBaseOffsetAt reads the base_offset of the (verified) batch at pos.
+func batchBaseOffsetAt(f *os.File, pos uint64) (uint64, error) {
+	var b [16]byte
+	if _, err := f.ReadAt(b[:], int64(pos)); err != nil {
+		return 0, fmt.Errorf("read batch header at %d: %w", pos, err)
+	}
+	return binary.LittleEndian.Uint64(b[8:]), nil
 }
 
 func allZero(b []byte) bool {

@@ -56,6 +56,12 @@ func (l *Log) Scrub(cursor ScrubCursor, bytesMax uint64) (ScrubResult, error) {
 				res.Next = ScrubCursor{SegmentStart: s.startOffset, Position: pos}
 				return res, nil
 			}
+			if d := s.damageAt(pos); d != nil && d.to > pos {
+				// Set apart at open: reported, and the walk goes on after it.
+				res.Damage, res.NewDamage = l.damageError(s, d)
+				res.Next = ScrubCursor{SegmentStart: s.startOffset, Position: d.to}
+				return res, nil
+			}
 			record, h, err := r.record(pos)
 			if err != nil {
 				var ce *CorruptionError
