@@ -151,6 +151,8 @@ type recovered struct {
 	entries    []consensus.Prepare
 	// superblockDamage: a damaged older superblock copy was booted past.
 	superblockDamage string
+	// walTornAt, walTornBytes: the torn (never acknowledged) WAL tail cut.
+	walTornAt, walTornBytes int64
 }
 
 var errJournalWithoutSnapshot = errors.New("metadata journal holds entries but there is no snapshot (the boot checkpoint is missing); wipe the metadata directory to start fresh")

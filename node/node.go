@@ -153,6 +153,11 @@ func Run(ctx context.Context, opts Options) error {
 	if recovered.superblockDamage != "" {
 		log.Warn("metadata superblock: a damaged copy was set aside", "damage", recovered.superblockDamage)
 	}
+	if recovered.walTornBytes > 0 {
+		log.Warn("metadata journal: cut a torn tail (an append that never completed, so never acknowledged)",
+			"file", filepath.Join(n.dataDir, "metadata", "journal.wal"), "position", recovered.walTornAt,
+			"dropped_bytes", recovered.walTornBytes)
+	}
 	defer func() {
 		if cerr := store.Close(); cerr != nil {
 			log.Error("close metadata storage", "err", cerr)

@@ -75,6 +75,7 @@ func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec reco
 		return nil, recovered{}, fmt.Errorf("metadata journal: %w", err)
 	}
 	st.wal = wal
+	rec.walTornAt, rec.walTornBytes = wal.TornTail()
 	rec.entries = entriesFromSnapshotOp(entries, snap)
 	return st, rec, nil
 }

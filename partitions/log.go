@@ -28,6 +28,8 @@ type Log struct {
 	closed     bool
 	offsets    *offsetStore
 	corruption corruptionReports
+	readOnly   bool     // Options.ReadOnly
+	findings   []string // what the open-time walk found wrong (Findings)
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
@@ -58,13 +60,18 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger, readOnly: opts.ReadOnly}
+	if l.readOnly {
+		l.failure = fmt.Errorf("%w: opened read-only", ErrFailed)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger}
 	if err := l.recoverSegments(); err != nil {
 		l.closeSegments()
 		return nil, err
+	}
+	if len(l.segments) == 0 && l.readOnly {
+		l.segments = append(l.segments, &segment{})
 	}
 	if len(l.segments) == 0 {
 		s, err := l.createSegment(0)
@@ -74,7 +81,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.segments = append(l.segments, s)
 	}
 	l.nextOffset = l.active().nextOffset
-	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger); err != nil {
+	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
 		l.closeSegments()
 		return nil, err
 	}
@@ -270,7 +277,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var syncErr error
-	if l.failure == nil {
+	if l.failure == nil && !l.readOnly {
 		syncErr = l.syncLocked()
 	}
 	l.closed = true

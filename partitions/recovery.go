@@ -40,6 +40,10 @@ func (l *Log) recoverSegments() error {
 		switch {
 		case strings.HasSuffix(name, ".tmp"):
 			// A replacement interrupted by a crash: the original is intact.
+			if l.readOnly {
+				l.note("stale %s (left by an interrupted replacement; removed at open)", name)
+				continue
+			}
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("remove stale %s: %w", name, err)
 			}
@@ -56,6 +60,10 @@ func (l *Log) recoverSegments() error {
 	slices.Sort(starts)
 	for start := range indexes {
 		if _, found := slices.BinarySearch(starts, start); !found {
+			if l.readOnly {
+				l.note("orphan index %s without a log file (removed at open)", segmentBaseName(start)+indexSuffix)
+				continue
+			}
 			l.logger.Warn("removing orphan index without a log file", "dir", l.dir, "start_offset", start)
 			if err := os.Remove(segmentIndexPath(l.dir, start)); err != nil {
 				return fmt.Errorf("remove orphan index %d: %w", start, err)
@@ -92,6 +100,8 @@ func (l *Log) recoverSegments() error {
 // of the log is served. Logged once at error level with the file, bytes and offsets.
 func (l *Log) setApart(s *segment, d damagedRange) {
 	s.damaged = append(s.damaged, d)
+	l.note("%s: bytes %d..%d damaged, offsets %d..%d refused: %s", segmentBaseName(s.startOffset)+logSuffix,
+		d.from, d.to, d.firstOffset, d.endOffset, d.reason)
 	if s.nextOffset < d.endOffset {
 		s.nextOffset = d.endOffset
 	}
@@ -99,6 +109,19 @@ func (l *Log) setApart(s *segment, d damagedRange) {
 	l.logger.Error("partition log damaged: the range is refused, the rest of the partition is served",
 		"dir", l.dir, "file", segmentBaseName(s.startOffset)+logSuffix, "position", d.from, "end_position", d.to,
 		"first_offset", d.firstOffset, "end_offset", d.endOffset, "reason", d.reason)
+}
+
+// note records a finding of the open-time walk (Findings; the offline check prints them).
+func (l *Log) note(format string, args ...any) {
+	l.findings = append(l.findings, fmt.Sprintf(format, args...))
+}
+
+// Findings lists what the open-time walk found wrong (damaged ranges, torn tails, index mismatches,
+// corrupt offset files); empty for a sound log. With Options.ReadOnly nothing was changed on disk.
+func (l *Log) Findings() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return slices.Clone(l.findings)
 }
 
 // DamagedRange is a range recovery set apart (Options.ServeAroundDamage).
@@ -134,7 +157,11 @@ func (l *Log) damageError(s *segment, d *damagedRange) (*CorruptionError, bool) 
 // start offset (when not last).
 func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, error) {
 	name := segmentBaseName(start) + logSuffix
-	f, err := os.OpenFile(segmentLogPath(l.dir, start), os.O_RDWR, 0)
+	mode := os.O_RDWR
+	if l.readOnly {
+		mode = os.O_RDONLY
+	}
+	f, err := os.OpenFile(segmentLogPath(l.dir, start), mode, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open segment %s: %w", name, err)
 	}
@@ -190,6 +217,11 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		break
 	}
 	if damage != nil {
+		if l.readOnly {
+			l.note("%s: torn tail at byte %d (%d bytes after offset %d; cut at open): %s", name, damage.position,
+				size-damage.position, s.nextOffset, damage.reason)
+			return s, nil
+		}
 		l.logger.Warn("truncating torn tail of partition log", "dir", l.dir, "file", name,
 			"position", damage.position, "dropped_bytes", size-damage.position, "next_offset", s.nextOffset,
 			"reason", damage.reason)
@@ -203,7 +235,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 	if err := l.reconcileIndex(s); err != nil {
 		return fail(err)
 	}
-	if last {
+	if last && !l.readOnly {
 		idx, err := os.OpenFile(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return fail(fmt.Errorf("open index of active segment %d: %w", start, err))
@@ -315,6 +347,13 @@ func (l *Log) reconcileIndex(s *segment) error {
 		return fmt.Errorf("read index %s: %w", path, err)
 	}
 	if err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if l.readOnly {
+		if len(have) > 0 || len(want) > 0 {
+			l.note("%s: sparse index differs from the log (%d bytes, rebuilt %d; rewritten at open)",
+				segmentBaseName(s.startOffset)+indexSuffix, len(have), len(want))
+		}
 		return nil
 	}
 	level := slog.LevelWarn

@@ -3,6 +3,7 @@ package partitions
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/lodestream/lodestream/wire"
 )
@@ -94,4 +95,17 @@ func (l *Log) scrubCursorAfter(si int) ScrubCursor {
 		return ScrubCursor{SegmentStart: l.segments[si+1].startOffset}
 	}
 	return ScrubCursor{}
+}
+
+// Check verifies the partition log in dir without changing anything (the offline `iggy-server
+// check`): every batch of every segment, the indexes against the log, the consumer offset files. It
+// returns what is wrong (empty for a sound log); an error means the directory could not be read or
+// its segments overlap.
+func Check(dir string) ([]string, error) {
+	l, err := Open(dir, Options{ReadOnly: true, ServeAroundDamage: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return l.Findings(), nil
 }
