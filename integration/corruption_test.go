@@ -180,3 +180,44 @@ func TestDamagedAcknowledgedMetadataIsRefusedNotCut(t *testing.T) {
 		t.Fatalf("the refused boot changed the journal (%d bytes, was %d)", len(after), len(data))
 	}
 }
+
+// TestDamagedLastBatchOfPersistedTopicIsNeverReissued (issue 15 point 5):
+// flipping bytes in the last batch of a persisted topic used to drop its 100
+// acknowledged messages as a "torn tail" and hand their offsets out again.
+// Now the batch is reported as damaged (file and offsets), refused when read,
+// and the next send continues after it.
+func TestDamagedLastBatchOfPersistedTopicIsNeverReissued(t *testing.T) {
+	srv := startServer(t, "")
+	c := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	_, err := c.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = c.CreateTopic(ctx, id(0), "t", 1, stringOption("durability", "persisted"))
+	must(t, err)
+	for b := 0; b < 3; b++ {
+		sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("p", b*100, 100))
+	}
+	srv.stop(syscall.SIGKILL)
+	seg := segmentPath(srv.dataDir, 0, 0, "00000000000000000000")
+	st, err := os.Stat(seg)
+	must(t, err)
+	flipInPlace(t, seg, st.Size()-5) // inside the last batch's last message
+
+	srv.start()
+	c = rootClient(t, srv.addr)
+	if conf := sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("after", 0, 1)); conf.BaseOffset != 300 {
+		t.Fatalf("the send after the damage got offset %d, want 300 (200..299 were acknowledged before)", conf.BaseOffset)
+	}
+	_, err = c.PollMessages(ctx, wire.PollMessagesRequest{Consumer: firstConsumer, Stream: id(0), Topic: id(0),
+		Partition: wire.SomePartition(0), Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: 250}, Count: 10})
+	expectCode(t, err, wire.ErrCannotReadMessage)
+	r := pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(0), wire.PollingStrategy{Kind: wire.PollFirst}, 1000, false)
+	if r.MessagesCount != 200 {
+		t.Fatalf("poll from the first offset: %d messages, want the 200 before the damage", r.MessagesCount)
+	}
+	logs := srv.logs.String()
+	if !strings.Contains(logs, "partition log damaged") || !strings.Contains(logs, "first_offset=200") ||
+		strings.Contains(logs, "truncating torn tail") {
+		t.Fatalf("the damage is not reported as such:\n%s", logs)
+	}
+}

@@ -24,6 +24,12 @@ const recoveryReadBufferBytes = 1 << 20
 type segmentDamage struct {
 	position uint64
 	reason   string
+	// complete: the batch's framing is whole (header sane, length present, offset expected) and only
+	// its checksums fail. Appends are whole pwrites, so such a batch was written in full and damaged
+	// later (or, unsynced, torn inside its pages): its offsets were handed out.
+	complete bool
+	length   uint64
+	count    uint32
 }
 
 // recoverSegments loads every segment of dir in start-offset order, verifying each batch. A damaged
@@ -207,6 +213,15 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			pos = at
 			continue
 		}
+		if damage.complete && l.opts.ServeAroundDamage {
+			// A whole batch that fails its checksums (issue 15 point 5): its offsets were handed out,
+			// so they are refused, never cut and re-issued.
+			l.setApart(s, damagedRange{from: damage.position, to: damage.position + damage.length,
+				firstOffset: s.nextOffset, endOffset: s.nextOffset + uint64(damage.count), reason: damage.reason})
+			s.sizeBytes = damage.position + damage.length
+			pos = damage.position + damage.length
+			continue
+		}
 		if !last {
 			// A sealed segment damaged to its end: its remaining offsets are refused.
 			l.setApart(s, damagedRange{from: damage.position, to: size, firstOffset: s.nextOffset, endOffset: nextStart,
@@ -253,7 +268,7 @@ func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) 
 	var record []byte
 	for pos < size {
 		if size-pos < wire.BatchHeaderSize {
-			return &segmentDamage{pos, fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
 		}
 		record = slices.Grow(record[:0], wire.BatchHeaderSize)[:wire.BatchHeaderSize]
 		if _, err := io.ReadFull(r, record); err != nil {
@@ -261,23 +276,24 @@ func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) 
 		}
 		h, err := wire.DecodeBatchHeader(record)
 		if err != nil {
-			return &segmentDamage{pos, err.Error()}, nil
+			return &segmentDamage{position: pos, reason: err.Error()}, nil
 		}
 		switch {
 		case h.BatchLength > size-pos:
-			return &segmentDamage{pos, fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
 				h.BatchLength, size-pos)}, nil
 		case h.BatchLength > wire.BatchFrameBytesMax:
-			return &segmentDamage{pos, fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
 		case h.BaseOffset != s.nextOffset:
-			return &segmentDamage{pos, fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
 		}
 		record = slices.Grow(record, int(h.BatchLength)-len(record))[:h.BatchLength]
 		if _, err := io.ReadFull(r, record[wire.BatchHeaderSize:]); err != nil {
 			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
 		}
 		if _, err := wire.VerifyBatchRecord(record); err != nil {
-			return &segmentDamage{pos, err.Error()}, nil
+			return &segmentDamage{position: pos, reason: err.Error(), complete: h.MessageCount > 0,
+				length: h.BatchLength, count: h.MessageCount}, nil
 		}
 		s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount, l.opts.IndexIntervalBytes)
 		pos += h.BatchLength

@@ -180,3 +180,36 @@ func TestRandomDamageServedAroundNeverServesWrongData(t *testing.T) {
 		r.Close()
 	}
 }
+
+// TestDamagedLastBatchKeepsItsOffsets (issue 15 point 5): flipping a byte in the last batch of a
+// synced log used to cut it as a torn tail and hand its offsets out again. A whole batch that fails its
+// checksums is damage, not a torn append: its offsets stay taken (refused when read), the next append
+// continues after them.
+func TestDamagedLastBatchKeepsItsOffsets(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{SegmentSizeBytes: 1 << 20, IndexIntervalBytes: 1})
+	fillLog(t, l, 3, 100, 50)
+	if err := l.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	last := l.active().index[2]
+	next := l.NextOffset()
+	l.Close()
+	flipByte(t, segmentFile(dir, 0), int64(last.position+wire.BatchHeaderSize+wire.BatchMessageHeaderSize+10))
+
+	l = openAround(t, dir)
+	defer l.Close()
+	if got := l.NextOffset(); got != next {
+		t.Fatalf("next offset after reopening %d, want %d: the damaged batch's offsets would be re-issued", got, next)
+	}
+	if r := l.DamagedRanges(); len(r) != 1 || r[0].FirstOffset != 200 || r[0].EndOffset != 300 {
+		t.Fatalf("damaged ranges %+v, want offsets 200..299", r)
+	}
+	if _, err := pollErr(l, 250, 10); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("poll of the damaged batch: %v", err)
+	}
+	if _, err := l.Append(makeBatch(t, next, 1, 8, 9000)); err != nil {
+		t.Fatal(err)
+	}
+	expectOffsets(t, "the batch after", poll(t, l, wire.PollOffset, 300, 10), 300, 1)
+}
