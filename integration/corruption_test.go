@@ -221,3 +221,32 @@ func TestDamagedLastBatchOfPersistedTopicIsNeverReissued(t *testing.T) {
 		t.Fatalf("the damage is not reported as such:\n%s", logs)
 	}
 }
+
+// TestLostTailOffsetsAreNeverHandedOutAgain (issue 15 point 5): a crash
+// that loses a replicated topic's unsynced tail (simulated: SIGKILL, then
+// the segment cut back as a power loss would leave it) must not hand the
+// lost offsets out again.
+func TestLostTailOffsetsAreNeverHandedOutAgain(t *testing.T) {
+	srv := startServer(t, "")
+	c := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	_, err := c.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = c.CreateTopic(ctx, id(0), "t", 1)
+	must(t, err)
+	var last uint64
+	for b := 0; b < 5; b++ {
+		last = sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("x", b*10, 10)).BaseOffset + 9
+	}
+	srv.stop(syscall.SIGKILL)
+	seg := segmentPath(srv.dataDir, 0, 0, "00000000000000000000")
+	st, err := os.Stat(seg)
+	must(t, err)
+	must(t, os.Truncate(seg, st.Size()*2/5)) // the page cache never reached the disk past here
+
+	srv.start()
+	c = rootClient(t, srv.addr)
+	if conf := sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("after", 0, 1)); conf.BaseOffset <= last {
+		t.Fatalf("after the crash the send got offset %d; offsets up to %d were already handed out", conf.BaseOffset, last)
+	}
+}

@@ -327,5 +327,8 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// it (the damaged range is refused). A cluster replica sets the
 		// damage aside and refills it by state transfer (openLog).
 		ServeAroundDamage: !p.clustered(),
+		// Offsets never re-issued after a crash (issue 15 point 5). A
+		// replica's offsets come from its group's log, the same on every node.
+		ReserveOffsets: !p.clustered(),
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/lodestream/lodestream/wire"
@@ -29,6 +30,7 @@ type Log struct {
 	offsets    *offsetStore
 	corruption corruptionReports
 	readOnly   bool     // Options.ReadOnly
+	reserved   uint64   // durable offset reservation (Options.ReserveOffsets)
 	findings   []string // what the open-time walk found wrong (Findings)
 }
 
@@ -81,6 +83,20 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.segments = append(l.segments, s)
 	}
 	l.nextOffset = l.active().nextOffset
+	if opts.ReserveOffsets && !l.readOnly {
+		if err := l.loadReservation(); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
+		if l.reserved > l.nextOffset {
+			// A crash: offsets up to the reservation may have been handed out and lost.
+			l.nextOffset = l.reserved
+		}
+		if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
+	}
 	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
 		l.closeSegments()
 		return nil, err
@@ -123,6 +139,16 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	if h.BaseOffset != l.nextOffset {
 		return BatchLocation{}, fmt.Errorf("append to %s: base offset %d, next offset %d: %w", l.dir,
 			h.BaseOffset, l.nextOffset, ErrOffsetMismatch)
+	}
+	if l.opts.ReserveOffsets {
+		if err := l.crossHole(); err != nil {
+			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
+		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved {
+			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
+				return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+			}
+		}
 	}
 	if l.active().sizeBytes >= l.opts.SegmentSizeBytes {
 		// A full active segment means an earlier roll failed (or the log was reopened full): roll now.
@@ -279,6 +305,12 @@ func (l *Log) Close() error {
 	var syncErr error
 	if l.failure == nil && !l.readOnly {
 		syncErr = l.syncLocked()
+		if syncErr == nil && l.opts.ReserveOffsets && l.reserved > l.nextOffset {
+			// Clean shutdown: the next open resumes exactly here, nothing skipped.
+			if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeOffsetFile(l.nextOffset), true); err != nil {
+				syncErr = fmt.Errorf("close %s: record the next offset: %w", l.dir, err)
+			}
+		}
 	}
 	l.closed = true
 	closeErr := l.closeSegments()

@@ -45,6 +45,10 @@ type Options struct {
 	// index mismatches, stale files and corrupt offset files are only listed in Findings — and the
 	// log refuses writes.
 	ReadOnly bool
+	// ReserveOffsets reserves offsets durably ahead of use so a restart resumes above every offset ever
+	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
+	// offsets come from its group's log instead.
+	ReserveOffsets bool
 }
 
 func (o Options) withDefaults() (Options, error) {

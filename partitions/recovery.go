@@ -79,6 +79,10 @@ func (l *Log) recoverSegments() error {
 	for i, start := range starts {
 		if i > 0 {
 			prev := l.segments[i-1]
+			if start > prev.nextOffset && l.opts.ReserveOffsets && l.lostMarker(prev.nextOffset) {
+				// Offsets a crash lost, skipped on purpose (reserve.go): not damage.
+				prev.nextOffset = start
+			}
 			if start < prev.nextOffset || (start > prev.nextOffset && !l.opts.ServeAroundDamage) {
 				return l.quarantine(segmentBaseName(start)+logSuffix, 0, prev.nextOffset,
 					fmt.Sprintf("segment starts at offset %d but the previous segment ends before offset %d",
