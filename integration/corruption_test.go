@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -248,5 +251,74 @@ func TestLostTailOffsetsAreNeverHandedOutAgain(t *testing.T) {
 	c = rootClient(t, srv.addr)
 	if conf := sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("after", 0, 1)); conf.BaseOffset <= last {
 		t.Fatalf("after the crash the send got offset %d; offsets up to %d were already handed out", conf.BaseOffset, last)
+	}
+}
+
+// runOffline runs `iggy-server <args>` on a stopped server's data directory.
+func runOffline(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(serverBinary, args...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("run iggy-server %v: %v", args, err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+// TestOfflineCheckAndRepair (issue 15 point 7): `iggy-server check` verifies
+// a data directory without changing it and names each damaged file and
+// position (exit 3); `repair` does nothing without an explicit choice, then
+// salvages what it is told to, after which the server boots and serves.
+func TestOfflineCheckAndRepair(t *testing.T) {
+	srv := startServer(t, "")
+	c := rootClient(t, srv.addr)
+	ctx := testCtx(t)
+	_, err := c.CreateStream(ctx, "s")
+	must(t, err)
+	_, err = c.CreateTopic(ctx, id(0), "t", 1, u64Option("segment_size", 1<<20))
+	must(t, err)
+	fillPartition(t, c, id(0), id(0), 0, 15)
+	srv.stop(syscall.SIGTERM)
+
+	if out, code := runOffline(t, "check", "--path", srv.dataDir); code != 0 || !strings.Contains(out, "sound") {
+		t.Fatalf("check of a sound directory: exit %d\n%s", code, out)
+	}
+	seg := segmentPath(srv.dataDir, 0, 0, "00000000000000000000")
+	flipInPlace(t, seg, 2*100_816+5000)
+	before, err := os.ReadFile(seg)
+	must(t, err)
+	wal := filepath.Join(srv.dataDir, "metadata", "journal.wal")
+	walData, err := os.ReadFile(wal)
+	must(t, err)
+	starts := walRecordStarts(t, walData)
+	walData[starts[len(starts)-1]+24+30] ^= 0xFF
+	must(t, os.WriteFile(wal, walData, 0o644))
+
+	out, code := runOffline(t, "check", "--path", srv.dataDir)
+	if code != 3 || !strings.Contains(out, "00000000000000000000.log: bytes 201632..302447 damaged, offsets 20..29 refused") ||
+		!strings.Contains(out, "metadata/journal.wal") {
+		t.Fatalf("check of a damaged directory: exit %d\n%s", code, out)
+	}
+	if after, _ := os.ReadFile(seg); !bytes.Equal(after, before) {
+		t.Fatal("check changed a segment")
+	}
+	if out, code := runOffline(t, "repair", "--path", srv.dataDir); code != 2 || !strings.Contains(out, "choose") {
+		t.Fatalf("repair without a choice: exit %d\n%s", code, out)
+	}
+	if out, code := runOffline(t, "repair", "--path", srv.dataDir, "--truncate-metadata-wal", "--cut-partition-damage"); code != 0 {
+		t.Fatalf("repair: exit %d\n%s", code, out)
+	}
+	if out, code := runOffline(t, "check", "--path", srv.dataDir); code != 0 {
+		t.Fatalf("check after the repair: exit %d\n%s", code, out)
+	}
+	srv.start()
+	c = rootClient(t, srv.addr)
+	r := pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(0), wire.PollingStrategy{Kind: wire.PollFirst}, 1000, false)
+	if r.MessagesCount != 20 {
+		t.Fatalf("after the cut: %d messages, want the 20 before the damage", r.MessagesCount)
+	}
+	if conf := sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("z", 0, 1)); conf.BaseOffset < 150 {
+		t.Fatalf("after the cut a send got offset %d: offsets up to 149 were handed out", conf.BaseOffset)
 	}
 }

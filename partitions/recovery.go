@@ -110,8 +110,13 @@ func (l *Log) recoverSegments() error {
 // of the log is served. Logged once at error level with the file, bytes and offsets.
 func (l *Log) setApart(s *segment, d damagedRange) {
 	s.damaged = append(s.damaged, d)
-	l.note("%s: bytes %d..%d damaged, offsets %d..%d refused: %s", segmentBaseName(s.startOffset)+logSuffix,
-		d.from, d.to, d.firstOffset, d.endOffset, d.reason)
+	if d.to > d.from {
+		l.note("%s: bytes %d..%d damaged, offsets %d..%d refused: %s", segmentBaseName(s.startOffset)+logSuffix,
+			d.from, d.to-1, d.firstOffset, d.endOffset-1, d.reason)
+	} else {
+		l.note("%s: offsets %d..%d refused: %s", segmentBaseName(s.startOffset)+logSuffix, d.firstOffset,
+			d.endOffset-1, d.reason)
+	}
 	if s.nextOffset < d.endOffset {
 		s.nextOffset = d.endOffset
 	}

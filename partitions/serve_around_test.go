@@ -213,3 +213,31 @@ func TestDamagedLastBatchKeepsItsOffsets(t *testing.T) {
 	}
 	expectOffsets(t, "the batch after", poll(t, l, wire.PollOffset, 300, 10), 300, 1)
 }
+
+// TestCutAtFirstDamageKeepsThePrefixAndNeverReissues: the offline salvage cuts a log at its first
+// damaged range; it then opens without damage, serves the prefix, and resumes above every offset the
+// log had handed out (single node, reservations on).
+func TestCutAtFirstDamageKeepsThePrefixAndNeverReissues(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentSizeBytes: 4096, IndexIntervalBytes: 1, ReserveOffsets: true, ServeAroundDamage: true,
+		Logger: quietLogger}
+	l := openLog(t, dir, opts)
+	fillLog(t, l, 12, 2, 700)
+	next := l.NextOffset()
+	damaged := l.segments[0].index[1]
+	l.Close()
+	flipByte(t, segmentFile(dir, 0), int64(damaged.position+wire.BatchHeaderSize+60))
+	cut, err := CutAtFirstDamage(dir)
+	if err != nil || cut == nil || cut.FirstOffset != 2 {
+		t.Fatalf("cut: %+v, %v", cut, err)
+	}
+	if f, err := Check(dir); err != nil || len(f) != 0 {
+		t.Fatalf("after the cut: findings %v, %v", f, err)
+	}
+	l = openLog(t, dir, opts)
+	defer l.Close()
+	expectOffsets(t, "prefix", poll(t, l, wire.PollFirst, 0, 100), 0, 2)
+	if l.NextOffset() < next {
+		t.Fatalf("after the cut the log resumes at %d, below %d it had handed out", l.NextOffset(), next)
+	}
+}
