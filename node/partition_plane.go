@@ -210,19 +210,25 @@ type partitionPlane struct {
 	reconcileMu  sync.Mutex
 	lastRevision uint64
 	reconciled   bool
+	// topicPartitions: each topic's partition count at the last pass
+	// (under reconcileMu), so a one-topic pass finds removed partitions.
+	topicPartitions map[topicKey]int
+	// reconcileVisits counts the partitions reconcile passes compared (tests).
+	reconcileVisits uint64
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,
 	topo topology, clusterCfg config.ClusterConfig) *partitionPlane {
 	p := &partitionPlane{
-		log:        log,
-		root:       filepath.Join(dataDir, "streams"),
-		entries:    make(map[partitionKey]*partitionEntry),
-		opening:    make(map[partitionKey]chan struct{}),
-		opens:      newOpenQueue(),
-		topo:       topo,
-		clusterCfg: clusterCfg,
-		identity:   journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
+		log:             log,
+		root:            filepath.Join(dataDir, "streams"),
+		entries:         make(map[partitionKey]*partitionEntry),
+		opening:         make(map[partitionKey]chan struct{}),
+		opens:           newOpenQueue(),
+		topicPartitions: make(map[topicKey]int),
+		topo:            topo,
+		clusterCfg:      clusterCfg,
+		identity:        journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
 	}
 	if topo.clustered {
 		p.identity.Cluster = bus.ClusterID(clusterCfg.Name)
