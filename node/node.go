@@ -170,6 +170,7 @@ func Run(ctx context.Context, opts Options) error {
 	n.state = state
 	appliedOp, _ := state.LastApplied()
 	n.driver = newDriver(log.With("group", "metadata"), group, store, n, appliedOp)
+	n.driver.fence.timeout = cfg.Cluster.SuperblockWedgedFatalTimeout.Duration // 0: never exit
 	if recovered.snapshot == nil {
 		// First boot: the seeded root user exists only in memory until this
 		// checkpoint makes it durable (it is never in the WAL).
