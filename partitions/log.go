@@ -163,11 +163,16 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	}
 	s.dirty = true
 	indexLen := len(s.index)
+	before := *s // the accounting noteBatch changes, restored if the index write fails
 	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
 		l.opts.IndexIntervalBytes); ok {
 		var entry [indexEntrySize]byte
 		e.encode(entry[:])
 		if _, err := s.indexFile.WriteAt(entry[:], int64(indexLen*indexEntrySize)); err != nil {
+			// A full disk (issue 15 point 8): undo the batch exactly, so the log takes appends
+			// again once space returns instead of refusing them until a restart.
+			*s = before
+			s.index = s.index[:indexLen]
 			return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write index entry: %w", err))
 		}
 	}

@@ -93,3 +93,37 @@ func expectQuarantineOpts(t *testing.T, dir string, opts Options) {
 		t.Fatal("Open accepted a gap no marker names")
 	}
 }
+
+// TestFailedIndexWriteLeavesTheLogWritable (issue 15 point 8): a full disk
+// that fails the index entry after the batch was written used to leave the
+// log refusing every write until a restart (ErrFailed). The batch is undone
+// exactly instead, and appends succeed again once the disk takes writes.
+func TestFailedIndexWriteLeavesTheLogWritable(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{SegmentSizeBytes: 1 << 20, IndexIntervalBytes: 1})
+	defer l.Close()
+	fillLog(t, l, 2, 3, 50)
+	s := l.active()
+	writable := s.indexFile
+	readOnly, err := os.Open(writable.Name()) // writes through it fail, as on a full disk
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.indexFile = readOnly
+	if _, err := l.Append(makeBatch(t, l.NextOffset(), 3, 50, 5000)); err == nil {
+		t.Fatal("append with a failing index write succeeded")
+	}
+	s.indexFile = writable // space returns
+	readOnly.Close()
+	if l.NextOffset() != 6 {
+		t.Fatalf("next offset %d after the failed append, want 6", l.NextOffset())
+	}
+	if _, err := l.Append(makeBatch(t, 6, 3, 50, 5001)); err != nil {
+		t.Fatalf("append once the disk takes writes again: %v", err)
+	}
+	expectOffsets(t, "after recovery", poll(t, l, wire.PollFirst, 0, 100), 0, 9)
+	l.Close()
+	l2 := openLog(t, dir, Options{SegmentSizeBytes: 1 << 20, IndexIntervalBytes: 1})
+	defer l2.Close()
+	expectOffsets(t, "reopened", poll(t, l2, wire.PollFirst, 0, 100), 0, 9)
+}
