@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/lodestream/lodestream/wire"
+	"github.com/zeebo/xxh3"
 )
 
 // flipInPlace flips one byte of a file a running server holds open (same inode).
@@ -225,10 +226,11 @@ func TestDamagedLastBatchOfPersistedTopicIsNeverReissued(t *testing.T) {
 	}
 }
 
-// TestLostTailOffsetsAreNeverHandedOutAgain (issue 15 point 5): a crash
-// that loses a replicated topic's unsynced tail (simulated: SIGKILL, then
-// the segment cut back as a power loss would leave it) must not hand the
-// lost offsets out again.
+// TestLostTailOffsetsAreNeverHandedOutAgain (issue 15 point 5): a power
+// loss that loses a replicated topic's unsynced tail (simulated: SIGKILL,
+// the segment cut back as the lost page cache would leave it, and the
+// reservation marked as written in another boot) must not hand the lost
+// offsets out again.
 func TestLostTailOffsetsAreNeverHandedOutAgain(t *testing.T) {
 	srv := startServer(t, "")
 	c := rootClient(t, srv.addr)
@@ -246,6 +248,8 @@ func TestLostTailOffsetsAreNeverHandedOutAgain(t *testing.T) {
 	st, err := os.Stat(seg)
 	must(t, err)
 	must(t, os.Truncate(seg, st.Size()*2/5)) // the page cache never reached the disk past here
+	// ... because the machine lost power: the reservation was written in another boot.
+	rewriteReservationBoot(t, filepath.Join(filepath.Dir(seg), "offsets.reserved"), "00000000-0000-0000-0000-000000000001")
 
 	srv.start()
 	c = rootClient(t, srv.addr)
@@ -321,4 +325,18 @@ func TestOfflineCheckAndRepair(t *testing.T) {
 	if conf := sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("z", 0, 1)); conf.BaseOffset < 150 {
 		t.Fatalf("after the cut a send got offset %d: offsets up to 149 were handed out", conf.BaseOffset)
 	}
+}
+
+// rewriteReservationBoot rewrites a partition's offsets.reserved
+// ([reserved u64][boot id 36 B][XXH3-64]) as if written in another boot.
+func rewriteReservationBoot(t *testing.T, path, boot string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err)
+	if len(b) != 52 {
+		t.Fatalf("%s is %d bytes, want 52", path, len(b))
+	}
+	copy(b[8:44], boot)
+	binary.LittleEndian.PutUint64(b[44:], xxh3.Hash(b[:44]))
+	must(t, os.WriteFile(path, b, 0o644))
 }

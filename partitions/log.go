@@ -29,9 +29,11 @@ type Log struct {
 	closed     bool
 	offsets    *offsetStore
 	corruption corruptionReports
-	readOnly   bool     // Options.ReadOnly
-	reserved   uint64   // durable offset reservation (Options.ReserveOffsets)
-	findings   []string // what the open-time walk found wrong (Findings)
+	readOnly   bool   // Options.ReadOnly
+	reserved   uint64 // durable offset reservation (Options.ReserveOffsets)
+	// reservedRebooted: the reservation was written before the machine last booted.
+	reservedRebooted bool
+	findings         []string // what the open-time walk found wrong (Findings)
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
@@ -88,8 +90,9 @@ func Open(dir string, opts Options) (*Log, error) {
 			l.closeSegments()
 			return nil, err
 		}
-		if l.reserved > l.nextOffset {
-			// A crash: offsets up to the reservation may have been handed out and lost.
+		if l.reserved > l.nextOffset && l.reservedRebooted {
+			// The machine restarted: offsets up to the reservation may have been handed out and lost
+			// with the page cache.
 			l.nextOffset = l.reserved
 		}
 		if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
@@ -312,7 +315,7 @@ func (l *Log) Close() error {
 		syncErr = l.syncLocked()
 		if syncErr == nil && l.opts.ReserveOffsets && l.reserved > l.nextOffset {
 			// Clean shutdown: the next open resumes exactly here, nothing skipped.
-			if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeOffsetFile(l.nextOffset), true); err != nil {
+			if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(l.nextOffset), true); err != nil {
 				syncErr = fmt.Errorf("close %s: record the next offset: %w", l.dir, err)
 			}
 		}

@@ -127,7 +127,7 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 		if err := l.removeLostMarkers(^uint64(0)); err != nil {
 			return res, err
 		}
-		if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeOffsetFile(start), true); err != nil {
+		if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(start), true); err != nil {
 			l.failure = fmt.Errorf("%w: purge could not reset the offset reservation: %v", ErrFailed, err)
 			return res, l.failure
 		}

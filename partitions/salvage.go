@@ -96,7 +96,7 @@ func CutAtFirstDamage(dir string) (*DamagedRange, error) {
 	first := ranges[0]
 	reserved := next
 	if data, err := os.ReadFile(filepath.Join(dir, reservedFileName)); err == nil {
-		if v, ok := decodeOffsetFile(data); ok {
+		if v, _, ok := decodeReservation(data); ok {
 			reserved = max(reserved, v)
 		}
 	}
@@ -104,7 +104,7 @@ func CutAtFirstDamage(dir string) (*DamagedRange, error) {
 	if err := SetAsideDamage(q); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(dir, filepath.Join(dir, reservedFileName), encodeOffsetFile(reserved), true); err != nil {
+	if err := writeFileAtomic(dir, filepath.Join(dir, reservedFileName), encodeReservationBoot(reserved, ""), true); err != nil {
 		return nil, fmt.Errorf("cut %s: keep offsets below %d from being re-issued: %w", dir, reserved, err)
 	}
 	// One open rebuilds the indexes SetAsideDamage removed.
