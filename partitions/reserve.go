@@ -68,7 +68,9 @@ var currentBootID = func() string {
 	return id
 }
 
-func encodeReservation(reserved uint64) []byte { return encodeReservationBoot(reserved, currentBootID()) }
+func encodeReservation(reserved uint64) []byte {
+	return encodeReservationBoot(reserved, currentBootID())
+}
 
 // encodeReservationBoot writes the reservation with a given boot id; "" makes the next Open resume at
 // the reservation whatever happened (the offline cut uses it).
