@@ -118,6 +118,13 @@ type driver struct {
 	// caughtUp, when set, runs once on the driver goroutine the first time
 	// the group is Normal with everything it knows committed applied.
 	caughtUp func()
+	// heardPrimaryView is the latest view in which this replica, a
+	// backup, heard from that view's primary (a Prepare, Commit or
+	// StartView it stepped while in that view). A fresh replica is Normal
+	// with nothing to commit at once; it is caught up only once the view's
+	// primary told it what there is.
+	heardPrimaryView uint32
+	heardPrimary     bool
 	// viewChanged, when set, runs on the driver goroutine after the group's
 	// view or status changed (wakes resting partition groups).
 	viewChanged func()
@@ -229,12 +236,12 @@ func (d *driver) run(ctx context.Context) error {
 			d.setNow()
 			d.group.Tick()
 		case m := <-d.inbox:
-			d.group.Step(m)
+			d.step(m)
 		steps:
 			for i := 1; i < inboxBatchMax; i++ {
 				select {
 				case m := <-d.inbox:
-					d.group.Step(m)
+					d.step(m)
 				default:
 					break steps
 				}
@@ -253,6 +260,21 @@ func (d *driver) run(ctx context.Context) error {
 		}
 		if err := d.processReady(); err != nil {
 			return err
+		}
+	}
+}
+
+// step hands a replica message to the group and notes, until the group
+// is caught up, whether it came from the primary of the group's view.
+func (d *driver) step(m consensus.Message) {
+	d.group.Step(m)
+	if d.caughtUp == nil {
+		return
+	}
+	switch m.Kind {
+	case consensus.MsgPrepare, consensus.MsgCommit, consensus.MsgStartView: // only a view's primary sends these
+		if m.View == d.group.View() {
+			d.heardPrimaryView, d.heardPrimary = m.View, true
 		}
 	}
 }
@@ -338,7 +360,8 @@ func (d *driver) reply(replies []consensus.Reply) {
 // allocates only when something changed.
 func (d *driver) publishStatus() {
 	cur := snapshotStatus(d.group)
-	if d.caughtUp != nil && cur.status == statusNormal && cur.commitMin == cur.commitMax {
+	if d.caughtUp != nil && cur.status == statusNormal && cur.commitMin == cur.commitMax &&
+		(cur.primary || d.heardPrimary && d.heardPrimaryView == cur.view) {
 		f := d.caughtUp
 		d.caughtUp = nil
 		f()

@@ -210,6 +210,10 @@ type partitionPlane struct {
 	reconcileMu  sync.Mutex
 	lastRevision uint64
 	reconciled   bool
+	// liveFromRevision is the metadata revision of the boot reconcile:
+	// partitions created after it were created while this node ran, so a
+	// missing superblock means its group never ran here (see startGroup).
+	liveFromRevision uint64
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,

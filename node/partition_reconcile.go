@@ -17,6 +17,14 @@ import (
 type desiredPartition struct {
 	topic metadata.Topic
 	part  metadata.Partition
+	// live: the partition was created after this node's boot reconcile,
+	// so this node cannot have run its group before (startGroup).
+	live bool
+}
+
+// desiredPartitionOf (under reconcileMu) is what metadata wants of part.
+func (p *partitionPlane) desiredPartitionOf(t metadata.Topic, part metadata.Partition) desiredPartition {
+	return desiredPartition{topic: t, part: part, live: part.CreatedRevision > p.liveFromRevision}
 }
 
 // reconcile brings the served partitions in line with the metadata state:
@@ -36,13 +44,16 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 	}
 	boot := !p.reconciled
 	p.reconciled, p.lastRevision, p.state = true, rev, state
+	if boot {
+		p.liveFromRevision = rev
+	}
 
 	desired := make(map[partitionKey]desiredPartition)
 	streams := state.Streams()
 	for _, s := range streams {
 		for _, t := range s.Topics {
 			for _, part := range t.Partitions {
-				desired[partitionKey{s.ID, t.ID, part.ID}] = desiredPartition{topic: t, part: part}
+				desired[partitionKey{s.ID, t.ID, part.ID}] = p.desiredPartitionOf(t, part)
 			}
 		}
 	}
