@@ -178,13 +178,6 @@ func (n *Node) recover(rec recovered, opts Options) (*consensus.Replica, *metada
 		if err != nil {
 			return nil, nil, fmt.Errorf("metadata group: %w", err)
 		}
-		if n.topo.clustered {
-			// A new member cannot tell a new cluster from one it served
-			// before its storage was lost (docs/cluster.md, "Not yet").
-			n.log.Warn("empty metadata storage: this replica joins as a new member; if it served this cluster before "+
-				"(a wiped or replaced disk), it must start only after the other replicas elected a primary without it",
-				"replica", opts.ReplicaID)
-		}
 		return group, state, nil
 	}
 	stateBytes, tableBytes, err := decodeCheckpoint(rec.snapshot.Data)

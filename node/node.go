@@ -83,6 +83,8 @@ type Node struct {
 	loginRefusalLog logThrottle
 	// fetchServes bounds the partition fetches served at once.
 	fetchServes chan struct{}
+	// statusReplies carries FetchStatusReply frames to settleFreshStorage.
+	statusReplies chan bus.Fetch
 	// retentionCursor is where the next retention turn starts (owned by
 	// the retention job).
 	retentionCursor int
@@ -123,10 +125,11 @@ func Run(ctx context.Context, opts Options) error {
 		credentials: newCredentialSlots(),
 		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
 			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
-		internal:    newInternalSession(),
-		fetchServes: make(chan struct{}, fetchServesMax),
-		startedAt:   time.Now(),
-		dataDir:     cfg.System.Path,
+		internal:      newInternalSession(),
+		fetchServes:   make(chan struct{}, fetchServesMax),
+		statusReplies: make(chan bus.Fetch, statusRepliesMax),
+		startedAt:     time.Now(),
+		dataDir:       cfg.System.Path,
 	}
 	// system.memory_pool.enabled: the frame buffer pools (size and
 	// bucket_capacity only accept their defaults, see config.Validate).
@@ -162,6 +165,12 @@ func Run(ctx context.Context, opts Options) error {
 	n.state = state
 	appliedOp, _ := state.LastApplied()
 	n.driver = newDriver(log.With("group", "metadata"), group, store, n, appliedOp)
+	if topo.clustered && recovered.snapshot == nil {
+		// Empty metadata storage: a new cluster, or this replica's storage
+		// was lost. The driver settles which before its group runs
+		// (storage_lost.go); clients are served meanwhile.
+		n.driver.settle = n.settleMetadataGroup
+	}
 	if recovered.snapshot == nil {
 		// First boot: the seeded root user exists only in memory until this
 		// checkpoint makes it durable (it is never in the WAL).

@@ -214,6 +214,9 @@ type partitionPlane struct {
 	// partitions created after it were created while this node ran, so a
 	// missing superblock means its group never ran here (see startGroup).
 	liveFromRevision uint64
+	// storageLost: this node's metadata storage was lost (storage_lost.go);
+	// set before the gate opens.
+	storageLost bool
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,

@@ -64,7 +64,9 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		// acknowledged prepares it no longer holds, so it must not vote
 		// with an empty log: it rejoins Recovering (no vote until the
 		// view's primary answers) and repairs or transfers the rest.
-		p.log.Info("partition created before this boot has no superblock: rejoining Recovering", "dir", e.dir)
+		p.log.Info("partition created before this boot has no superblock: rejoining Recovering", "dir", e.dir,
+			"storage_lost", p.storageLost)
+		restored.StorageLost = p.storageLost
 	case st == nil:
 		// Data without a superblock (written by an older build, or the
 		// superblock was removed): which op the data reflects is unknown.
