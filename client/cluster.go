@@ -30,6 +30,8 @@ type clusterState struct {
 	// login is the last successful sign-in (command code and encoded body, credentials included),
 	// replayed on every reconnect. Memory only; never logged; dropped by Logout and Close.
 	login *loginRecord
+	// owners is the partition owner map (owner_map.go).
+	owners ownerMap
 }
 
 type loginRecord struct {
@@ -280,6 +282,12 @@ func (c *Client) connectLocked(ctx context.Context, addr string, deadline time.T
 	fresh, err := dialConfig(ctx, addr, c.cfg)
 	if err != nil {
 		return nil, err
+	}
+	if !c.clientID.IsZero() {
+		// Sign in again under the same client id (exactly_once.go): the partition dedup window keys
+		// on it. The metadata counter continues too: the client table keeps its watermark across a
+		// rebind, so ids restarting at 1 would be answered from its cache or with 59.
+		fresh.clientID, fresh.counter = c.clientID, c.counter
 	}
 	var payload []byte
 	if l := c.cluster.login; l != nil {
