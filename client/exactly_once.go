@@ -200,15 +200,23 @@ func (c *Client) routeLocked(ctx context.Context, run *sendRun, deadline time.Ti
 	}
 }
 
-// notOwnerLocked reacts to a 58: pull cluster metadata (which may redirect to a new leader), then
-// move to the next node that has not refused in this round; when every known node refused, back off
-// (exponential, jitter) and start a new round.
+// notOwnerLocked reacts to a 58: pull cluster metadata on the current connection (the owner map's
+// refresh: partition primaries follow the metadata leader), move to the named leader unless it
+// refused in this round, else to the next node that has not; when every known node refused, back
+// off (exponential, jitter) and start a new round.
 func (c *Client) notOwnerLocked(ctx context.Context, run *sendRun, deadline time.Time) {
-	if _, err := c.settleLocked(ctx, deadline); err != nil {
-		return // broken: the loop reconnects
+	md, err := c.metadataLocked(ctx, deadline)
+	switch {
+	case err == nil:
+		c.cluster.remember(md, c.cfg.transport)
+	case c.broken != nil:
+		return // the loop reconnects
 	}
-	if !run.refused[c.addr] {
-		return // settled on a node that has not refused yet (a new leader)
+	if l := c.cluster.leader; l != "" && !run.refused[l] && !c.isCurrentLocked(l) {
+		if _, err := c.connectLocked(ctx, l, deadline); err == nil {
+			return
+		}
+		run.refused[l] = true
 	}
 	for {
 		next, ok := c.cluster.nextEndpoint(run.refused)
