@@ -32,6 +32,7 @@ type clusterState struct {
 	login *loginRecord
 	// owners is the partition owner map (owner_map.go).
 	owners ownerMap
+	stats  SendStats // exactly_once.go
 }
 
 type loginRecord struct {

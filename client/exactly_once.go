@@ -135,6 +135,12 @@ func (c *Client) clusterSendLocked(ctx context.Context, key ownerKey, request ui
 		payload, err := c.sendAttemptLocked(ctx, run, body, deadline)
 		if err == nil {
 			c.cluster.owners.set(key, c.addr)
+			if run.unknown {
+				c.cluster.stats.Replayed++
+			}
+			if run.attempts > 1 {
+				c.cluster.stats.Retried++
+			}
 			return payload, nil
 		}
 		run.last = err
@@ -146,6 +152,7 @@ func (c *Client) clusterSendLocked(ctx context.Context, key ownerKey, request ui
 			sleepCtx(ctx, min(c.cfg.replayInterval, time.Until(deadline)))
 		case ec == wire.ErrTransientNotAccepted:
 			// Not the owner: a routing signal. Forget the entry, pull metadata, walk.
+			c.cluster.stats.NotOwner++
 			c.cluster.owners.drop(key)
 			run.refused[c.addr] = true
 			c.notOwnerLocked(ctx, run, deadline)
@@ -257,6 +264,23 @@ func (run *sendRun) giveUp(c *Client, cause error) error {
 func (run *sendRun) fail(c *Client, reason string, err error) error {
 	c.cfg.logger.Warn("exactly-once not assured", "request", run.request, "addr", c.addr, "reason", reason, "err", err)
 	return &ExactlyOnceError{RequestID: run.request, Addr: c.addr, Attempts: run.attempts, Reason: reason, Err: err}
+}
+
+// SendStats counts what the exactly-once sends of a DialCluster client went through.
+type SendStats struct {
+	Retried  uint64 // sends that succeeded after more than one attempt
+	Replayed uint64 // sends that succeeded after an attempt of unknown outcome (the dedup window's case)
+	NotOwner uint64 // not-the-owner refusals (58) seen by sends
+}
+
+// SendStats returns the counters of this client's sends (zero for a Dial client).
+func (c *Client) SendStats() SendStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cluster == nil {
+		return SendStats{}
+	}
+	return c.cluster.stats
 }
 
 // replicatedDedup reports whether the cluster replicates its dedup window (more than one node in

@@ -256,6 +256,9 @@ func TestClusterSendLostReplyReplayedExactlyOnce(t *testing.T) {
 		t.Fatalf("stored %d batches (want 2: no duplicate), confirmation %+v", log.count(), conf)
 	}
 	sameIdentity(t, append(fc.sendFrames(0)[1:], fc.sendFrames(1)...))
+	if st := c.SendStats(); st.Replayed != 1 || st.Retried != 1 {
+		t.Fatalf("stats %+v, want one replayed send", st)
+	}
 	if c.ClientID() != client || c.Addr() != fc.nodes[1].addr() {
 		t.Fatalf("client id %s (was %s) on %s", c.ClientID(), client, c.Addr())
 	}
