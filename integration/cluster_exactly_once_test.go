@@ -142,6 +142,8 @@ func TestClusterClientExactlyOnceAcrossPrimaryKills(t *testing.T) {
 		defer close(done)
 		p.run(stop)
 	}()
+	// The Producer helper on a client of its own, to topic 1's one partition, alongside.
+	helper := startHelperProducer(t, seeds)
 	stopped := false
 	stopProducer := func() {
 		if !stopped {
@@ -177,6 +179,7 @@ func TestClusterClientExactlyOnceAcrossPrimaryKills(t *testing.T) {
 		sent = p.waitProgress(t, sent, 2*partitions, 30*time.Second, fmt.Sprintf("after the restart of node %d", victim))
 	}
 	stopProducer()
+	helperSent := helper.finish(t)
 
 	total, per := p.acknowledged()
 	p.mu.Lock()
@@ -224,6 +227,116 @@ func TestClusterClientExactlyOnceAcrossPrimaryKills(t *testing.T) {
 	st := cl.SendStats()
 	t.Logf("client: %d sends retried, %d replayed after an unknown outcome, %d not-the-owner refusals", st.Retried, st.Replayed, st.NotOwner)
 	t.Logf("read back %d partitions on %d nodes: duplicates %d, out of order or missing %d", partitions, len(c.nodes), duplicates, missing)
+
+	// The Producer helper's messages: each exactly once, in the order it was given them.
+	for i := range c.nodes {
+		got := pollTopic(t, c.addr(i), 1, 0, helperSent, 60*time.Second)
+		for off, pl := range got {
+			if want := helperPayload(off); pl != want {
+				t.Fatalf("node %d topic 1: offset %d holds %q, want %q (%d messages, %d sent)", i, off, pl, want, len(got), helperSent)
+			}
+		}
+		if len(got) != helperSent {
+			t.Fatalf("node %d topic 1 holds %d messages, the Producer sent %d", i, len(got), helperSent)
+		}
+	}
+	t.Logf("Producer helper: %d messages, each exactly once and in order on every node", helperSent)
+}
+
+// helperProducer is a client.Producer feeding numbered messages to topic 1, partition 0.
+type helperProducer struct {
+	prod *client.Producer
+	stop chan struct{}
+	done chan struct{}
+	sent int
+	err  error
+}
+
+func helperPayload(n int) string { return fmt.Sprintf("helper-%07d", n) }
+
+func startHelperProducer(t *testing.T, seeds []string) *helperProducer {
+	t.Helper()
+	cl, err := client.DialCluster(testCtx(t), seeds, client.WithCredentials("iggy", "iggy"),
+		client.WithSendAttemptTimeout(5*time.Second))
+	must(t, err)
+	t.Cleanup(func() { cl.Close() })
+	_, err = cl.CreateTopic(testCtx(t), id(0), "helper", 1)
+	must(t, err)
+	prod, err := client.NewProducer(cl, client.ProducerConfig{Stream: id(0), Topic: id(1),
+		Partitioning: client.PartitionByID(0), BatchMessages: 20, Linger: 2 * time.Millisecond})
+	must(t, err)
+	h := &helperProducer{prod: prod, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		for n := 0; ; n++ {
+			select {
+			case <-h.stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*client.DefaultResponseTimeout)
+			err := prod.Send(ctx, client.Message{Payload: []byte(helperPayload(n))})
+			cancel()
+			if err != nil {
+				h.err = fmt.Errorf("Producer.Send %d: %w", n, err)
+				return
+			}
+			h.sent = n + 1
+		}
+	}()
+	return h
+}
+
+// finish stops feeding, closes the Producer (flushing everything) and returns how many messages
+// it was given; any failed batch fails the test (a failover within the budget is latency only).
+func (h *helperProducer) finish(t *testing.T) int {
+	t.Helper()
+	close(h.stop)
+	<-h.done
+	ctx, cancel := context.WithTimeout(context.Background(), 2*client.DefaultResponseTimeout)
+	defer cancel()
+	if err := h.prod.Close(ctx); err != nil {
+		t.Errorf("the Producer helper reported failed batches: %v", err)
+	}
+	if h.err != nil {
+		t.Errorf("the Producer helper: %v", h.err)
+	}
+	return h.sent
+}
+
+// pollTopic reads partition p of topic `topic` (stream 0) from node addr's local log until it
+// holds want messages, by offset.
+func pollTopic(t *testing.T, addr string, topic, p uint32, want int, within time.Duration) map[int]string {
+	t.Helper()
+	cl := rootClient(t, addr)
+	defer cl.Close()
+	deadline := time.Now().Add(within)
+	for {
+		out := map[int]string{}
+		var err error
+		for next := uint64(0); ; {
+			var r *wire.PollMessagesReply
+			r, err = cl.PollMessages(testCtx(t), wire.PollMessagesRequest{Consumer: firstConsumer, Stream: id(0), Topic: id(topic),
+				Partition: wire.SomePartition(p), Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: next}, Count: 1000})
+			if err != nil || r.MessagesCount == 0 {
+				break
+			}
+			for _, m := range r.Messages {
+				if _, dup := out[int(m.Offset)]; dup {
+					t.Fatalf("%s topic %d: offset %d polled twice", addr, topic, m.Offset)
+				}
+				out[int(m.Offset)] = string(m.Payload)
+				next = m.Offset + 1
+			}
+		}
+		if err == nil && len(out) >= want {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s topic %d: %d messages after %s, want %d (last error %v)", addr, topic, len(out), within, want, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestClusterClientLostRepliesNotDuplicated (issue 10 point 3): the client reaches a 3-node
