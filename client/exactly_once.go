@@ -96,6 +96,7 @@ type sendRun struct {
 	// unknown: some copy may have reached a primary (no reply, or 57), so a new node may only see a
 	// replay, never a fresh stamp, and the budget's end is an ExactlyOnceError.
 	unknown bool
+	cause   error // what made the outcome unknown (the first such error)
 	last    error
 	refused map[string]bool // nodes that answered 58 in the current walk round
 	round   int             // completed walk rounds (every known node refused)
@@ -119,8 +120,7 @@ func (c *Client) clusterSendLocked(ctx context.Context, key ownerKey, request ui
 			if run.unknown && !c.cluster.replicatedDedup() {
 				// One node keeps its dedup window in memory only: after a reconnect it may have
 				// restarted and forgotten the first copy, so a replay could store it twice.
-				return nil, run.fail(c, "the server keeps no replicated dedup window (single node), and the outcome is unknown",
-					&Error{Code: wire.ErrDisconnected, Command: code, Err: c.broken})
+				return nil, run.fail(c, "the server keeps no replicated dedup window (single node), and the outcome is unknown", run.cause)
 			}
 			if err := c.recoverLocked(ctx, code, deadline); err != nil {
 				run.last = err
@@ -148,7 +148,9 @@ func (c *Client) clusterSendLocked(ctx context.Context, key ownerKey, request ui
 		case ec == wire.ErrRequestAlreadyApplied:
 			return nil, run.fail(c, "the replay is older than the server's dedup window; the first copy was stored", err)
 		case ec == wire.ErrTransientNotCommitted:
-			run.unknown = true
+			if err := run.becomeUnknown(c, err); err != nil {
+				return nil, err
+			}
 			sleepCtx(ctx, min(c.cfg.replayInterval, time.Until(deadline)))
 		case ec == wire.ErrTransientNotAccepted:
 			// Not the owner: a routing signal. Forget the entry, pull metadata, walk.
@@ -161,8 +163,10 @@ func (c *Client) clusterSendLocked(ctx context.Context, key ownerKey, request ui
 			if _, evicted := EvictionOf(err); evicted {
 				return nil, err
 			}
-			run.unknown = true
 			run.last = c.timeoutOf(code, err)
+			if err := run.becomeUnknown(c, run.last); err != nil {
+				return nil, err
+			}
 		default:
 			return nil, c.timeoutOf(code, err) // definitive: never replayed
 		}
@@ -245,6 +249,20 @@ func (c *Client) notOwnerLocked(ctx context.Context, run *sendRun, deadline time
 	sleepCtx(ctx, pause)
 }
 
+// becomeUnknown records that a copy of the send may have been admitted. It returns the error to
+// give the caller when replays would not be recognised: a transport that carries no binary request
+// identity (only TCP, QUIC and WebSocket frames carry client id and request id to the server).
+func (run *sendRun) becomeUnknown(c *Client, cause error) error {
+	if !run.unknown {
+		run.unknown, run.cause = true, cause
+	}
+	switch c.cfg.transport {
+	case TransportTCP, TransportQUIC, TransportWebSocket, "":
+		return nil
+	}
+	return run.fail(c, fmt.Sprintf("transport %s carries no request identity, so a replay would not be recognised", c.cfg.transport), cause)
+}
+
 // giveUp is the error when the budget or the context ends: the last error when no copy can have
 // been admitted (58 or connection failures before any frame), an ExactlyOnceError otherwise.
 func (run *sendRun) giveUp(c *Client, cause error) error {
@@ -258,7 +276,8 @@ func (run *sendRun) giveUp(c *Client, cause error) error {
 	if !run.unknown {
 		return last
 	}
-	return run.fail(c, "the request budget ended with the outcome unknown", last)
+	// The cause, not the last answer: a 58 after an unknown attempt says nothing of the first copy.
+	return run.fail(c, "the request budget ended with the outcome unknown", run.cause)
 }
 
 func (run *sendRun) fail(c *Client, reason string, err error) error {

@@ -385,3 +385,45 @@ func TestClusterFlappingRosterBounded(t *testing.T) {
 		t.Fatalf("took %s", time.Since(start))
 	}
 }
+
+// A send whose first copy's outcome is unknown and whose later attempts are all refused (58) ends
+// as an *ExactlyOnceError carrying the unknown cause, never the 58: a 58 would read as "never
+// admitted, safe to send again".
+func TestClusterSendUnknownThenRefusedKeepsCause(t *testing.T) {
+	fc := newFakeCluster(t, 2)
+	var first atomic.Bool
+	first.Store(true)
+	fc.onSend(func(_ int, h wire.RequestHeader, _ []byte) [][]byte {
+		if first.Swap(false) {
+			return [][]byte{hangUp}
+		}
+		return [][]byte{replyStatus(h, wire.ErrTransientNotAccepted)}
+	})
+	c := fc.mustDial([]int{0}, WithResponseTimeout(600*time.Millisecond))
+	_, err := sendTo(c, t, 1, "x")
+	var eo *ExactlyOnceError
+	if !errors.As(err, &eo) || CodeOf(err) == wire.ErrTransientNotAccepted || CodeOf(err) != wire.ErrDisconnected {
+		t.Fatalf("got %T %v (code %s), want *ExactlyOnceError carrying Disconnected", err, err, CodeOf(err))
+	}
+	if eo.Attempts < 2 {
+		t.Fatalf("%d attempts, want replays after the lost reply", eo.Attempts)
+	}
+}
+
+// A transport that carries no binary request identity (HTTP) cannot have its sends recognised:
+// an unknown outcome is an *ExactlyOnceError at once, with no replay.
+func TestClusterSendWithoutRequestIdentityNotReplayed(t *testing.T) {
+	fc := newFakeCluster(t, 2)
+	fc.onSend(func(_ int, h wire.RequestHeader, _ []byte) [][]byte {
+		return [][]byte{replyStatus(h, wire.ErrTransientNotCommitted)}
+	})
+	c := fc.mustDial([]int{0})
+	c.mu.Lock()
+	c.cfg.transport = Transport("http") // as a frame-less transport would be configured
+	c.mu.Unlock()
+	_, err := sendTo(c, t, 1, "x")
+	var eo *ExactlyOnceError
+	if !errors.As(err, &eo) || CodeOf(err) != wire.ErrTransientNotCommitted || len(fc.sendFrames(0))+len(fc.sendFrames(1)) != 1 {
+		t.Fatalf("got %T %v after %d frames, want *ExactlyOnceError and no replay", err, err, len(fc.sendFrames(0))+len(fc.sendFrames(1)))
+	}
+}
