@@ -79,7 +79,10 @@ func IsTimeout(err error) bool {
 //   - replays TransientNotCommitted (57) on the same connection with the same session and request
 //     id until the budget ends, then returns it; never replays definitive errors;
 //   - returns *TimeoutError when the budget ends with no reply (outcome unknown);
-//   - reconnects (roster, then seeds) before the next call when the connection broke.
+//   - reconnects (roster, then seeds) before the next call when the connection broke, signing in
+//     again under the same client id;
+//   - routes SendMessages by its partition owner map and replays a send of unknown outcome with
+//     the same identity and bytes, so the server stores it once (owner_map.go, exactly_once.go).
 //
 // Credentials are kept in memory for the re-logins only. Raw and RawFrame bypass all of this.
 func DialCluster(ctx context.Context, seeds []string, opts ...Option) (*Client, error) {
