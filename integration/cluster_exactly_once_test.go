@@ -419,3 +419,68 @@ func TestClusterClientLostRepliesNotDuplicated(t *testing.T) {
 	}
 	t.Logf("read back %d partitions on %d nodes: extra (duplicated) messages %d", partitions, len(c.nodes), duplicates)
 }
+
+// TestClusterClientOwnerMapStaleAfterTwoMoves (seed 002: leadership can move twice during one
+// incident): the client's owner map names the first primary; while the client is idle, that
+// primary is killed (leadership moves to a second node), restarted and caught up, and the second
+// primary is killed too (leadership moves again). The client's next send starts from a broken
+// connection and a map two moves out of date: it reconnects, is refused or redirected, refreshes,
+// and the send is stored once on the current owner, which the map then names.
+func TestClusterClientOwnerMapStaleAfterTwoMoves(t *testing.T) {
+	c, _ := clusterWithTopic(t, 3, 1)
+	cl, err := client.DialCluster(testCtx(t), []string{c.addr(0), c.addr(1), c.addr(2)}, client.WithCredentials("iggy", "iggy"))
+	must(t, err)
+	t.Cleanup(func() { cl.Close() })
+	sendOK(t, cl, id(0), id(0), partitionID(0), makeMessages("before", 0, 3))
+	owner, ok := cl.PartitionOwner(id(0), id(0), partitionID(0))
+	if !ok {
+		t.Fatal("no owner cached after a send")
+	}
+	first := c.nodeOf(owner)
+
+	moveAway := func(from int) int {
+		c.nodes[from].stop(syscall.SIGKILL)
+		survivor := (from + 1) % 3
+		next := -1
+		waitFor(t, fmt.Sprintf("a leader other than node %d", from), failoverBound, func() bool {
+			if i, ok := c.leaderVia(survivor); ok && i != from {
+				next = i
+				return true
+			}
+			return false
+		})
+		// One send through whichever survivor accepts: the new primary is writable.
+		c.sendAnywhere(0, makeMessages(fmt.Sprintf("moved-from-%d", from), 0, 1), from, failoverBound)
+		c.nodes[from].start()
+		c.waitPartitionCount(from, 0, 3+1+boolInt(from != first), 60*time.Second)
+		return next
+	}
+	second := moveAway(first)
+	third := moveAway(second)
+	t.Logf("partition primary moved node %d → node %d → node %d while the client was idle", first, second, third)
+
+	conf := sendOK(t, cl, id(0), id(0), partitionID(0), makeMessages("after", 0, 3))
+	// The map names the node that accepted the send (the primary now), not the first primary.
+	if got, _ := cl.PartitionOwner(id(0), id(0), partitionID(0)); got != cl.Addr() || c.nodeOf(got) == second {
+		t.Fatalf("owner map names %s, client on %s (primaries: %d, %d, %d)", got, cl.Addr(), first, second, third)
+	}
+	st := cl.SendStats()
+	t.Logf("send after two moves acknowledged at offset %d on %s; client: %d not-the-owner refusals, %d retried", conf.BaseOffset, cl.Addr(), st.NotOwner, st.Retried)
+	want := 3 + 2 + 3
+	for i := range c.nodes {
+		got := c.waitPartitionCount(i, 0, want, 60*time.Second)
+		if len(got) != want {
+			t.Fatalf("node %d holds %d messages, want %d", i, len(got), want)
+		}
+		if got[conf.BaseOffset] != "after-000000" {
+			t.Fatalf("node %d offset %d: %q", i, conf.BaseOffset, got[conf.BaseOffset])
+		}
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
