@@ -165,6 +165,7 @@ func TestClusterClientExactlyOnceAcrossPrimaryKills(t *testing.T) {
 		victim := c.nodeOf(owner)
 		c.nodes[victim].stop(syscall.SIGKILL)
 		killed := time.Now()
+		sent, _ = p.acknowledged() // progress is counted from the kill on
 		t.Logf("kill %d/%d: node %d (partition 0's primary) killed after %d acknowledged sends", k, loops, victim, sent)
 		// Production continues through the survivors.
 		sent = p.waitProgress(t, sent, 2*partitions, failoverBound+client.DefaultResponseTimeout, fmt.Sprintf("after kill %d", k))
