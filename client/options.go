@@ -36,6 +36,7 @@ type config struct {
 	leaderlessWindow   time.Duration
 	maxRedirects       int
 	credentials        *credentials
+	sendAttemptTimeout time.Duration // exactly_once.go
 }
 
 // credentials given to DialCluster by WithCredentials; moved into the client's login record at
@@ -58,6 +59,7 @@ func defaultConfig() config {
 		leaderPollInterval: DefaultLeaderPollInterval,
 		leaderlessWindow:   DefaultLeaderlessWindow,
 		maxRedirects:       DefaultMaxRedirects,
+		sendAttemptTimeout: DefaultSendAttemptTimeout,
 	}
 }
 
