@@ -27,8 +27,11 @@ type Metrics struct {
 	bytesIn      *prometheus.CounterVec
 	bytesOut     *prometheus.CounterVec
 	httpConns    prometheus.Gauge
-	node         atomic.Pointer[node.Node]
-	binaryNames  sync.Map // [operation, code] → label
+	// partitionRetries counts partition writes sent to another node after
+	// a local 58 (partition_retry.go), one per node tried.
+	partitionRetries prometheus.Counter
+	node             atomic.Pointer[node.Node]
+	binaryNames      sync.Map // [operation, code] → label
 }
 
 // NewMetrics builds the registry (the node is attached when HTTP starts).
@@ -49,7 +52,9 @@ func NewMetrics() *Metrics {
 		Help: "Response body bytes sent (HTTP)."}, []string{"transport"})
 	m.httpConns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "iggy_http_connections",
 		Help: "Open HTTP connections."})
-	m.registry.MustRegister(m.httpRequests, m.requests, m.latency, m.bytesIn, m.bytesOut, m.httpConns, nodeCollector{m})
+	m.partitionRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: "iggy_http_partition_write_retries_total",
+		Help: "HTTP partition writes sent to another node after this node refused them with TransientNotAccepted (one per node tried)."})
+	m.registry.MustRegister(m.httpRequests, m.requests, m.latency, m.bytesIn, m.bytesOut, m.httpConns, m.partitionRetries, nodeCollector{m})
 	return m
 }
 

@@ -153,3 +153,18 @@ func (n *Node) MetadataPrimary() (primary config.NodeConfig, self, known bool) {
 	}
 	return n.topo.roster[id], false, true
 }
+
+// PeerNodes are the other roster nodes of a cluster, in replica-id order
+// (nil on a single node): the HTTP API's partition-write retry targets.
+func (n *Node) PeerNodes() []config.NodeConfig {
+	if !n.topo.clustered {
+		return nil
+	}
+	out := make([]config.NodeConfig, 0, len(n.topo.roster))
+	for i, nc := range n.topo.roster {
+		if uint8(i) != n.topo.self {
+			out = append(out, nc)
+		}
+	}
+	return out
+}
