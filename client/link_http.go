@@ -71,6 +71,7 @@ type httpLink struct {
 	retries int
 	bodyMax int64
 	remote  net.Addr
+	now     func() time.Time // the bearer's clock (tests move it)
 
 	// The client runs one exchange at a time (Write, then Read); SetDeadline and Close may come
 	// from other goroutines.
@@ -131,7 +132,7 @@ func dialHTTP(ctx context.Context, addr string, cfg config) (link, error) {
 		}
 		tr.TLSClientConfig = tc
 	}
-	l := &httpLink{base: base, log: cfg.logger, retries: max(cfg.httpRetries, 0),
+	l := &httpLink{base: base, log: cfg.logger, retries: max(cfg.httpRetries, 0), now: time.Now,
 		// A poll reply of a whole frame grows by a third in base64, plus JSON around it.
 		bodyMax: 2 * int64(cfg.frameSizeMax),
 		hc: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
@@ -453,7 +454,7 @@ func (l *httpLink) takeIdentity(route httpRoute, st int, resp []byte) (wire.Erro
 		return wire.ErrInvalidFormat, nil
 	}
 	l.token, l.userID = id.AccessToken.Token, id.UserID
-	l.issued, l.expiry = time.Now(), time.Unix(int64(id.AccessToken.Expiry), 0)
+	l.issued, l.expiry = l.now(), time.Unix(int64(id.AccessToken.Expiry), 0)
 	return wire.OK, nil
 }
 
@@ -464,10 +465,10 @@ func (l *httpLink) freshen(ctx context.Context) {
 		return
 	}
 	margin := min(l.expiry.Sub(l.issued)/4, httpRefreshMarginMax)
-	if time.Until(l.expiry) > margin {
+	if l.expiry.Sub(l.now()) > margin {
 		return
 	}
-	if time.Now().Before(l.expiry) {
+	if l.now().Before(l.expiry) {
 		route := httpRoute{method: "POST", path: "/users/refresh-token", body: map[string]string{"token": l.token}}
 		st, resp, err := l.do(ctx, route, "")
 		if err == nil && st == http.StatusOK {
