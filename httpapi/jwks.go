@@ -239,7 +239,9 @@ func (t *trustedIssuers) fetch(ctx context.Context, url string) (map[string]any,
 	return out, nil
 }
 
-func b64url(s string) ([]byte, error) { return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "=")) }
+func b64url(s string) ([]byte, error) {
+	return base64.RawURLEncoding.DecodeString(strings.TrimRight(s, "="))
+}
 
 // publicKey decodes an RSA or EC key; nil for key types not used for signatures here.
 func (k jwk) publicKey() (any, error) {

@@ -186,6 +186,27 @@ func TestHTTPPartitionWriteRetry(t *testing.T) {
 		t.Fatalf("messages on the primary: %v (ok %v)", got, ok)
 	}
 
+	// Cluster metrics: replica bus, fsync latency by kind, WAL bytes,
+	// partition groups in aggregate, the retries counted.
+	st, metrics := h.do(follower, "GET", "/metrics", tok, "")
+	if st != 200 {
+		t.Fatalf("metrics: %d %s", st, metrics)
+	}
+	for _, want := range []string{`iggy_replica_bus_frames_sent_total `, `iggy_replica_bus_queue_frames{peer="`,
+		`iggy_replica_bus_frames_dropped_total{reason="queue_full"}`, `iggy_fsync_duration_seconds_bucket{kind="metadata_wal"`,
+		`iggy_fsync_duration_seconds_bucket{kind="superblock"`, `iggy_partition_groups{role="backup"} 1`,
+		`iggy_partition_groups_view_change 0`, `iggy_http_partition_write_retries_total `} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("follower's /metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(metrics, "iggy_metadata_wal_bytes 0\n") || !strings.Contains(metrics, "iggy_metadata_wal_bytes ") {
+		t.Errorf("metadata WAL bytes not reported:\n%s", metrics)
+	}
+	if strings.Contains(metrics, "iggy_http_partition_write_retries_total 0\n") {
+		t.Error("the follower's retries are not counted")
+	}
+
 	// kill -9 of the primary while sends stream into the follower.
 	const sends = 40
 	type outcome struct {
