@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lodestream/lodestream/client"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -277,4 +278,57 @@ func TestHTTPPartitionWriteRetry(t *testing.T) {
 		st, body := h.do(survivor, "POST", path+"/messages", tok, sendBody("after"))
 		return st == 201, fmt.Sprint(st, body)
 	})
+}
+
+// TestClientOverHTTPInACluster: the Go client's HTTP transport on a 3-node cluster. A plain Dial
+// to a follower sends (the server retries the partition write on the primary) and creates
+// (forwarded); DialCluster from a follower's HTTP endpoint settles on the leader's.
+func TestClientOverHTTPInACluster(t *testing.T) {
+	h := startHTTPCluster(t)
+	leader := h.c.waitLeader(0, -1, failoverBound)
+	follower := (leader + 1) % 3
+	ctx := testCtx(t)
+	url := func(i int) string { return fmt.Sprintf("http://%s:%d", h.ip, h.ports[i]) }
+
+	fc, err := client.Dial(ctx, url(follower), client.WithTransport(client.TransportHTTP))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fc.Close()
+	if _, err := fc.LoginUser(ctx, "iggy", "iggy"); err != nil {
+		t.Fatal(err)
+	}
+	sd, err := fc.CreateStream(ctx, "cluster-http")
+	must(t, err)
+	td, err := fc.CreateTopic(ctx, id(sd.ID), "t", 1)
+	must(t, err)
+	msgs := []wire.BatchMessageInput{{Payload: []byte("one"), OriginTimestamp: uint64(time.Now().UnixMicro())}}
+	var confs []wire.SendConfirmation
+	h.until(10*time.Second, "send through a follower", func() (bool, string) {
+		confs, err = fc.SendMessages(ctx, id(sd.ID), id(td.ID), wire.Partitioning{Kind: wire.PartitioningPartitionID}, msgs)
+		return err == nil, fmt.Sprint(err)
+	})
+	if len(confs) != 1 || confs[0].BaseOffset != 0 {
+		t.Fatalf("confirmations: %+v", confs)
+	}
+
+	cl, err := client.DialCluster(ctx, []string{url(follower)}, client.WithTransport(client.TransportHTTP),
+		client.WithCredentials("iggy", "iggy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if want := fmt.Sprintf("%s:%d", h.ip, h.ports[leader]); cl.Addr() != want {
+		t.Fatalf("DialCluster over http settled on %s, want the leader %s", cl.Addr(), want)
+	}
+	_, err = cl.SendMessages(ctx, id(sd.ID), id(td.ID), wire.Partitioning{Kind: wire.PartitioningPartitionID},
+		[]wire.BatchMessageInput{{Payload: []byte("two"), OriginTimestamp: uint64(time.Now().UnixMicro())}})
+	must(t, err)
+	polled, err := cl.PollMessages(ctx, wire.PollMessagesRequest{Consumer: wire.Consumer{Kind: wire.ConsumerKindSingle, ID: id(1)},
+		Stream: id(sd.ID), Topic: id(td.ID), Partition: wire.OptPartition{Present: true}, Strategy: wire.PollingStrategy{Kind: wire.PollOffset},
+		Count: 10})
+	must(t, err)
+	if len(polled.Messages) != 2 || string(polled.Messages[0].Payload) != "one" || string(polled.Messages[1].Payload) != "two" {
+		t.Fatalf("polled: %+v", polled)
+	}
 }
