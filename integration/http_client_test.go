@@ -374,5 +374,13 @@ func TestCLIOverHTTP(t *testing.T) {
 	run("stream", "get", "nope").fails(t, 1, "")
 	iggyCLIRaw(t, "", "--transport", "http", "--http-api-url", url, "-u", "iggy", "-p", "wrong", "stream", "list").
 		fails(t, 1, "InvalidCredentials (error 42)")
+	// A context carrying the http transport and its URL.
+	home := t.TempDir()
+	env := []string{"IGGY_HOME=" + home}
+	iggyCLIEnv(t, env, "", "context", "create", "viahttp", "--transport", "http", "--http-api-url", url, "-u", "iggy", "-p", "iggy").ok(t)
+	iggyCLIEnv(t, env, "", "context", "use", "viahttp").ok(t)
+	if out := iggyCLIEnv(t, env, "", "stream", "list").ok(t); !strings.Contains(out, "cli-http") {
+		t.Errorf("stream list through an http context:\n%s", out)
+	}
 	run("stream", "delete", "cli-http").ok(t)
 }
