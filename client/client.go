@@ -433,6 +433,8 @@ func dialLink(ctx context.Context, addr string, cfg config) (link, error) {
 		return dialQUIC(ctx, addr, cfg)
 	case TransportWebSocket:
 		return dialWebSocket(ctx, addr, cfg)
+	case TransportHTTP:
+		return dialHTTP(ctx, addr, cfg)
 	case TransportTCP, "":
 	default:
 		return nil, fmt.Errorf("unknown transport %q", cfg.transport)

@@ -30,6 +30,7 @@ type config struct {
 	logger            *slog.Logger
 	transport         Transport
 	tls               *tls.Config // nil: no TLS on TCP and WebSocket; QUIC's default
+	httpRetries       int         // TransportHTTP: re-sends of a request that could not be sent
 
 	// DialCluster only (cluster.go).
 	leaderPollInterval time.Duration
@@ -55,6 +56,7 @@ func defaultConfig() config {
 		sdkVersion:        DefaultSDKVersion,
 		logger:            slog.New(slog.DiscardHandler),
 		transport:         TransportTCP,
+		httpRetries:       DefaultHTTPRetries,
 
 		leaderPollInterval: DefaultLeaderPollInterval,
 		leaderlessWindow:   DefaultLeaderlessWindow,

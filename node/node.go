@@ -69,7 +69,9 @@ type Node struct {
 	// scheduler runs the periodic background jobs (jobs.go).
 	scheduler jobScheduler
 	bus       bus.Bus // nil on a single node
-	forwards  *forwarder
+	// metaWAL is the metadata WAL, for metrics (set once storage is open).
+	metaWAL  atomic.Pointer[journal.WAL]
+	forwards *forwarder
 	// partitionWritesRefused counts partition writes refused (58) because
 	// this node is a backup of the partition's group.
 	partitionWritesRefused atomic.Uint64
@@ -153,6 +155,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	n.metaWAL.Store(store.wal)
 	defer func() {
 		if cerr := store.Close(); cerr != nil {
 			log.Error("close metadata storage", "err", cerr)

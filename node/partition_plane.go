@@ -73,6 +73,10 @@ type partitionEntry struct {
 
 	// primary is published by the shard: this replica leads the group.
 	primary atomic.Bool
+	// Published by the shard with primary, for metrics.
+	pubNormal                  atomic.Bool
+	pubView                    atomic.Uint32
+	pubCommitMin, pubCommitMax atomic.Uint64
 
 	// Owned by the shard goroutine.
 	group     partitionGroup
