@@ -33,6 +33,7 @@ type Client struct {
 	clientID wire.Uint128
 	session  uint64 // 0 until a Register binds
 	counter  uint64 // next metadata request id; starts at 1
+	sends    uint64 // SendMessages request ids handed out (exactly_once.go)
 	userID   uint32
 	closed   bool // Close was called
 
@@ -432,6 +433,8 @@ func dialLink(ctx context.Context, addr string, cfg config) (link, error) {
 		return dialQUIC(ctx, addr, cfg)
 	case TransportWebSocket:
 		return dialWebSocket(ctx, addr, cfg)
+	case TransportHTTP:
+		return dialHTTP(ctx, addr, cfg)
 	case TransportTCP, "":
 	default:
 		return nil, fmt.Errorf("unknown transport %q", cfg.transport)

@@ -30,6 +30,9 @@ type clusterState struct {
 	// login is the last successful sign-in (command code and encoded body, credentials included),
 	// replayed on every reconnect. Memory only; never logged; dropped by Logout and Close.
 	login *loginRecord
+	// owners is the partition owner map (owner_map.go).
+	owners ownerMap
+	stats  SendStats // exactly_once.go
 }
 
 type loginRecord struct {
@@ -76,7 +79,10 @@ func IsTimeout(err error) bool {
 //   - replays TransientNotCommitted (57) on the same connection with the same session and request
 //     id until the budget ends, then returns it; never replays definitive errors;
 //   - returns *TimeoutError when the budget ends with no reply (outcome unknown);
-//   - reconnects (roster, then seeds) before the next call when the connection broke.
+//   - reconnects (roster, then seeds) before the next call when the connection broke, signing in
+//     again under the same client id;
+//   - routes SendMessages by its partition owner map and replays a send of unknown outcome with
+//     the same identity and bytes, so the server stores it once (owner_map.go, exactly_once.go).
 //
 // Credentials are kept in memory for the re-logins only. Raw and RawFrame bypass all of this.
 func DialCluster(ctx context.Context, seeds []string, opts ...Option) (*Client, error) {
@@ -280,6 +286,12 @@ func (c *Client) connectLocked(ctx context.Context, addr string, deadline time.T
 	fresh, err := dialConfig(ctx, addr, c.cfg)
 	if err != nil {
 		return nil, err
+	}
+	if !c.clientID.IsZero() {
+		// Sign in again under the same client id (exactly_once.go): the partition dedup window keys
+		// on it. The metadata counter continues too: the client table keeps its watermark across a
+		// rebind, so ids restarting at 1 would be answered from its cache or with 59.
+		fresh.clientID, fresh.counter = c.clientID, c.counter
 	}
 	var payload []byte
 	if l := c.cluster.login; l != nil {

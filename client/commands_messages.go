@@ -8,13 +8,15 @@ import (
 
 // SendMessages appends messages as one batch (SendMessages, code 101, partition plane). partitioning is
 // sent as given: the server accepts balanced, partition-id and messages-key kinds. The reply lists the
-// committed batch (or nothing when the server does not know its offsets).
+// committed batch (or nothing when the server does not know its offsets). Each call carries its own
+// request id, so a replay is recognised by the server; a DialCluster client routes it by its owner map
+// and replays a send of unknown outcome (exactly_once.go).
 func (c *Client) SendMessages(ctx context.Context, stream, topic wire.Identifier, partitioning wire.Partitioning, messages []wire.BatchMessageInput) ([]wire.SendConfirmation, error) {
 	body, err := wire.AppendSendMessages(nil, stream, topic, partitioning, messages)
 	if err != nil {
 		return nil, &Error{Code: wire.ErrorCodeOf(err), Command: wire.CodeSendMessages, Err: err}
 	}
-	payload, err := c.call(ctx, wire.CodeSendMessages, body)
+	payload, err := c.sendMessages(ctx, ownerKeyOf(stream, topic, partitioning), body) // exactly_once.go
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -79,12 +80,18 @@ func (s *fakeServer) serve(conn net.Conn) {
 		s.frames = append(s.frames, f)
 		s.mu.Unlock()
 		for _, out := range s.handle(f) {
+			if bytes.Equal(out, hangUp) {
+				return // the connection closes with no reply (a node killed mid-request)
+			}
 			if _, err := conn.Write(out); err != nil {
 				return
 			}
 		}
 	}
 }
+
+// hangUp, returned by a handler, closes the connection without answering.
+var hangUp = []byte("fake server: hang up")
 
 func (s *fakeServer) addr() string { return s.ln.Addr().String() }
 

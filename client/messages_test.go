@@ -45,7 +45,9 @@ func TestSendAndPollMessages(t *testing.T) {
 		t.Fatalf("poll: %+v %v", r, err)
 	}
 	frames := s.received()
-	if h := s.header(frames[1]); h.Request != 1 || h.Session != 4 {
+	// A send carries its own request id with the top bit set (server retry recognition), not the
+	// metadata counter.
+	if h := s.header(frames[1]); h.Request != sendRequestFlag|1 || h.Session != 4 {
 		t.Fatalf("send stamped %+v", h)
 	}
 	if c.NextRequestID() != 1 {

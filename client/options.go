@@ -30,12 +30,14 @@ type config struct {
 	logger            *slog.Logger
 	transport         Transport
 	tls               *tls.Config // nil: no TLS on TCP and WebSocket; QUIC's default
+	httpRetries       int         // TransportHTTP: re-sends of a request that could not be sent
 
 	// DialCluster only (cluster.go).
 	leaderPollInterval time.Duration
 	leaderlessWindow   time.Duration
 	maxRedirects       int
 	credentials        *credentials
+	sendAttemptTimeout time.Duration // exactly_once.go
 }
 
 // credentials given to DialCluster by WithCredentials; moved into the client's login record at
@@ -54,10 +56,12 @@ func defaultConfig() config {
 		sdkVersion:        DefaultSDKVersion,
 		logger:            slog.New(slog.DiscardHandler),
 		transport:         TransportTCP,
+		httpRetries:       DefaultHTTPRetries,
 
 		leaderPollInterval: DefaultLeaderPollInterval,
 		leaderlessWindow:   DefaultLeaderlessWindow,
 		maxRedirects:       DefaultMaxRedirects,
+		sendAttemptTimeout: DefaultSendAttemptTimeout,
 	}
 }
 

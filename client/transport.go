@@ -15,14 +15,15 @@ import (
 type Transport string
 
 // Client transports. TLS is an option of TCP (WithTLS) and WebSocket
-// (WSS); QUIC is always TLS.
+// (WSS); QUIC is always TLS. TransportHTTP (link_http.go) speaks the REST
+// API instead of frames (https with WithTLS or an https:// address).
 const (
 	TransportTCP       Transport = "tcp"
 	TransportQUIC      Transport = "quic"
 	TransportWebSocket Transport = "websocket"
 )
 
-// ParseTransport reads a transport name: tcp, quic, websocket (or ws).
+// ParseTransport reads a transport name: tcp, quic, websocket (or ws), http.
 func ParseTransport(s string) (Transport, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "tcp", "":
@@ -31,8 +32,10 @@ func ParseTransport(s string) (Transport, error) {
 		return TransportQUIC, nil
 	case "websocket", "ws":
 		return TransportWebSocket, nil
+	case "http":
+		return TransportHTTP, nil
 	}
-	return "", fmt.Errorf("unknown transport %q: want tcp, quic or websocket", s)
+	return "", fmt.Errorf("unknown transport %q: want tcp, quic, websocket or http", s)
 }
 
 // Port is n's advertised port for transport t (0 when disabled there).
@@ -42,6 +45,8 @@ func (t Transport) Port(n wire.ClusterNode) uint16 {
 		return n.QUIC
 	case TransportWebSocket:
 		return n.WebSocket
+	case TransportHTTP:
+		return n.HTTP
 	}
 	return n.TCP
 }

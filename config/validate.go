@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -186,6 +187,7 @@ func (c *Config) validateTransports(v *violations) {
 		if c.HTTP.TLS.Enabled && (c.HTTP.TLS.CertFile == "" || c.HTTP.TLS.KeyFile == "") {
 			v.add("http.tls.enabled = true: http.tls.cert_file and http.tls.key_file must be set")
 		}
+		c.validateTrustedIssuers(v)
 	}
 	c.validateWebSocketSizes(v)
 	c.validateQUIC(v)
@@ -525,5 +527,24 @@ func checkCPUAllocation(value string) error {
 			return errors.New(`must be "all", a core count > 0, a range "a..b" or "numa:<spec>"`)
 		}
 		return nil
+	}
+}
+
+// validateTrustedIssuers checks [[http.jwt.trusted_issuers]] (http-api §2.4):
+// an issuer and a JWKS URL (http or https) each, and a non-root user.
+func (c *Config) validateTrustedIssuers(v *violations) {
+	for i, ti := range c.HTTP.JWT.TrustedIssuers {
+		name := fmt.Sprintf("http.jwt.trusted_issuers[%d]", i)
+		if strings.TrimSpace(ti.Issuer) == "" {
+			v.add("%s.issuer is empty: a trusted issuer needs the \"iss\" its tokens carry", name)
+		}
+		if ti.JWKSURL == "" {
+			v.add("%s.jwks_url is empty: a trusted issuer needs the URL of its key set", name)
+		} else if u, err := url.Parse(ti.JWKSURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add("%s.jwks_url = %q: must be an http(s) URL", name, ti.JWKSURL)
+		}
+		if ti.UserID == 0 {
+			v.add("%s.user_id = 0: a trusted issuer's tokens must act as a non-root user (set a user id other than 0)", name)
+		}
 	}
 }

@@ -458,6 +458,26 @@ func TestValidateTransports(t *testing.T) {
 		{"tcp tls files missing", func(c *Config) { c.TCP.TLS.Enabled, c.TCP.TLS.SelfSigned, c.TCP.TLS.CertFile = true, false, "" }, "tcp.tls.cert_file and tcp.tls.key_file must be set"},
 		{"http jwt algorithm", func(c *Config) { c.HTTP.Enabled = true; c.HTTP.JWT.Algorithm = "RS256" }, `http.jwt.algorithm = "RS256": must be HS256, HS384 or HS512`},
 		{"http tls missing files", func(c *Config) { c.HTTP.Enabled = true; c.HTTP.TLS.Enabled = true; c.HTTP.TLS.KeyFile = "" }, "http.tls.cert_file and http.tls.key_file must be set"},
+		{"trusted issuer ok", func(c *Config) {
+			c.HTTP.Enabled = true
+			c.HTTP.JWT.TrustedIssuers = []TrustedIssuer{{Issuer: "https://idp", JWKSURL: "https://idp/jwks", UserID: 3}}
+		}, ""},
+		{"trusted issuer empty issuer", func(c *Config) {
+			c.HTTP.Enabled = true
+			c.HTTP.JWT.TrustedIssuers = []TrustedIssuer{{JWKSURL: "https://idp/jwks", UserID: 3}}
+		}, "http.jwt.trusted_issuers[0].issuer is empty"},
+		{"trusted issuer empty jwks url", func(c *Config) {
+			c.HTTP.Enabled = true
+			c.HTTP.JWT.TrustedIssuers = []TrustedIssuer{{Issuer: "https://idp", UserID: 3}}
+		}, "http.jwt.trusted_issuers[0].jwks_url is empty"},
+		{"trusted issuer jwks url not http", func(c *Config) {
+			c.HTTP.Enabled = true
+			c.HTTP.JWT.TrustedIssuers = []TrustedIssuer{{Issuer: "https://idp", JWKSURL: "file:///etc/jwks", UserID: 3}}
+		}, `http.jwt.trusted_issuers[0].jwks_url = "file:///etc/jwks": must be an http(s) URL`},
+		{"trusted issuer root user", func(c *Config) {
+			c.HTTP.Enabled = true
+			c.HTTP.JWT.TrustedIssuers = []TrustedIssuer{{Issuer: "https://idp", JWKSURL: "https://idp/jwks"}}
+		}, "http.jwt.trusted_issuers[0].user_id = 0"},
 		{"ws zero size", func(c *Config) { c.WebSocket.ReadBufferSize = size(0) }, "websocket.read_buffer_size = 0: must be nonzero"},
 		{"ws frame above message", func(c *Config) { c.WebSocket.MaxFrameSize = size(2 * MiB); c.WebSocket.MaxMessageSize = size(MiB) },
 			"websocket.max_frame_size = 2 MiB: must not exceed websocket.max_message_size = 1 MiB"},

@@ -105,6 +105,12 @@ type Restored struct {
 	Superblock *VsrState // nil: none was ever written
 	Snapshot   *Snapshot // latest application checkpoint, nil if none
 	Entries    []Prepare // journal after the snapshot, in op order
+	// StorageLost: this replica's storage was lost (a wiped or replaced
+	// disk) while the group has history elsewhere. It may have
+	// acknowledged prepares it no longer holds, so it never votes on its
+	// own: it stays Recovering, probing, until a primary's StartView
+	// (no election fallback after unanswered probes).
+	StorageLost bool
 }
 
 // Group is the contract a replica of one consensus group satisfies; the

@@ -5,6 +5,8 @@ import "fmt"
 type recoveryState struct {
 	probeAttempts uint32
 	probeTimer    timer
+	// storageLost (Restored.StorageLost): never fall back to an election.
+	storageLost bool
 }
 
 // Restart rebuilds a replica from what its storage held (spec §3.6).
@@ -66,7 +68,8 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 			r.view = h.View // no superblock: the view from the last prepare, log_view 0
 		}
 	}
-	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0
+	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost
+	r.recovery.storageLost = st.StorageLost && cfg.ReplicaCount > 1
 	switch {
 	case cfg.ReplicaCount == 1:
 		r.commitMax = r.op // solo: every durable prepare is committed
@@ -249,6 +252,10 @@ func (r *Replica) broadcastProbe() {
 
 func (r *Replica) tickRecovering() {
 	if !r.recovery.probeTimer.fired(r.ticks) {
+		return
+	}
+	if r.recovery.storageLost {
+		r.broadcastProbe() // only a primary's StartView ends this
 		return
 	}
 	r.recovery.probeAttempts++

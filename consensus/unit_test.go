@@ -274,3 +274,43 @@ func TestSuspectPrimaryStartsTheNextView(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageLostNeverFallsBackToAnElection: a restarted replica with
+// recovered state falls back to an election when its probes go
+// unanswered; one whose storage was lost never does (it may have
+// acknowledged prepares it no longer holds), it keeps probing.
+func TestStorageLostNeverFallsBackToAnElection(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		cfg := DefaultConfig(1, 3)
+		r, err := Restart(cfg, Restored{Superblock: &VsrState{}, StorageLost: lost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status() != StatusRecovering {
+			t.Fatalf("lost=%v: status %v after restart, want recovering", lost, r.Status())
+		}
+		probes, elections := 0, 0
+		ticks := int(cfg.RequestStartViewTicks) * int(cfg.ViewProbeAttemptsMax) * 4
+		for i := 0; i < ticks; i++ {
+			r.Tick()
+			rd := r.Ready()
+			for _, m := range rd.Messages {
+				switch m.Kind {
+				case MsgRequestStartView:
+					probes++
+				case MsgStartViewChange, MsgDoViewChange:
+					elections++
+				}
+			}
+			r.Advance(rd)
+		}
+		switch {
+		case lost && (elections > 0 || r.Status() != StatusRecovering):
+			t.Fatalf("storage lost: %d election messages, status %v; want none, recovering", elections, r.Status())
+		case lost && probes < 4*int(cfg.ViewProbeAttemptsMax)-1:
+			t.Fatalf("storage lost: %d probes over %d ticks, want it to keep probing", probes, ticks)
+		case !lost && elections == 0:
+			t.Fatalf("recovered state: no election after %d unanswered probes", cfg.ViewProbeAttemptsMax)
+		}
+	}
+}

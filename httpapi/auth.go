@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -13,7 +14,7 @@ import (
 const bearerPrefix = "Bearer "
 
 // authenticate resolves the bearer (spec §2.1): a self-issued JWT first,
-// else a raw personal access token. Missing or malformed → 401 (77); both
+// then a trusted issuer's JWT (jwks.go), else a raw personal access token. Missing or malformed → 401 (77); both
 // readings failing → 401 (40). Tokens are never logged.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (node.Principal, bool) {
 	h := r.Header.Get("Authorization")
@@ -24,6 +25,15 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (node.Prin
 	credential := h[len(bearerPrefix):]
 	if uid, jti, err := s.tokens.verify(credential); err == nil {
 		return node.Principal{UserID: uid, Key: "jwt:" + jti, Remote: r.RemoteAddr}, true
+	}
+	switch uid, ti, err := s.trusted.verify(r.Context(), credential); {
+	case err == nil:
+		return node.Principal{UserID: uid, Key: "ext:" + metadata.HashToken(credential), Remote: r.RemoteAddr}, true
+	case !errors.Is(err, errNotTrusted):
+		// It names a trusted issuer but does not verify: fail closed (no PAT reading).
+		s.log.Debug("trusted-issuer token refused", "issuer", ti.cfg.Issuer, "err", err)
+		writeCode(w, wire.ErrUnauthenticated)
+		return node.Principal{}, false
 	}
 	if uid, code := s.node.CheckPAT(credential); code == wire.OK {
 		return node.Principal{UserID: uid, Key: "pat:" + metadata.HashToken(credential), Remote: r.RemoteAddr}, true
@@ -106,6 +116,11 @@ func (c *call) refreshToken() {
 	}
 	uid, _, err := c.s.tokens.verify(*req.Token)
 	if err != nil {
+		if _, _, terr := c.s.trusted.verify(c.r.Context(), *req.Token); terr == nil {
+			// An external grant keeps the issuer's lifetime: never exchanged for ours.
+			writeCode(c.w, wire.ErrInvalidAccessToken)
+			return
+		}
 		writeCode(c.w, wire.ErrUnauthenticated)
 		return
 	}

@@ -213,7 +213,7 @@ func (f *forwarder) relay(c *call, local func(*call)) {
 			return
 		}
 		if known && primary.Ports.HTTP != nil {
-			resp, retry, err := f.attempt(c, primary, body)
+			resp, retry, err := f.attempt(c, primary, body, forwardAttemptBudget)
 			switch {
 			case err != nil && retry:
 				// connect failure: not admitted anywhere
@@ -248,10 +248,10 @@ type forwardedReply struct {
 	body   []byte
 }
 
-// attempt sends the request once. retry: it provably did not enter the
+// attempt sends the request once, bounded by budget. retry: it provably did not enter the
 // primary's pipeline (connect failure, 307, 503 with id 58).
-func (f *forwarder) attempt(c *call, primary config.NodeConfig, body []byte) (forwardedReply, bool, error) {
-	ctx, cancel := context.WithTimeout(c.r.Context(), forwardAttemptBudget)
+func (f *forwarder) attempt(c *call, primary config.NodeConfig, body []byte, budget time.Duration) (forwardedReply, bool, error) {
+	ctx, cancel := context.WithTimeout(c.r.Context(), budget)
 	defer cancel()
 	url := f.scheme + "://" + net.JoinHostPort(strings.Trim(primary.IP, "[]"), strconv.Itoa(int(*primary.Ports.HTTP))) + c.r.URL.RequestURI()
 	req, err := http.NewRequestWithContext(ctx, c.r.Method, url, bytes.NewReader(body))

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/node"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -27,8 +28,16 @@ type Metrics struct {
 	bytesIn      *prometheus.CounterVec
 	bytesOut     *prometheus.CounterVec
 	httpConns    prometheus.Gauge
-	node         atomic.Pointer[node.Node]
-	binaryNames  sync.Map // [operation, code] → label
+	// partitionRetries counts partition writes sent to another node after
+	// a local 58 (partition_retry.go), one per node tried.
+	partitionRetries prometheus.Counter
+	// fsync is the storage sync latency by kind (journal.ObserveSync).
+	fsync *prometheus.HistogramVec
+	// collectors are everything registered (the dashboard test reads their
+	// descriptions).
+	collectors  []prometheus.Collector
+	node        atomic.Pointer[node.Node]
+	binaryNames sync.Map // [operation, code] → label
 }
 
 // NewMetrics builds the registry (the node is attached when HTTP starts).
@@ -49,12 +58,23 @@ func NewMetrics() *Metrics {
 		Help: "Response body bytes sent (HTTP)."}, []string{"transport"})
 	m.httpConns = prometheus.NewGauge(prometheus.GaugeOpts{Name: "iggy_http_connections",
 		Help: "Open HTTP connections."})
-	m.registry.MustRegister(m.httpRequests, m.requests, m.latency, m.bytesIn, m.bytesOut, m.httpConns, nodeCollector{m})
+	m.partitionRetries = prometheus.NewCounter(prometheus.CounterOpts{Name: "iggy_http_partition_write_retries_total",
+		Help: "HTTP partition writes sent to another node after this node refused them with TransientNotAccepted (one per node tried)."})
+	m.fsync = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "iggy_fsync_duration_seconds",
+		Help:    "Time of one durable sync, by what it made durable: metadata_wal (fdatasync of an append), superblock (file fsync, rename, directory fsync), snapshot, segment (log and index fdatasync).",
+		Buckets: []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}},
+		[]string{"kind"})
+	m.collectors = []prometheus.Collector{m.httpRequests, m.requests, m.latency, m.bytesIn, m.bytesOut, m.httpConns,
+		m.partitionRetries, m.fsync, nodeCollector{m}}
+	m.registry.MustRegister(m.collectors...)
 	return m
 }
 
 // attach makes the node's state part of every scrape.
-func (m *Metrics) attach(n *node.Node) { m.node.Store(n) }
+func (m *Metrics) attach(n *node.Node) {
+	m.node.Store(n)
+	journal.SetSyncObserver(func(kind string, d time.Duration) { m.fsync.WithLabelValues(kind).Observe(d.Seconds()) })
+}
 
 // ObserveBinaryRequest implements node.RequestObserver.
 func (m *Metrics) ObserveBinaryRequest(op wire.Operation, code wire.CommandCode, frameBytes int, start time.Time) {
@@ -158,12 +178,26 @@ var (
 	descClients      = prometheus.NewDesc("clients", "total count of clients", nil, nil)
 	descGroups       = prometheus.NewDesc("consumer_groups", "total count of consumer groups", nil, nil)
 	descMessageBytes = prometheus.NewDesc("iggy_messages_bytes", "Bytes of stored messages.", nil, nil)
+
+	descPartViewChange = prometheus.NewDesc("iggy_partition_groups_view_change", "Partition groups on this node not in normal status (view change or recovery).", nil, nil)
+	descPartViewMax    = prometheus.NewDesc("iggy_partition_view_max", "Highest view among this node's partition groups.", nil, nil)
+	descPartLagSum     = prometheus.NewDesc("iggy_partition_commit_lag_ops_sum", "Ops known committed but not applied here, summed over partition groups.", nil, nil)
+	descPartLagMax     = prometheus.NewDesc("iggy_partition_commit_lag_ops_max", "Largest commit lag of one partition group on this node.", nil, nil)
+	descPartLagTop     = prometheus.NewDesc("iggy_partition_commit_lag_ops", "Commit lag of the partition groups that lag most on this node (at most 8 series; lag > 0 only).", []string{"stream", "topic", "partition", "role"}, nil)
+	descWALBytes       = prometheus.NewDesc("iggy_metadata_wal_bytes", "Size of the metadata WAL on disk.", nil, nil)
+	descBusQueue       = prometheus.NewDesc("iggy_replica_bus_queue_frames", "Frames waiting in the replica-bus send queue to a peer.", []string{"peer"}, nil)
+	descBusDropped     = prometheus.NewDesc("iggy_replica_bus_frames_dropped_total", "Replica-bus frames dropped, by reason.", []string{"reason"}, nil)
+	descBusSent        = prometheus.NewDesc("iggy_replica_bus_frames_sent_total", "Replica-bus frames written to peers.", nil, nil)
+	descBusReceived    = prometheus.NewDesc("iggy_replica_bus_frames_received_total", "Replica-bus frames received and delivered.", nil, nil)
+	descBusInvalid     = prometheus.NewDesc("iggy_replica_bus_frames_invalid_total", "Replica-bus frames received and dropped as invalid.", nil, nil)
 )
 
 func (nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGroupPrimary, descGroupNormal, descGroupView, descGroupCommit, descGroupKnown,
 		descGroupLag, descConnections, descSessions, descRefused, descUnrouted, descStreams, descTopics, descPartitions,
-		descSegments, descMessages, descUsers, descClients, descGroups, descMessageBytes, descPartGroups} {
+		descSegments, descMessages, descUsers, descClients, descGroups, descMessageBytes, descPartGroups,
+		descPartViewChange, descPartViewMax, descPartLagSum, descPartLagMax, descPartLagTop, descWALBytes, descBusQueue,
+		descBusDropped, descBusSent, descBusReceived, descBusInvalid} {
 		ch <- d
 	}
 }
@@ -177,8 +211,8 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter := func(d *prometheus.Desc, v float64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	for _, g := range o.Groups {
 		gauge(descGroupPrimary, b2f(g.Primary), g.Group)
@@ -204,6 +238,32 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descClients, float64(o.Sessions))
 	gauge(descGroups, float64(o.ConsumerGroups))
 	gauge(descMessageBytes, float64(o.MessagesBytes))
+	gauge(descPartViewChange, float64(o.PartitionViewChanges))
+	gauge(descPartViewMax, float64(o.PartitionViewMax))
+	gauge(descPartLagSum, float64(o.PartitionLagSum))
+	gauge(descPartLagMax, float64(o.PartitionLagMax))
+	for _, p := range o.PartitionLagging {
+		role := "backup"
+		if p.Primary {
+			role = "primary"
+		}
+		gauge(descPartLagTop, float64(p.LagOps), strconv.FormatUint(uint64(p.Stream), 10), strconv.FormatUint(uint64(p.Topic), 10),
+			strconv.FormatUint(uint64(p.Partition), 10), role)
+	}
+	gauge(descWALBytes, float64(o.MetadataWALBytes))
+	if b := o.Bus; b != nil {
+		for peer, depth := range o.BusQueueDepths {
+			gauge(descBusQueue, float64(depth), strconv.FormatUint(uint64(peer), 10))
+		}
+		counter(descBusDropped, float64(b.FramesDroppedQueueFull), "queue_full")
+		counter(descBusDropped, float64(b.FramesDroppedNotConnected), "not_connected")
+		counter(descBusDropped, float64(b.FramesDroppedOversize), "oversize")
+		counter(descBusDropped, float64(b.FramesDroppedEncode), "encode")
+		counter(descBusDropped, float64(b.FramesDroppedNoHandler), "no_handler")
+		counter(descBusSent, float64(b.FramesSent))
+		counter(descBusReceived, float64(b.FramesReceived))
+		counter(descBusInvalid, float64(b.FramesInvalid))
+	}
 }
 
 func b2f(b bool) float64 {

@@ -20,6 +20,9 @@ type call struct {
 	w http.ResponseWriter
 	r *http.Request
 	p node.Principal
+	// body is the request body as read (readJSONBody), kept for a
+	// partition write tried on another node.
+	body []byte
 }
 
 // route kinds.

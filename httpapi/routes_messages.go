@@ -116,6 +116,7 @@ func (c *call) readJSONBody() ([]byte, bool) {
 		writePlain(c.w, http.StatusBadRequest, "Failed to read the request body")
 		return nil, false
 	}
+	c.body = body
 	return body, true
 }
 
@@ -317,7 +318,8 @@ func (c *call) offsetWrite(code wire.CommandCode, body []byte) {
 
 // execPartitionWrite is exec for partition writes: an outcome that is
 // unknown after the wait (57) is 504 with the route's code (spec §3.3),
-// never retried by the server.
+// never retried by the server. A refusal that proves the write was not
+// admitted here (58) is tried on the other nodes (partition_retry.go).
 func (c *call) execPartitionWrite(code wire.CommandCode, body []byte, timeoutCode, timeoutReason string) ([]byte, bool) {
 	ctx, cancel := context.WithTimeout(c.r.Context(), requestTimeout)
 	defer cancel()
@@ -327,6 +329,10 @@ func (c *call) execPartitionWrite(code wire.CommandCode, body []byte, timeoutCod
 		return reply, true
 	case wire.ErrTransientNotCommitted:
 		writeHTTPError(c.w, http.StatusGatewayTimeout, timeoutCode, timeoutReason)
+	case wire.ErrTransientNotAccepted:
+		if !c.retryPartitionWrite(c.body, timeoutCode, timeoutReason) {
+			writeCode(c.w, ec)
+		}
 	default:
 		writeCode(c.w, ec)
 	}

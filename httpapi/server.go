@@ -44,7 +44,8 @@ type Server struct {
 	ln      net.Listener
 	tls     *tls.Config
 	writes  *admission
-	forward *forwarder // nil unless follower → primary forwarding is active
+	forward *forwarder      // nil unless follower → primary forwarding is active
+	trusted *trustedIssuers // nil without [[http.jwt.trusted_issuers]]
 }
 
 // Starter returns the node.HTTPStarter of this package: binds the
@@ -80,9 +81,7 @@ func New(n *node.Node, metrics *Metrics, log *slog.Logger) (*Server, error) {
 	if metrics != nil {
 		metrics.attach(n)
 	}
-	if len(cfg.HTTP.JWT.TrustedIssuers) > 0 {
-		s.log.Warn("http.jwt.trusted_issuers is not supported yet: tokens of external issuers are refused")
-	}
+	s.trusted = newTrustedIssuers(cfg, s.log)
 	s.log.Info("http access tokens", "algorithm", tok.method.Alg(), "key", tok.keySource)
 	if cfg.HTTP.TLS.Enabled {
 		if s.tls, err = transport.FileTLS(cfg.HTTP.TLS.CertFile, cfg.HTTP.TLS.KeyFile); err != nil {

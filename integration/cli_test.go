@@ -159,7 +159,7 @@ func TestCLIErrors(t *testing.T) {
 	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "-u", "iggy", "-p", "nope", "me").
 		fails(t, 1, "InvalidCredentials (error 42)")
 	iggyCLIRaw(t, "", "--tcp-server-address", s.addr, "me").fails(t, 2, "missing credentials", "IGGY_USERNAME")
-	iggyCLIRaw(t, "", "--transport", "http", "--tcp-server-address", s.addr, "ping").fails(t, 2, "not available yet")
+	iggyCLIRaw(t, "", "--transport", "smoke", "--tcp-server-address", s.addr, "ping").fails(t, 2, "not a transport")
 	// Environment credentials, as upstream.
 	cmd := exec.Command(buildCLI(t), "--tcp-server-address", s.addr, "me")
 	cmd.Env = []string{"IGGY_USERNAME=iggy", "IGGY_PASSWORD=iggy"}

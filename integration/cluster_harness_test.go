@@ -129,7 +129,58 @@ func startClusterOn(t *testing.T, ip string, n int, extraEnv ...string) *testClu
 		c.nodes = append(c.nodes, startServerArgs(t, filepath.Join(dir, fmt.Sprintf("node-%d", i)),
 			[]string{"--replica-id", fmt.Sprint(i)}, env...))
 	}
+	// Formed: every node caught up (a node that joined after the others
+	// committed something rejoins through the primary first, and until
+	// then does not count for a quorum).
+	for i := range c.nodes {
+		c.waitCaughtUp(i, clusterFormTimeout)
+	}
 	return c
+}
+
+// clusterFormTimeout bounds how long a new cluster's nodes take to catch up.
+const clusterFormTimeout = 30 * time.Second
+
+// waitCaughtUp waits until node i reports itself Healthy in its cluster
+// metadata (it is Starting until its metadata group caught up after boot).
+func (c *testCluster) waitCaughtUp(i int, within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		if status, err := c.selfStatus(i); err != nil {
+			last = err.Error()
+		} else if status == wire.NodeHealthy {
+			return
+		} else {
+			last = fmt.Sprintf("status %d", status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.t.Fatalf("node %d did not catch up within %s (%s)", i, within, last)
+}
+
+// selfStatus is node i's status of itself in its cluster metadata.
+func (c *testCluster) selfStatus(i int) (uint8, error) {
+	cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(2*time.Second))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if _, err := cl.LoginUser(testCtx(c.t), "iggy", "iggy"); err != nil {
+		return 0, err
+	}
+	md, err := cl.GetClusterMetadata(testCtx(c.t))
+	if err != nil {
+		return 0, err
+	}
+	name := fmt.Sprintf("node-%d", i)
+	for _, n := range md.Nodes {
+		if n.Name == name {
+			return n.Status, nil
+		}
+	}
+	return 0, fmt.Errorf("%s not in the cluster metadata", name)
 }
 
 func (c *testCluster) addr(i int) string {

@@ -255,6 +255,11 @@ func TestClusterPartitionBackupCatchesUpByTransfer(t *testing.T) {
 	c.nodes[1].start()
 	c.waitPartitionCount(1, 0, sent, 30*time.Second)
 	c.expectSameSegments(0, 0, 1)
+	// It had acknowledged prepares before the wipe, so its groups must not
+	// vote with empty logs: they rejoin Recovering, not as fresh groups.
+	if !strings.Contains(c.nodes[1].logs.String(), "partition created before this boot has no superblock: rejoining Recovering") {
+		t.Errorf("the wiped node's partition groups did not rejoin Recovering")
+	}
 	// Then the transferred node forms the quorum with the primary.
 	c.nodes[2].stop(syscall.SIGKILL)
 	send("node-2-down", 5)

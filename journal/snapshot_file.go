@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/zeebo/xxh3"
@@ -46,6 +47,7 @@ func WriteSnapshot(dir string, s consensus.Snapshot) error {
 	sum := xxh3.Hash128(b)
 	b = le.AppendUint64(b, sum.Lo)
 	b = le.AppendUint64(b, sum.Hi)
+	defer ObserveSync(SyncSnapshot, time.Now())
 	if err := replaceFile(filepath.Join(dir, snapshotFileName), b); err != nil {
 		return fmt.Errorf("write snapshot op %d: %w", s.Op, err)
 	}

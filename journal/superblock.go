@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/zeebo/xxh3"
@@ -170,9 +171,11 @@ func (sb *Superblock) Write(st SuperblockState) error {
 	}
 	seq := sb.sequence + 1
 	path := filepath.Join(sb.dir, slotNames[target])
+	start := time.Now()
 	if err := replaceFile(path, encodeSuperblock(seq, &st)); err != nil {
 		return fmt.Errorf("superblock write sequence %d: %w", seq, err)
 	}
+	ObserveSync(SyncSuperblock, start)
 	sb.sequence, sb.newest = seq, target
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/zeebo/xxh3"
@@ -272,11 +273,13 @@ func (w *WAL) Append(entries ...consensus.Prepare) error {
 		}
 		return fmt.Errorf("WAL append ops %d..%d: %w", first, last, err)
 	}
+	syncStart := time.Now()
 	if err := datasync(w.f); err != nil {
 		// After a failed fdatasync the page cache state is unknown: poison.
 		w.poisoned = true
 		return fmt.Errorf("WAL fdatasync ops %d..%d: %w", first, last, err)
 	}
+	ObserveSync(SyncMetadataWAL, syncStart)
 	w.size += int64(len(buf))
 	for _, loc := range locs {
 		w.records = append(w.records, loc)

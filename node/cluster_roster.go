@@ -21,8 +21,9 @@ func (n *Node) clusterMetadataFor(clientAddr string) wire.ClusterMetadata {
 // this client should dial (longest-prefix advertised_addresses match for
 // its peer address, else advertised_address, else the roster ip), its role
 // (Leader = the metadata primary as this node knows it) and its status
-// (this node Healthy; a peer Healthy while the replica bus holds a live
-// connection to it, else Unreachable).
+// (this node Healthy, or Starting until it caught up after boot; a peer
+// Healthy while the replica bus holds a live connection to it, else
+// Unreachable).
 func (n *Node) rosterMetadata(clientAddr string) wire.ClusterMetadata {
 	clientIP := netip.Addr{}
 	if ap, err := netip.ParseAddrPort(clientAddr); err == nil {
@@ -48,9 +49,19 @@ func (n *Node) rosterMetadata(clientAddr string) wire.ClusterMetadata {
 		if node.ReplicaID != n.topo.self && (n.bus == nil || !n.bus.Connected(node.ReplicaID)) {
 			entry.Status = wire.NodeUnreachable
 		}
+		if node.ReplicaID == n.topo.self && n.starting() {
+			entry.Status = wire.NodeStarting
+		}
 		out.Nodes = append(out.Nodes, entry)
 	}
 	return out
+}
+
+// starting reports whether this clustered node is still catching up after
+// boot: its metadata group has not yet been Normal and caught up, so it
+// opens no partitions yet (the partition gate) and answers 58 for them.
+func (n *Node) starting() bool {
+	return n.plane != nil && n.plane.gated && !n.plane.gateOpen.Load()
 }
 
 // rosterPort is a roster node's port for a transport the cluster serves,

@@ -118,6 +118,23 @@ type driver struct {
 	// caughtUp, when set, runs once on the driver goroutine the first time
 	// the group is Normal with everything it knows committed applied.
 	caughtUp func()
+	// heardPrimaryView is the latest view in which this replica, a
+	// backup, heard from that view's primary (a Prepare, Commit or
+	// StartView it stepped while in that view). A fresh replica is Normal
+	// with nothing to commit at once; it is caught up only once the view's
+	// primary told it what there is.
+	heardPrimaryView uint32
+	heardPrimary     bool
+	// settle, when set, runs first in run, before the group steps or
+	// publishes its status: a clustered node on empty storage finds out
+	// whether its storage was lost (storage_lost.go) and may replace the
+	// group.
+	settle func(ctx context.Context) (metadataGroup, error)
+	// view, head op and commit_max as of the last Ready round, for peers
+	// asking where this replica stands (FetchStatus).
+	posView      atomic.Uint32
+	posOp        atomic.Uint64
+	posCommitMax atomic.Uint64
 	// viewChanged, when set, runs on the driver goroutine after the group's
 	// view or status changed (wakes resting partition groups).
 	viewChanged func()
@@ -223,10 +240,24 @@ func (d *driver) deliver(m consensus.Message) bool {
 // only when storage failed (the node must stop: it cannot make progress
 // safely).
 func (d *driver) run(ctx context.Context) error {
-	ticker := d.clock.NewTicker(tickInterval)
-	defer ticker.Stop()
 	defer close(d.stopped)
 	defer d.failPending()
+	if d.settle != nil {
+		g, err := d.settle(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while settling: nothing ran
+			}
+			return fmt.Errorf("settle empty storage: %w", err)
+		}
+		if g != nil {
+			d.group = g
+		}
+		d.settle = nil
+		d.publishStatus()
+	}
+	ticker := d.clock.NewTicker(tickInterval)
+	defer ticker.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -236,12 +267,12 @@ func (d *driver) run(ctx context.Context) error {
 			d.setNow()
 			d.group.Tick()
 		case m := <-d.inbox:
-			d.group.Step(m)
+			d.step(m)
 		steps:
 			for i := 1; i < inboxBatchMax; i++ {
 				select {
 				case m := <-d.inbox:
-					d.group.Step(m)
+					d.step(m)
 				default:
 					break steps
 				}
@@ -260,6 +291,27 @@ func (d *driver) run(ctx context.Context) error {
 		}
 		if err := d.processReady(); err != nil {
 			return err
+		}
+	}
+}
+
+// position is the group's view, head op and commit_max as of the last
+// Ready round (any goroutine; all zero before the first).
+func (d *driver) position() (view uint32, op, commitMax uint64) {
+	return d.posView.Load(), d.posOp.Load(), d.posCommitMax.Load()
+}
+
+// step hands a replica message to the group and notes, until the group
+// is caught up, whether it came from the primary of the group's view.
+func (d *driver) step(m consensus.Message) {
+	d.group.Step(m)
+	if d.caughtUp == nil {
+		return
+	}
+	switch m.Kind {
+	case consensus.MsgPrepare, consensus.MsgCommit, consensus.MsgStartView: // only a view's primary sends these
+		if m.View == d.group.View() {
+			d.heardPrimaryView, d.heardPrimary = m.View, true
 		}
 	}
 }
@@ -371,8 +423,15 @@ func (d *driver) reply(replies []consensus.Reply) {
 // publishStatus stores the group's view state for other goroutines; it
 // allocates only when something changed.
 func (d *driver) publishStatus() {
+	if d.settle != nil {
+		return // nothing to publish before the group settled
+	}
 	cur := snapshotStatus(d.group)
-	if d.caughtUp != nil && cur.status == statusNormal && cur.commitMin == cur.commitMax {
+	d.posView.Store(cur.view)
+	d.posOp.Store(d.group.Op())
+	d.posCommitMax.Store(cur.commitMax)
+	if d.caughtUp != nil && cur.status == statusNormal && cur.commitMin == cur.commitMax &&
+		(cur.primary || d.heardPrimary && d.heardPrimaryView == cur.view) {
 		f := d.caughtUp
 		d.caughtUp = nil
 		f()

@@ -69,7 +69,9 @@ type Node struct {
 	// scheduler runs the periodic background jobs (jobs.go).
 	scheduler jobScheduler
 	bus       bus.Bus // nil on a single node
-	forwards  *forwarder
+	// metaWAL is the metadata WAL, for metrics (set once storage is open).
+	metaWAL  atomic.Pointer[journal.WAL]
+	forwards *forwarder
 	// partitionWritesRefused counts partition writes refused (58) because
 	// this node is a backup of the partition's group.
 	partitionWritesRefused atomic.Uint64
@@ -83,6 +85,8 @@ type Node struct {
 	loginRefusalLog logThrottle
 	// fetchServes bounds the partition fetches served at once.
 	fetchServes chan struct{}
+	// statusReplies carries FetchStatusReply frames to settleFreshStorage.
+	statusReplies chan bus.Fetch
 	// retentionCursor is where the next retention turn starts (owned by
 	// the retention job).
 	retentionCursor int
@@ -123,10 +127,11 @@ func Run(ctx context.Context, opts Options) error {
 		credentials: newCredentialSlots(),
 		logins: newLoginLimiter(cfg.Login.FailedAttemptsPerAddressMax, cfg.Login.FailedAttemptsPerUserMax,
 			cfg.Login.FailedAttemptsRefillInterval.Duration, int(cfg.Login.TrackedEntriesMax)),
-		internal:    newInternalSession(),
-		fetchServes: make(chan struct{}, fetchServesMax),
-		startedAt:   time.Now(),
-		dataDir:     cfg.System.Path,
+		internal:      newInternalSession(),
+		fetchServes:   make(chan struct{}, fetchServesMax),
+		statusReplies: make(chan bus.Fetch, statusRepliesMax),
+		startedAt:     time.Now(),
+		dataDir:       cfg.System.Path,
 	}
 	// system.memory_pool.enabled: the frame buffer pools (size and
 	// bucket_capacity only accept their defaults, see config.Validate).
@@ -158,6 +163,7 @@ func Run(ctx context.Context, opts Options) error {
 			"file", filepath.Join(n.dataDir, "metadata", "journal.wal"), "position", recovered.walTornAt,
 			"dropped_bytes", recovered.walTornBytes)
 	}
+	n.metaWAL.Store(store.wal)
 	defer func() {
 		if cerr := store.Close(); cerr != nil {
 			log.Error("close metadata storage", "err", cerr)
@@ -171,6 +177,12 @@ func Run(ctx context.Context, opts Options) error {
 	appliedOp, _ := state.LastApplied()
 	n.driver = newDriver(log.With("group", "metadata"), group, store, n, appliedOp)
 	n.driver.fence.timeout = cfg.Cluster.SuperblockWedgedFatalTimeout.Duration // 0: never exit
+	if topo.clustered && recovered.snapshot == nil {
+		// Empty metadata storage: a new cluster, or this replica's storage
+		// was lost. The driver settles which before its group runs
+		// (storage_lost.go); clients are served meanwhile.
+		n.driver.settle = n.settleMetadataGroup
+	}
 	if recovered.snapshot == nil {
 		// First boot: the seeded root user exists only in memory until this
 		// checkpoint makes it durable (it is never in the WAL).

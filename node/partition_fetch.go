@@ -70,8 +70,15 @@ func (p *peerBus) deliverFetchReply(f bus.Fetch) {
 // fetch; requests are served on their own goroutine (bounded), so a disk
 // read never holds up the consensus messages behind it.
 func (n *Node) onFetch(f bus.Fetch) {
-	if f.Kind == bus.FetchReply {
+	switch f.Kind {
+	case bus.FetchReply:
 		n.plane.peers.deliverFetchReply(f)
+		return
+	case bus.FetchStatus:
+		n.onFetchStatus(f)
+		return
+	case bus.FetchStatusReply:
+		n.onFetchStatusReply(f)
 		return
 	}
 	select {

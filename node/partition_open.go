@@ -131,7 +131,7 @@ func (p *partitionPlane) desiredOf(k partitionKey) (desiredPartition, bool) {
 	if code != metadata.CodeOK || int(k.partition) >= len(t.Partitions) {
 		return desiredPartition{}, false
 	}
-	return desiredPartition{topic: t, part: t.Partitions[k.partition]}, true
+	return p.desiredPartitionOf(t, t.Partitions[k.partition]), true
 }
 
 // awaitEntry returns the served partition k, waiting (bounded) while it is

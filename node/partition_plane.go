@@ -73,6 +73,10 @@ type partitionEntry struct {
 
 	// primary is published by the shard: this replica leads the group.
 	primary atomic.Bool
+	// Published by the shard with primary, for metrics.
+	pubNormal                  atomic.Bool
+	pubView                    atomic.Uint32
+	pubCommitMin, pubCommitMax atomic.Uint64
 
 	// Owned by the shard goroutine.
 	group     partitionGroup
@@ -215,6 +219,13 @@ type partitionPlane struct {
 	topicPartitions map[topicKey]int
 	// reconcileVisits counts the partitions reconcile passes compared (tests).
 	reconcileVisits uint64
+	// liveFromRevision is the metadata revision of the boot reconcile:
+	// partitions created after it were created while this node ran, so a
+	// missing superblock means its group never ran here (see startGroup).
+	liveFromRevision uint64
+	// storageLost: this node's metadata storage was lost (storage_lost.go);
+	// set before the gate opens.
+	storageLost bool
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,

@@ -17,6 +17,14 @@ import (
 type desiredPartition struct {
 	topic metadata.Topic
 	part  metadata.Partition
+	// live: the partition was created after this node's boot reconcile,
+	// so this node cannot have run its group before (startGroup).
+	live bool
+}
+
+// desiredPartitionOf (under reconcileMu) is what metadata wants of part.
+func (p *partitionPlane) desiredPartitionOf(t metadata.Topic, part metadata.Partition) desiredPartition {
+	return desiredPartition{topic: t, part: part, live: part.CreatedRevision > p.liveFromRevision}
 }
 
 // reconcile brings the served partitions in line with the metadata state:
@@ -41,6 +49,9 @@ func (p *partitionPlane) reconcileLocked(state *metadata.State) {
 	}
 	boot := !p.reconciled
 	p.reconciled, p.lastRevision, p.state = true, rev, state
+	if boot {
+		p.liveFromRevision = rev
+	}
 
 	desired := make(map[partitionKey]desiredPartition)
 	streams := state.Streams()
@@ -48,7 +59,7 @@ func (p *partitionPlane) reconcileLocked(state *metadata.State) {
 	for _, s := range streams {
 		for _, t := range s.Topics {
 			for _, part := range t.Partitions {
-				desired[partitionKey{s.ID, t.ID, part.ID}] = desiredPartition{topic: t, part: part}
+				desired[partitionKey{s.ID, t.ID, part.ID}] = p.desiredPartitionOf(t, part)
 			}
 			p.reconcileVisits += uint64(len(t.Partitions))
 			if len(t.Partitions) > 0 {
@@ -114,7 +125,7 @@ func (p *partitionPlane) reconcileTopic(state *metadata.State, k topicKey) {
 			}
 			continue
 		}
-		d := desiredPartition{topic: t, part: t.Partitions[pid]}
+		d := p.desiredPartitionOf(t, t.Partitions[pid])
 		if e != nil && e.revision != d.part.CreatedRevision {
 			p.remove(e)
 			e = nil

@@ -60,9 +60,15 @@ func (s *partitionShard) stamp(e *partitionEntry, batch []byte) wire.ErrorCode {
 }
 
 // publishRole (shard goroutine) publishes whether this replica is the
-// group's primary, for the connection goroutines' fast 58.
+// group's primary, for the connection goroutines' fast 58, and its view and
+// commit numbers for metrics.
 func (e *partitionEntry) publishRole() {
 	e.primary.Store(e.group.IsPrimary())
+	// For metrics (Observe): the group's view and commit numbers.
+	e.pubNormal.Store(e.group.Status() == consensus.StatusNormal)
+	e.pubView.Store(e.group.View())
+	e.pubCommitMin.Store(e.group.CommitMin())
+	e.pubCommitMax.Store(e.group.CommitMax())
 }
 
 // acceptsWrites reports (from any goroutine) whether this node is the

@@ -43,7 +43,8 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 	if d := sb.OlderCopyDamage(); d != "" {
 		p.log.Warn("partition superblock: a damaged copy was set aside", "dir", e.dir, "damage", d)
 	}
-	if st == nil && e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0 {
+	empty := e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0
+	if st == nil && empty && d.live {
 		g, err := consensus.New(cfg)
 		if err != nil {
 			return err
@@ -58,13 +59,24 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		return nil
 	}
 	restored := consensus.Restored{Superblock: &consensus.VsrState{}}
-	if st == nil {
+	switch {
+	case st == nil && empty:
+		// Nothing here, for a partition created before this node booted:
+		// a node whose storage was wiped (or lost before the group's first
+		// superblock write). If it ran the group before, it may have
+		// acknowledged prepares it no longer holds, so it must not vote
+		// with an empty log: it rejoins Recovering (no vote until the
+		// view's primary answers) and repairs or transfers the rest.
+		p.log.Info("partition created before this boot has no superblock: rejoining Recovering", "dir", e.dir,
+			"storage_lost", p.storageLost)
+		restored.StorageLost = p.storageLost
+	case st == nil:
 		// Data without a superblock (written by an older build, or the
 		// superblock was removed): which op the data reflects is unknown.
 		// Restart with nothing applied; replays of what the log holds are
 		// recognised (applySend), the rest comes by state transfer.
 		p.log.Warn("partition data without a superblock: rejoining with nothing applied", "dir", e.dir)
-	} else {
+	default:
 		vs := st.VsrState
 		restored.Superblock = &vs
 		if vs.CheckpointOp > 0 {

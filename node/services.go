@@ -1,13 +1,16 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/transport/bus"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -87,9 +90,33 @@ type Observation struct {
 	Users                                         int
 	Messages, MessagesBytes, Segments             uint64
 	PartitionWritesRefused, UnroutedReplicaFrames uint64
-	// Partition groups this node runs, by its role in them (per-partition
-	// view and commit stay inside the shard loops).
+	// Partition groups this node runs, by its role in them.
 	PartitionPrimaries, PartitionBackups int
+	// Partition groups in aggregate (a node may run thousands: no series
+	// per partition): groups not in normal status, the highest view, the
+	// total and the largest commit lag, and the PartitionLagTopN groups that
+	// lag most (lag > 0 only).
+	PartitionViewChanges             int
+	PartitionViewMax                 uint32
+	PartitionLagSum, PartitionLagMax uint64
+	PartitionLagging                 []PartitionLag
+	// MetadataWALBytes is the metadata WAL's size on disk.
+	MetadataWALBytes int64
+	// Bus is the replica bus's counters and per-peer send-queue depth (nil
+	// on a single node).
+	Bus            *bus.Stats
+	BusQueueDepths map[uint8]int
+}
+
+// PartitionLagTopN bounds the partition groups Observe names one by one.
+const PartitionLagTopN = 8
+
+// PartitionLag is one partition group's commit lag on this node.
+type PartitionLag struct {
+	Stream, Topic, Partition uint32
+	Primary                  bool
+	View                     uint32
+	LagOps                   uint64 // commit_max - commit_min
 }
 
 // Observe samples the node for metrics: the metadata group's published
@@ -114,11 +141,59 @@ func (n *Node) Observe() Observation {
 		} else {
 			o.PartitionBackups++
 		}
+		o.observePartition(e)
 	}
 	n.plane.mu.RUnlock()
+	slices.SortFunc(o.PartitionLagging, func(a, b PartitionLag) int { return cmp.Compare(b.LagOps, a.LagOps) })
+	if w := n.metaWAL.Load(); w != nil {
+		o.MetadataWALBytes = w.Size()
+	}
+	if n.bus != nil {
+		st := n.bus.Stats()
+		o.Bus = &st
+		if q, ok := n.bus.(interface{ QueueDepth(uint8) int }); ok {
+			o.BusQueueDepths = make(map[uint8]int, len(n.topo.roster))
+			for i := range n.topo.roster {
+				if uint8(i) != n.topo.self {
+					o.BusQueueDepths[uint8(i)] = q.QueueDepth(uint8(i))
+				}
+			}
+		}
+	}
 	o.PartitionWritesRefused = n.partitionWritesRefused.Load()
 	o.UnroutedReplicaFrames = n.unroutedReplicaMessages.Load()
 	return o
+}
+
+// observePartition folds one partition group into the aggregates, keeping
+// the PartitionLagTopN largest lags (the caller sorts them).
+func (o *Observation) observePartition(e *partitionEntry) {
+	if !e.pubNormal.Load() {
+		o.PartitionViewChanges++
+	}
+	view := e.pubView.Load()
+	o.PartitionViewMax = max(o.PartitionViewMax, view)
+	lo, hi := e.pubCommitMin.Load(), e.pubCommitMax.Load()
+	if hi <= lo {
+		return
+	}
+	lag := hi - lo
+	o.PartitionLagSum += lag
+	o.PartitionLagMax = max(o.PartitionLagMax, lag)
+	pl := PartitionLag{Stream: e.key.stream, Topic: e.key.topic, Partition: e.key.partition, Primary: e.acceptsWrites(), View: view, LagOps: lag}
+	if len(o.PartitionLagging) < PartitionLagTopN {
+		o.PartitionLagging = append(o.PartitionLagging, pl)
+		return
+	}
+	least := 0
+	for i := range o.PartitionLagging {
+		if o.PartitionLagging[i].LagOps < o.PartitionLagging[least].LagOps {
+			least = i
+		}
+	}
+	if lag > o.PartitionLagging[least].LagOps {
+		o.PartitionLagging[least] = pl
+	}
 }
 
 // MetadataView is the metadata group's current view (the iggy-view
@@ -152,4 +227,19 @@ func (n *Node) MetadataPrimary() (primary config.NodeConfig, self, known bool) {
 		return config.NodeConfig{}, false, false
 	}
 	return n.topo.roster[id], false, true
+}
+
+// PeerNodes are the other roster nodes of a cluster, in replica-id order
+// (nil on a single node): the HTTP API's partition-write retry targets.
+func (n *Node) PeerNodes() []config.NodeConfig {
+	if !n.topo.clustered {
+		return nil
+	}
+	out := make([]config.NodeConfig, 0, len(n.topo.roster))
+	for i, nc := range n.topo.roster {
+		if uint8(i) != n.topo.self {
+			out = append(out, nc)
+		}
+	}
+	return out
 }

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/lodestream/lodestream/journal"
 )
 
 const (
@@ -179,6 +182,7 @@ func (s *segment) sync() error {
 	if !s.dirty {
 		return nil
 	}
+	defer journal.ObserveSync(journal.SyncSegment, time.Now())
 	if err := datasync(s.logFile); err != nil {
 		return fmt.Errorf("sync segment %d log: %w", s.startOffset, err)
 	}

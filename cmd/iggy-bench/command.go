@@ -44,6 +44,7 @@ type flags struct {
 const (
 	defaultQUICAddress      = "127.0.0.1:8080"
 	defaultWebSocketAddress = "127.0.0.1:8092"
+	defaultHTTPAddress      = "127.0.0.1:3000"
 )
 
 // newCommand builds the cobra command; run receives one validated config
@@ -82,10 +83,11 @@ func newCommand(run func(cmd *cobra.Command, cfgs []bench.Config, jsonOutput, pr
 	c := &f.cfg
 	fl := cmd.Flags()
 	fl.StringVar(&c.Address, "address", bench.DefaultAddress, "server TCP address (loopback only unless --allow-remote)")
-	fl.StringVar(&f.transports, "transport", "tcp", "tcp, quic or websocket, or a comma list run one after another with a throughput comparison")
+	fl.StringVar(&f.transports, "transport", "tcp", "tcp, quic, websocket or http, or a comma list run one after another with a throughput comparison")
 	f.addresses = map[client.Transport]*string{client.TransportTCP: &c.Address,
 		client.TransportQUIC:      fl.String("quic-address", defaultQUICAddress, "server QUIC address"),
-		client.TransportWebSocket: fl.String("websocket-address", defaultWebSocketAddress, "server WebSocket address")}
+		client.TransportWebSocket: fl.String("websocket-address", defaultWebSocketAddress, "server WebSocket address"),
+		client.TransportHTTP:      fl.String("http-address", defaultHTTPAddress, "server HTTP API address (host:port; the REST API)")}
 	fl.BoolVar(&c.AllowRemote, "allow-remote", false, "allow a non-loopback --address")
 	fl.StringVar(&c.Username, "username", "iggy", "user to sign in as")
 	fl.StringVar(&c.Password, "password", "iggy", "password")

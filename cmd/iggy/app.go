@@ -26,6 +26,7 @@ const (
 	defaultTCPServerAddress       = "127.0.0.1:8090"
 	defaultQUICServerAddress      = "127.0.0.1:8080"
 	defaultWebSocketServerAddress = "127.0.0.1:8092"
+	defaultHTTPAPIURL             = "http://localhost:3000"
 )
 
 // globals are the options every command accepts.
@@ -34,7 +35,9 @@ type globals struct {
 	tcpServerAddress       string
 	quicServerAddress      string
 	websocketServerAddress string
-	tcpTLS                 bool // --tcp-tls-enabled: TLS on TCP (certificate not verified)
+	httpAPIURL             string // --http-api-url: base URL of the REST API (--transport http)
+	httpRetries            int    // --http-retries: re-sends of a request that could not be sent
+	tcpTLS                 bool   // --tcp-tls-enabled: TLS on TCP (certificate not verified)
 	username               string
 	password               string
 	token                  string
@@ -133,7 +136,7 @@ func expandGlobalShorthands(args []string) []string {
 // longTakesValue reports whether a global long option consumes the next argument.
 func longTakesValue(name string) bool {
 	switch name {
-	case "transport", "tcp-server-address", "quic-server-address", "websocket-server-address",
+	case "transport", "tcp-server-address", "quic-server-address", "websocket-server-address", "http-api-url", "http-retries",
 		"username", "password", "token", "output", "generate",
 		"token-name", "debug", "encryption-key":
 		return true
@@ -165,10 +168,12 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
 	pf := root.PersistentFlags()
 	g := &a.globals
-	pf.StringVar(&g.transport, "transport", "tcp", "transport to use: tcp, quic or ws (http is not available yet)")
+	pf.StringVar(&g.transport, "transport", "tcp", "transport to use: tcp, quic, ws or http")
 	pf.StringVar(&g.tcpServerAddress, "tcp-server-address", defaultTCPServerAddress, "server address for the TCP transport")
 	pf.StringVar(&g.quicServerAddress, "quic-server-address", defaultQUICServerAddress, "server address for the QUIC transport")
 	pf.StringVar(&g.websocketServerAddress, "websocket-server-address", defaultWebSocketServerAddress, "server address for the WebSocket transport")
+	pf.StringVar(&g.httpAPIURL, "http-api-url", defaultHTTPAPIURL, "base URL of the HTTP API for the http transport (https:// for TLS)")
+	pf.IntVar(&g.httpRetries, "http-retries", client.DefaultHTTPRetries, "http transport: how often a request that could not be sent is re-sent")
 	pf.BoolVar(&g.tcpTLS, "tcp-tls-enabled", false, "TLS on the tcp transport (the server certificate is not verified)")
 	pf.StringVar(&g.username, "username", "", "user name (short -u before the command); IGGY_USERNAME when unset")
 	pf.StringVar(&g.password, "password", "", "password (short -p before the command); read from stdin when -u is given without it")
@@ -252,7 +257,7 @@ func rangeArgs(lo, hi int, names ...string) cobra.PositionalArgs {
 }
 
 // dialTarget resolves --transport to a client transport, its server
-// address and dial options; http is refused until it lands.
+// address and dial options.
 func (g *globals) dialTarget() (string, []client.Option, error) {
 	switch strings.ToLower(g.transport) {
 	case "tcp":
@@ -266,9 +271,12 @@ func (g *globals) dialTarget() (string, []client.Option, error) {
 	case "ws", "websocket":
 		return g.websocketServerAddress, []client.Option{client.WithTransport(client.TransportWebSocket)}, nil
 	case "http":
-		return "", nil, usagef("--transport http is not available yet: Lodestream does not serve the HTTP API; use --transport tcp, quic or ws")
+		if g.httpRetries < 0 {
+			return "", nil, usagef("--http-retries %d: must be 0 or more", g.httpRetries)
+		}
+		return g.httpAPIURL, []client.Option{client.WithTransport(client.TransportHTTP), client.WithHTTPRetries(g.httpRetries)}, nil
 	}
-	return "", nil, usagef("--transport %q is not a transport; valid values are tcp, quic, ws and http (http is not available yet)", g.transport)
+	return "", nil, usagef("--transport %q is not a transport; valid values are tcp, quic, ws and http", g.transport)
 }
 
 // withClient runs fn with a connected (and, when login is true, logged-in) client.

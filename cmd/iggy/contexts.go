@@ -27,6 +27,7 @@ const (
 var contextFlags = []struct{ key, flag string }{
 	{"transport", "transport"},
 	{"tcp_server_address", "tcp-server-address"},
+	{"http_api_url", "http-api-url"},
 	{"username", "username"},
 	{"password", "password"},
 	{"token", "token"},

@@ -42,22 +42,20 @@ func TestExpandGlobalShorthands(t *testing.T) {
 	}
 }
 
-func TestTransportRefusedWithClearError(t *testing.T) {
-	code, _, stderr := runCLI(t, "", "--transport", "http", "ping")
-	if code != 2 || !strings.Contains(stderr, "not available yet") || !strings.Contains(stderr, "--transport tcp, quic or ws") {
-		t.Errorf("--transport http: code %d, stderr %q", code, stderr)
+func TestTransportTargets(t *testing.T) {
+	code, _, stderr := runCLI(t, "", "--transport", "carrier-pigeon", "ping")
+	if code != 2 || !strings.Contains(stderr, "not a transport") || !strings.Contains(stderr, "tcp, quic, ws and http") {
+		t.Errorf("--transport carrier-pigeon: code %d, stderr %q", code, stderr)
 	}
-	for tr, addr := range map[string]string{"tcp": "127.0.0.1:8090", "quic": "127.0.0.1:8080", "ws": "127.0.0.1:8092"} {
+	for tr, addr := range map[string]string{"tcp": "127.0.0.1:8090", "quic": "127.0.0.1:8080", "ws": "127.0.0.1:8092",
+		"http": "http://localhost:3000"} {
 		a := newApp(strings.NewReader(""), &bytes.Buffer{}, &bytes.Buffer{})
 		a.globals = globals{transport: tr, tcpServerAddress: defaultTCPServerAddress,
-			quicServerAddress: defaultQUICServerAddress, websocketServerAddress: defaultWebSocketServerAddress}
+			quicServerAddress: defaultQUICServerAddress, websocketServerAddress: defaultWebSocketServerAddress,
+			httpAPIURL: defaultHTTPAPIURL, httpRetries: 3}
 		if got, _, err := a.globals.dialTarget(); err != nil || got != addr {
 			t.Errorf("--transport %s: address %q, %v; want %s", tr, got, err, addr)
 		}
-	}
-	code, _, stderr = runCLI(t, "", "--transport", "carrier-pigeon", "ping")
-	if code != 2 || !strings.Contains(stderr, "not a transport") {
-		t.Errorf("bogus transport: code %d, stderr %q", code, stderr)
 	}
 }
 

@@ -364,6 +364,18 @@ func (b *TCPBus) Connected(to uint8) bool {
 // Stats implements Bus.
 func (b *TCPBus) Stats() Stats { return b.stats.snapshot() }
 
+// QueueDepth is how many frames wait in the send queue to replica to
+// (0 without a live connection); a gauge for metrics.
+func (b *TCPBus) QueueDepth(to uint8) int {
+	if int(to) >= len(b.peers) || b.peers[to] == nil {
+		return 0
+	}
+	if pc := b.peers[to].conn.Load(); pc != nil {
+		return len(pc.queue)
+	}
+	return 0
+}
+
 // Close stops accepting and dialing, closes every connection gracefully
 // (flush within close_peer_timeout, shutdown within close_grace) and waits
 // for the bus's goroutines, at most close_peer_timeout + close_grace + 1s.

@@ -21,6 +21,10 @@ type FetchKind uint8
 const (
 	FetchRequest FetchKind = 30 // replica → peer: send me stored records of Group from Offset
 	FetchReply   FetchKind = 31 // peer → replica
+	// FetchStatus asks a peer where it stands in Group (a node whose
+	// storage is empty asks whether the group has history elsewhere).
+	FetchStatus      FetchKind = 32
+	FetchStatusReply FetchKind = 33 // peer → replica: View, Op, CommitMax
 )
 
 func (k FetchKind) String() string {
@@ -29,19 +33,25 @@ func (k FetchKind) String() string {
 		return "fetch_request"
 	case FetchReply:
 		return "fetch_reply"
+	case FetchStatus:
+		return "fetch_status"
+	case FetchStatusReply:
+		return "fetch_status_reply"
 	}
 	return fmt.Sprintf("fetch_kind(%d)", uint8(k))
 }
 
 // Command numbers of the fetch frames.
 const (
-	CommandFetchRequest = Command(FetchRequest)
-	CommandFetchReply   = Command(FetchReply)
+	CommandFetchRequest     = Command(FetchRequest)
+	CommandFetchReply       = Command(FetchReply)
+	CommandFetchStatus      = Command(FetchStatus)
+	CommandFetchStatusReply = Command(FetchStatusReply)
 )
 
 // IsFetchCommand reports whether c is one of the fetch frames.
 func IsFetchCommand(c Command) bool {
-	return c == CommandFetchRequest || c == CommandFetchReply
+	return c >= CommandFetchRequest && c <= CommandFetchStatusReply
 }
 
 // Fetch statuses (Fetch.Status, FetchReply only).
@@ -93,6 +103,12 @@ type Fetch struct {
 	// checksum_body covers them. Nil when empty; a decoded reply's Records
 	// alias the frame.
 	Records []byte
+
+	// FetchStatusReply only: the peer's position in Group (its view, log
+	// head op and commit_max; all zero: the group has no history there).
+	View      uint32
+	Op        uint64
+	CommitMax uint64
 }
 
 // StatusName is the status's name for logs ("" on a request).
@@ -131,6 +147,12 @@ func FetchRecordsMax(maxMessageBytes uint64) uint64 {
 //	| 176 | first_offset | u64  | reply   | FirstOffset |
 //	| 184 | next_offset  | u64  | reply   | NextOffset  |
 //	| 192 | status ≤ 3   | u8   | reply   | Status      |
+//	| 196 | view         | u32  | status_reply | View   |
+//	| 200 | op           | u64  | status_reply | Op     |
+//	| 208 | commit_max   | u64  | status_reply | CommitMax |
+//
+// FetchStatus carries nonce and group only; FetchStatusReply nonce,
+// group, view, op and commit_max. Neither has a body.
 //
 // Common header: checksum = seal, checksum_body = XXH3-64(Records) widened
 // (0 when there are none), cluster, size = 256 + len(Records), view 0,
@@ -144,6 +166,9 @@ const (
 	offFetchFirstOffset = 176 // u64: FetchReply
 	offFetchNextOffset  = 184 // u64: FetchReply
 	offFetchStatus      = 192 // u8: FetchReply
+	offFetchView        = 196 // u32: FetchStatusReply
+	offFetchOp          = 200 // u64: FetchStatusReply
+	offFetchCommitMax   = 208 // u64: FetchStatusReply
 )
 
 func knownFetch(k FetchKind) bool { return IsFetchCommand(Command(k)) }
@@ -224,7 +249,11 @@ func (c *Codec) EncodeFetch(dst []byte, f *Fetch) ([]byte, error) {
 // fetchFields is f with only the fields its kind carries (the shape
 // DecodeFetch returns, To zero).
 func fetchFields(f *Fetch) Fetch {
-	g := Fetch{Kind: f.Kind, From: f.From, Group: f.Group, Nonce: f.Nonce, Offset: f.Offset, EndOffset: f.EndOffset}
+	g := Fetch{Kind: f.Kind, From: f.From, Group: f.Group, Nonce: f.Nonce}
+	switch f.Kind {
+	case FetchRequest, FetchReply:
+		g.Offset, g.EndOffset = f.Offset, f.EndOffset
+	}
 	switch f.Kind {
 	case FetchRequest:
 		g.BytesMax = f.BytesMax
@@ -233,6 +262,8 @@ func fetchFields(f *Fetch) Fetch {
 		if len(f.Records) > 0 {
 			g.Records = f.Records
 		}
+	case FetchStatusReply:
+		g.View, g.Op, g.CommitMax = f.View, f.Op, f.CommitMax
 	}
 	return g
 }
@@ -252,15 +283,21 @@ func (c *Codec) putFetchHeader(h []byte, f *Fetch, bodyBytes int, bodySum uint64
 	clear(h)
 	putU128(h[offFetchNonce:], f.Nonce)
 	le.PutUint64(h[offFetchGroup:], f.Group)
-	le.PutUint64(h[offFetchOffset:], f.Offset)
-	le.PutUint64(h[offFetchEndOffset:], f.EndOffset)
 	switch f.Kind {
 	case FetchRequest:
+		le.PutUint64(h[offFetchOffset:], f.Offset)
+		le.PutUint64(h[offFetchEndOffset:], f.EndOffset)
 		le.PutUint32(h[offFetchBytesMax:], f.BytesMax)
 	case FetchReply:
+		le.PutUint64(h[offFetchOffset:], f.Offset)
+		le.PutUint64(h[offFetchEndOffset:], f.EndOffset)
 		le.PutUint64(h[offFetchFirstOffset:], f.FirstOffset)
 		le.PutUint64(h[offFetchNextOffset:], f.NextOffset)
 		h[offFetchStatus] = f.Status
+	case FetchStatusReply:
+		le.PutUint32(h[offFetchView:], f.View)
+		le.PutUint64(h[offFetchOp:], f.Op)
+		le.PutUint64(h[offFetchCommitMax:], f.CommitMax)
 	}
 	if bodySum != 0 {
 		putWide(h[offChecksumBody:], bodySum)
@@ -312,15 +349,18 @@ func (c *Codec) DecodeFetch(frame []byte) (Fetch, error) {
 	} else if got != bodySum {
 		return Fetch{}, invalid("%s: body checksum mismatch", kind)
 	}
-	f := Fetch{Kind: kind, From: h[offReplica], Group: le.Uint64(h[offFetchGroup:]), Nonce: getU128(h[offFetchNonce:]),
-		Offset: le.Uint64(h[offFetchOffset:]), EndOffset: le.Uint64(h[offFetchEndOffset:])}
+	f := Fetch{Kind: kind, From: h[offReplica], Group: le.Uint64(h[offFetchGroup:]), Nonce: getU128(h[offFetchNonce:])}
+	if kind != FetchReply && len(body) != 0 {
+		return Fetch{}, invalid("%s: header-only frame carries %d body bytes", kind, len(body))
+	}
 	switch kind {
 	case FetchRequest:
-		if len(body) != 0 {
-			return Fetch{}, invalid("%s: header-only frame carries %d body bytes", kind, len(body))
-		}
+		f.Offset, f.EndOffset = le.Uint64(h[offFetchOffset:]), le.Uint64(h[offFetchEndOffset:])
 		f.BytesMax = le.Uint32(h[offFetchBytesMax:])
+	case FetchStatusReply:
+		f.View, f.Op, f.CommitMax = le.Uint32(h[offFetchView:]), le.Uint64(h[offFetchOp:]), le.Uint64(h[offFetchCommitMax:])
 	case FetchReply:
+		f.Offset, f.EndOffset = le.Uint64(h[offFetchOffset:]), le.Uint64(h[offFetchEndOffset:])
 		f.FirstOffset = le.Uint64(h[offFetchFirstOffset:])
 		f.NextOffset = le.Uint64(h[offFetchNextOffset:])
 		f.Status = h[offFetchStatus]

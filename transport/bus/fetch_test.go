@@ -89,6 +89,26 @@ func fetchCases() []fetchCase {
 				s.common(0, 31, 2)
 				return s.frame(true, false)
 			}},
+		{"fetch_status", Fetch{Kind: FetchStatus, From: 0, Group: 1 << 63, Nonce: sampleFetchNonce},
+			func() []byte {
+				var s spec
+				s.u128(128, sampleFetchNonce.Lo, sampleFetchNonce.Hi)
+				s.u64(144, 1<<63)
+				s.common(0, 32, 0)
+				return s.frame(true, false)
+			}},
+		{"fetch_status_reply", Fetch{Kind: FetchStatusReply, From: 2, Group: 1 << 63, Nonce: sampleFetchNonce,
+			View: 7, Op: 0x0102_0304_0506_0708, CommitMax: 4242},
+			func() []byte {
+				var s spec
+				s.u128(128, sampleFetchNonce.Lo, sampleFetchNonce.Hi)
+				s.u64(144, 1<<63)
+				s.u32(196, 7)
+				s.u64(200, 0x0102_0304_0506_0708)
+				s.u64(208, 4242)
+				s.common(0, 33, 2)
+				return s.frame(true, false)
+			}},
 	}
 }
 
@@ -259,7 +279,7 @@ func TestFetchEncodeRejects(t *testing.T) {
 	for name, f := range map[string]Fetch{
 		"kind 0":                     {},
 		"forward kind":               {Kind: FetchKind(ForwardLogoutResult), BytesMax: 1},
-		"kind 32":                    {Kind: 32, BytesMax: 1},
+		"kind 34":                    {Kind: 34, BytesMax: 1},
 		"request bytes_max 0":        {Kind: FetchRequest},
 		"reply status 4":             {Kind: FetchReply, Status: 4},
 		"reply status 255":           {Kind: FetchReply, Status: 255},
@@ -327,7 +347,8 @@ func TestFetchDecodeRejectsInvalidFrames(t *testing.T) {
 			return f
 		}, "command 9 is not a fetch frame"},
 		{"forward command", set("fetch_request", func(f []byte) { f[offCommand] = 29 }), "command 29 is not a fetch frame"},
-		{"command 32", set("fetch_request", func(f []byte) { f[offCommand] = 32 }), "command 32 is not a fetch frame"},
+		{"command 34", set("fetch_request", func(f []byte) { f[offCommand] = 34 }), "command 34 is not a fetch frame"},
+		{"request as status", set("fetch_request", func(f []byte) { f[offCommand] = 32 }), "not canonical"},
 		{"cluster mismatch", set("fetch_reply", func(f []byte) { f[offCluster+3]++ }), "fetch_reply: cluster id mismatch"},
 		{"flipped header bit", func() []byte { f := enc("fetch_request"); f[offFetchOffset] ^= 1; return f }, "header checksum mismatch"},
 		{"unsealed", func() []byte { f := enc("fetch_reply"); clear(f[offChecksum : offChecksum+16]); return f }, "header checksum mismatch"},
@@ -392,8 +413,12 @@ func TestFetchNames(t *testing.T) {
 	if FetchRequest.String() != "fetch_request" || FetchReply.String() != "fetch_reply" || FetchKind(5).String() != "fetch_kind(5)" {
 		t.Fatal("FetchKind.String")
 	}
-	if !reflect.DeepEqual([]bool{IsFetchCommand(29), IsFetchCommand(30), IsFetchCommand(31), IsFetchCommand(32)},
-		[]bool{false, true, true, false}) || CommandFetchRequest != 30 || CommandFetchReply != 31 {
+	if FetchStatus.String() != "fetch_status" || FetchStatusReply.String() != "fetch_status_reply" {
+		t.Fatal("FetchKind.String of the status kinds")
+	}
+	if !reflect.DeepEqual([]bool{IsFetchCommand(29), IsFetchCommand(30), IsFetchCommand(31), IsFetchCommand(32), IsFetchCommand(33), IsFetchCommand(34)},
+		[]bool{false, true, true, true, true, false}) || CommandFetchRequest != 30 || CommandFetchReply != 31 ||
+		CommandFetchStatus != 32 || CommandFetchStatusReply != 33 {
 		t.Fatal("IsFetchCommand / command numbers")
 	}
 	if IsForwardCommand(CommandFetchRequest) || IsFetchCommand(CommandForwardLogoutResult) {

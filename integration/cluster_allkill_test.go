@@ -1,0 +1,166 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// TestClusterAllNodesKilledMidProduce: producers write through the primary
+// while every node is killed (kill -9, back to back) at a moment that
+// varies per loop; all restart at once. Afterwards every acknowledged
+// message is on every node at its acknowledged offset, no offset is handed
+// out twice, and the nodes' segment files end byte-identical.
+// LODESTREAM_ALLKILL_LOOPS sets the number of loops; the test runs only
+// when it is set (`make cluster-allkill`): it reproduces a known finding
+// that is not fixed yet (docs/cluster.md "Not yet": after every node was
+// killed, a new primary stamps from its own log end, below offsets another
+// replica applied and acknowledged).
+func TestClusterAllNodesKilledMidProduce(t *testing.T) {
+	if os.Getenv("LODESTREAM_ALLKILL_LOOPS") == "" {
+		t.Skip("known finding, not fixed yet: run with LODESTREAM_ALLKILL_LOOPS=N (make cluster-allkill)")
+	}
+	loops := 2
+	if v := os.Getenv("LODESTREAM_ALLKILL_LOOPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		must(t, err)
+		loops = n
+	}
+	const partitions = 2
+	c, _ := clusterWithTopic(t, 3, partitions)
+	want := map[uint32]map[uint64]string{}
+	total := 0
+	for loop := 0; loop < loops; loop++ {
+		acks := produceUntilAllKilled(t, c, partitions, 4, 50+37*loop)
+		total += len(acks)
+		for _, a := range acks {
+			if want[a.partition] == nil {
+				want[a.partition] = map[uint64]string{}
+			}
+			for i, pl := range a.payloads {
+				off := a.baseOffset + uint64(i)
+				if prev, dup := want[a.partition][off]; dup && prev != pl {
+					t.Fatalf("loop %d: partition %d offset %d acknowledged twice: %q and %q", loop, a.partition, off, prev, pl)
+				}
+				want[a.partition][off] = pl
+			}
+		}
+		for _, n := range c.nodes {
+			n.start()
+		}
+		for i := range c.nodes {
+			c.waitCaughtUp(i, clusterFormTimeout)
+		}
+		// The next send per partition lands above everything acknowledged.
+		for p := uint32(0); p < partitions; p++ {
+			msgs := makeMessages(fmt.Sprintf("after-loop-%d-p%d", loop, p), 0, 1)
+			_, conf := c.sendAnywhere(p, msgs, -1, 30*time.Second)
+			for off := range want[p] {
+				if conf.BaseOffset <= off {
+					t.Fatalf("loop %d: partition %d offset %d handed out again (acknowledged up to at least %d)", loop, p, conf.BaseOffset, off)
+				}
+			}
+			want[p][conf.BaseOffset] = string(msgs[0].Payload)
+		}
+		for p := uint32(0); p < partitions; p++ {
+			for i := range c.nodes {
+				got := c.waitPartitionCount(i, p, len(want[p]), 30*time.Second)
+				for off, pl := range want[p] {
+					if got[off] != pl {
+						t.Fatalf("loop %d: node %d partition %d offset %d: %q, want the acknowledged %q", loop, i, p, off, got[off], pl)
+					}
+				}
+			}
+			for i := 1; i < len(c.nodes); i++ {
+				waitFor(t, fmt.Sprintf("loop %d: partition %d's files on node %d to match node 0", loop, p, i), 30*time.Second,
+					func() bool { return sameSegments(c.segmentFiles(0, p), c.segmentFiles(i, p)) })
+			}
+		}
+	}
+	t.Logf("%d loops: %d batches acknowledged, every one present on all 3 nodes", loops, total)
+}
+
+// produceUntilAllKilled runs producers against node 0 (the primary) and,
+// after killAfter acknowledged batches, kills every node back to back.
+func produceUntilAllKilled(t *testing.T, c *testCluster, partitions uint32, producers, killAfter int) []ackedBatch {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		acks   []ackedBatch
+		wg     sync.WaitGroup
+		once   sync.Once
+		killed = make(chan struct{})
+	)
+	killAll := func() {
+		for _, n := range c.nodes {
+			_ = n.cmd.Process.Signal(syscall.SIGKILL)
+		}
+		close(killed)
+	}
+	start := make(chan struct{})
+	for g := 0; g < producers; g++ {
+		cl := rootClient(t, c.addr(0))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for seq := 0; ; seq++ {
+				select {
+				case <-killed:
+					return
+				default:
+				}
+				p := uint32(g) % partitions
+				msgs := make([]wire.BatchMessageInput, 5)
+				payloads := make([]string, len(msgs))
+				for i := range msgs {
+					payloads[i] = fmt.Sprintf("g%d-s%d-m%d-%d", g, seq, i, time.Now().UnixNano())
+					msgs[i] = wire.BatchMessageInput{OriginTimestamp: uint64(time.Now().UnixMicro()), Payload: []byte(payloads[i])}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				conf, err := cl.SendMessages(ctx, id(0), id(0), partitionID(p), msgs)
+				cancel()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				acks = append(acks, ackedBatch{partition: conf[0].PartitionID, baseOffset: conf[0].BaseOffset, payloads: payloads})
+				n := len(acks)
+				mu.Unlock()
+				if n >= killAfter {
+					once.Do(killAll)
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	once.Do(killAll) // every producer failed before the kill: kill anyway
+	for _, n := range c.nodes {
+		<-n.exited
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return append([]ackedBatch(nil), acks...)
+}
+
+// sameSegments reports whether two nodes' segment files of a partition
+// are byte-identical.
+func sameSegments(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, x := range a {
+		if string(x) != string(b[name]) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,123 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/transport/bus"
+)
+
+// A clustered node that boots on empty metadata storage cannot tell on its
+// own a new cluster's first boot from a replica whose storage was lost (a
+// wiped or replaced disk). Joining as a fresh replica is right for the
+// first, and unsafe for the second: a fresh replica is Normal at once, so
+// its empty log would vote as a nack in a view change, and replica 0 would
+// come back as primary of view 0 with an empty log while its backups hold
+// committed ops. So before its metadata group runs, such a node asks its
+// peers where they stand in the metadata group (FetchStatus frames):
+//
+//   - a peer with history (a view, op or commit above zero) means the
+//     storage was lost: the group restarts Recovering with
+//     consensus.Restored.StorageLost (no vote until the view's primary
+//     answers, and never an election on its empty log), and partition
+//     groups created before this boot do the same;
+//   - a view-change quorum of fresh replicas (this node included) means
+//     nothing was ever prepared: any committed op would be on a
+//     replication quorum, which intersects every view-change quorum. The
+//     node joins as a fresh replica, as before.
+//
+// It asks every statusProbeInterval until one of the two holds.
+
+const (
+	statusProbeInterval = 200 * time.Millisecond
+	statusWaitLogEvery  = 5 * time.Second
+	statusRepliesMax    = 64 // buffered replies; more are dropped (the next round asks again)
+)
+
+// onFetchStatus answers a peer's FetchStatus for the metadata group (bus
+// reader goroutine). Other groups are not answered: the asker counts only
+// metadata replies.
+func (n *Node) onFetchStatus(f bus.Fetch) {
+	if f.Group != metadataGroupID || n.bus == nil {
+		return
+	}
+	view, op, commitMax := n.driver.position()
+	n.bus.SendFetch(f.From, &bus.Fetch{Kind: bus.FetchStatusReply, From: n.topo.self, Group: f.Group, Nonce: f.Nonce,
+		View: view, Op: op, CommitMax: commitMax})
+}
+
+// onFetchStatusReply hands a reply to settleFreshStorage, if it waits.
+func (n *Node) onFetchStatusReply(f bus.Fetch) {
+	select {
+	case n.statusReplies <- f:
+	default:
+	}
+}
+
+// settleFreshStorage (clustered, empty metadata storage, before the
+// metadata group runs) decides whether this node's storage was lost; see
+// above. It returns ctx's error when cancelled first.
+func (n *Node) settleFreshStorage(ctx context.Context) (lost bool, err error) {
+	need := consensus.ViewChangeQuorum(int(n.topo.count)) - 1 // fresh peers besides this node
+	nonce := consensus.Uint128{Lo: randomUint64(), Hi: randomUint64()}
+	fresh := make(map[uint8]bool)
+	ticker := time.NewTicker(statusProbeInterval)
+	defer ticker.Stop()
+	started, lastLog := time.Now(), time.Now()
+	for {
+		for id := uint8(0); id < n.topo.count; id++ {
+			if id != n.topo.self {
+				n.bus.SendFetch(id, &bus.Fetch{Kind: bus.FetchStatus, From: n.topo.self, Group: metadataGroupID, Nonce: nonce})
+			}
+		}
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return false, ctx.Err()
+			case r := <-n.statusReplies:
+				if r.Nonce != nonce || r.Group != metadataGroupID || r.From >= n.topo.count || r.From == n.topo.self {
+					continue
+				}
+				if r.View > 0 || r.Op > 0 || r.CommitMax > 0 {
+					n.log.Warn("empty metadata storage, but the cluster has history: this replica's storage was lost; "+
+						"rejoining Recovering (no vote until the primary answers, then repair or state transfer)",
+						"peer", r.From, "peer_view", r.View, "peer_op", r.Op, "peer_commit", r.CommitMax)
+					return true, nil
+				}
+				fresh[r.From] = true
+				if len(fresh) >= need {
+					n.log.Info("empty metadata storage and a quorum of fresh replicas: joining a new cluster",
+						"fresh_peers", len(fresh))
+					return false, nil
+				}
+			case <-ticker.C:
+				break wait
+			}
+		}
+		if time.Since(lastLog) >= statusWaitLogEvery {
+			lastLog = time.Now()
+			n.log.Info("empty metadata storage: waiting for peers to tell a new cluster from a lost replica",
+				"fresh_peers", len(fresh), "needed", need, "waited", time.Since(started).Round(time.Second))
+		}
+	}
+}
+
+// settleMetadataGroup is the driver's settle step (driver goroutine, before
+// the group first runs): nil to keep the fresh group, else the group that
+// rejoins Recovering as a replica whose storage was lost.
+func (n *Node) settleMetadataGroup(ctx context.Context) (metadataGroup, error) {
+	lost, err := n.settleFreshStorage(ctx)
+	if err != nil || !lost {
+		return nil, err
+	}
+	group, err := consensus.Restart(n.groupConfig(n.topo.self), consensus.Restored{
+		Superblock: &consensus.VsrState{}, StorageLost: true})
+	if err != nil {
+		return nil, fmt.Errorf("rejoin after lost storage: %w", err)
+	}
+	n.plane.storageLost = true // read by the openers only after the gate opens (after this)
+	return group, nil
+}
