@@ -303,6 +303,9 @@ type PartitionConfig struct {
 	WALBytesMax                 ByteSize `toml:"wal_bytes_max"`
 	Durability                  string   `toml:"durability"`
 	ConsumerOffsetDurability    string   `toml:"consumer_offset_durability"`
+	// ScrubBytesPerSecond paces the background scrubber that re-verifies
+	// stored batches (issue 15); 0 disables it. Ours.
+	ScrubBytesPerSecond ByteSize `toml:"scrub_bytes_per_second"`
 }
 
 // MessageBusConfig is [message_bus]: the replica-to-replica transport.

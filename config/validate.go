@@ -436,6 +436,9 @@ func (c *Config) validatePartition(v *violations) {
 		v.add("partition.wal_bytes_max = %s: must be at least message_bus.max_message_size = %s (one whole prepare must fit)",
 			p.WALBytesMax, c.MessageBus.MaxMessageSize)
 	}
+	if p.ScrubBytesPerSecond.Bytes() > GiB {
+		v.add("partition.scrub_bytes_per_second = %s: must be at most 1 GiB (0 disables the scrubber)", p.ScrubBytesPerSecond)
+	}
 	for _, policy := range []struct{ key, value string }{
 		{"durability", p.Durability}, {"consumer_offset_durability", p.ConsumerOffsetDurability},
 	} {

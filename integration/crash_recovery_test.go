@@ -19,8 +19,9 @@ func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 
 // TestRestartTruncatesTornTailAndQuarantinesCorruptPartition: a torn tail
 // (garbage after the last batch) is cut on restart with every message kept;
-// interior corruption quarantines only that partition (3004, a log line
-// naming the file) while the others serve.
+// interior corruption sets only the damaged range apart (4011 for it, a log
+// line naming the file) while the rest of that partition and the others
+// serve (issue 15 point 7; it used to quarantine the whole partition, 3004).
 func TestRestartTruncatesTornTailAndQuarantinesCorruptPartition(t *testing.T) {
 	srv := startServer(t, "")
 	c := rootClient(t, srv.addr)
@@ -57,18 +58,26 @@ func TestRestartTruncatesTornTailAndQuarantinesCorruptPartition(t *testing.T) {
 	if conf := sendOK(t, c, id(0), id(0), partitionID(1), makeMessages("after", 0, 1)); conf.BaseOffset != 30 {
 		t.Fatalf("next offset after the torn tail %d, want 30", conf.BaseOffset)
 	}
+	// Issue 15 point 7: the damaged batch (offsets 0..9) is refused, the rest
+	// of the partition is served and takes writes.
 	_, err = c.PollMessages(ctx, wire.PollMessagesRequest{Consumer: firstConsumer, Stream: id(0), Topic: id(0),
 		Partition: wire.SomePartition(0), Strategy: wire.PollingStrategy{Kind: wire.PollFirst}, Count: 1})
-	expectCode(t, err, wire.ErrCannotReadPartitions)
-	_, err = c.SendMessages(ctx, id(0), id(0), partitionID(0), makeMessages("q", 0, 1))
-	expectCode(t, err, wire.ErrCannotReadPartitions)
+	expectCode(t, err, wire.ErrCannotReadMessage)
+	r = pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(0), wire.PollingStrategy{Kind: wire.PollOffset, Value: 10}, 1000, false)
+	if r.MessagesCount != 140 || r.Messages[0].Offset != 10 {
+		t.Fatalf("partition with a damaged batch: %d messages served after it, want 140", r.MessagesCount)
+	}
+	if conf := sendOK(t, c, id(0), id(0), partitionID(0), makeMessages("q", 0, 1)); conf.BaseOffset != 150 {
+		t.Fatalf("send to the partition with a damaged range: offset %d, want 150", conf.BaseOffset)
+	}
 	r = pollAt(t, c, firstConsumer, id(0), id(0), wire.SomePartition(2), wire.PollingStrategy{Kind: wire.PollFirst}, 1000, false)
 	if r.MessagesCount != 30 {
 		t.Fatalf("healthy neighbour: %d messages", r.MessagesCount)
 	}
 	logs := srv.logs.String()
-	if !strings.Contains(logs, "partition quarantined") || !strings.Contains(logs, "00000000000000000000.log") {
-		t.Fatalf("no quarantine log line naming the file:\n%s", logs)
+	if !strings.Contains(logs, "the range is refused, the rest of the partition is served") ||
+		!strings.Contains(logs, "00000000000000000000.log") {
+		t.Fatalf("no damage log line naming the file:\n%s", logs)
 	}
 	if !strings.Contains(logs, "truncating torn tail") {
 		t.Fatalf("no torn-tail log line:\n%s", logs)

@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -16,14 +18,33 @@ func FuzzOpenWAL(f *testing.F) {
 	f.Add(valid)
 	f.Add(valid[:len(valid)-5])
 	f.Add(append(append([]byte(nil), valid...), 'L', 'W', 'A', 'L'))
+	flipped := append([]byte(nil), valid...)
+	flipped[len(flipped)-1] ^= 1 // a complete last record damaged: refused
+	f.Add(flipped)
+	f.Add(append(append([]byte(nil), valid...), make([]byte, 64)...)) // zero-filled torn tail
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, walFileName), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
+		// The offline check (read-only) agrees with the open: what the open
+		// refuses, the check reports as damage that stops the boot.
+		at, reason, cerr := firstWALDamage(dir)
+		if cerr != nil {
+			t.Fatalf("check: %v", cerr)
+		}
 		w, rec, err := OpenWAL(dir)
 		if err != nil {
+			if !errors.Is(err, ErrWALCorrupt) && !strings.Contains(err.Error(), "bound") {
+				t.Fatalf("open refused without ErrWALCorrupt: %v", err)
+			}
+			if errors.Is(err, ErrWALCorrupt) && (at < 0 || !strings.Contains(reason, "refuses to boot")) {
+				t.Fatalf("open refused (%v) but the check says %d %q", err, at, reason)
+			}
 			return
+		}
+		if at >= 0 && !strings.Contains(reason, "torn tail") {
+			t.Fatalf("open accepted what the check calls %q", reason)
 		}
 		w.Close()
 		w2, rec2, err := OpenWAL(dir)
@@ -38,6 +59,33 @@ func FuzzOpenWAL(f *testing.F) {
 			if rec[i].Header.Op <= rec[i-1].Header.Op {
 				t.Fatalf("recovered ops not ascending: %d then %d", rec[i-1].Header.Op, rec[i].Header.Op)
 			}
+		}
+	})
+}
+
+// FuzzOpenSuperblockDamagedOlderCopy: any bytes in slot a (the older copy, sequence 1) next to a
+// valid newer slot b either refuse the boot or boot with exactly b's state.
+func FuzzOpenSuperblockDamagedOlderCopy(f *testing.F) {
+	older, newer := sbState(1, 1), sbState(2, 2)
+	a, b := encodeSuperblock(1, &older), encodeSuperblock(2, &newer)
+	f.Add(a)
+	bad := append([]byte(nil), a...)
+	bad[40] ^= 4
+	f.Add(bad)
+	f.Add(a[:20])
+	f.Fuzz(func(t *testing.T, slotA []byte) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "superblock.a"), slotA, 0o644)
+		os.WriteFile(filepath.Join(dir, "superblock.b"), b, 0o644)
+		_, st, err := OpenSuperblock(dir, testIdentity)
+		if err != nil {
+			if !errors.Is(err, ErrSuperblockUnreadable) && !strings.Contains(err.Error(), "belongs to cluster") {
+				t.Fatalf("refusal without a reason: %v", err)
+			}
+			return
+		}
+		if st.View < 2 || st.CommitMax < 2 {
+			t.Fatalf("booted from state %+v, older than the valid copy", st.VsrState)
 		}
 	})
 }

@@ -71,6 +71,9 @@ type Superblock struct {
 	identity Identity
 	sequence uint64 // of the newest valid record; 0 = none
 	newest   int    // slot index holding it (0 = a, 1 = b), -1 = none
+	// olderDamage describes a damaged slot that was provably the older
+	// copy (OpenSuperblock booted from the newer one); empty otherwise.
+	olderDamage string
 }
 
 var slotNames = [2]string{"superblock.a", "superblock.b"}
@@ -79,14 +82,19 @@ var slotNames = [2]string{"superblock.a", "superblock.b"}
 var ErrSuperblockUnreadable = errors.New("superblock unreadable")
 
 // OpenSuperblock reads both slots of dir. It returns the newest valid
-// state (nil when neither slot exists: a fresh replica). A slot that
-// exists but fails verification, or an identity mismatch, refuses.
+// state (nil when neither slot exists: a fresh replica). A damaged slot
+// refuses the boot unless it is provably the older copy (see
+// provablyOlder): then the newer, valid copy is used, the damage is
+// described by OlderCopyDamage, and the next Write replaces the damaged
+// slot. An identity mismatch refuses.
 func OpenSuperblock(dir string, id Identity) (*Superblock, *SuperblockState, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, nil, err
 	}
 	sb := &Superblock{dir: dir, identity: id, newest: -1}
 	var best *SuperblockState
+	var damaged []byte
+	var damagedErr error
 	for slot, name := range slotNames {
 		path := filepath.Join(dir, name)
 		data, err := os.ReadFile(path)
@@ -98,11 +106,23 @@ func OpenSuperblock(dir string, id Identity) (*Superblock, *SuperblockState, err
 		}
 		seq, st, err := decodeSuperblock(data)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: %v (remedy: wipe the directory and rejoin by state transfer)", ErrSuperblockUnreadable, path, err)
+			if damagedErr != nil {
+				return nil, nil, fmt.Errorf("%w: both copies are damaged: %v; %s: %v (remedy: wipe the directory and rejoin by state transfer)",
+					ErrSuperblockUnreadable, damagedErr, path, err)
+			}
+			damaged, damagedErr = data, fmt.Errorf("%s: %v", path, err)
+			continue
 		}
 		if sb.newest < 0 || seq > sb.sequence { // tie keeps slot a
 			sb.sequence, sb.newest, best = seq, slot, st
 		}
+	}
+	if damagedErr != nil {
+		if best == nil || !provablyOlder(damaged, sb.sequence, best) {
+			return nil, nil, fmt.Errorf("%w: %v; it may hold the newest state, so the other copy cannot stand in for it (remedy: wipe the directory and rejoin by state transfer)",
+				ErrSuperblockUnreadable, damagedErr)
+		}
+		sb.olderDamage = fmt.Sprintf("%v; it is the older copy (sequence below %d): booting from the newer one, the next write replaces it", damagedErr, sb.sequence)
 	}
 	if best != nil && best.Identity != id {
 		return nil, nil, fmt.Errorf("superblock in %s belongs to cluster %016x%016x replica %d of %d, configured cluster %016x%016x replica %d of %d; refusing to boot",
@@ -110,6 +130,25 @@ func OpenSuperblock(dir string, id Identity) (*Superblock, *SuperblockState, err
 			id.Cluster.Hi, id.Cluster.Lo, id.ReplicaID, id.ReplicaCount)
 	}
 	return sb, best, nil
+}
+
+// OlderCopyDamage describes the damaged older slot OpenSuperblock
+// booted past ("" when both copies were sound). The caller logs it.
+func (sb *Superblock) OlderCopyDamage() string { return sb.olderDamage }
+
+// provablyOlder says whether a damaged record is the copy written before
+// the valid one, whose sequence is seq: writes alternate slots, so the
+// other slot holds seq-1 (older) or seq+1 (newer, then damaged). The
+// damaged record's own header must say seq-1 and its view and commit must
+// not be ahead of the valid record's: a damaged field that could be the
+// newer state refuses the boot rather than forget a view or a commit.
+func provablyOlder(b []byte, seq uint64, valid *SuperblockState) bool {
+	le := binary.LittleEndian
+	if seq == 0 || len(b) < superblockHeaderBytes+superblockLegacyPayload || le.Uint64(b[8:]) != seq-1 {
+		return false
+	}
+	p := b[superblockHeaderBytes:]
+	return le.Uint32(p[18:]) <= valid.View && le.Uint64(p[26:]) <= valid.CommitMax
 }
 
 // Write durably stores st (its identity must be the opened one) in the

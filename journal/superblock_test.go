@@ -146,27 +146,77 @@ func TestSuperblockAnchorsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestSuperblockCorruptSlotRefuses(t *testing.T) {
+// TestSuperblockCorruptOlderCopyBootsFromTheNewer (issue 15 point 7): one
+// damaged byte anywhere in the OLDER copy boots from the newer copy, except
+// in the header fields that prove it older (sequence) or a view/commit
+// that would then claim to be ahead: those, a damaged NEWER copy, and both
+// copies damaged refuse.
+func TestSuperblockCorruptOlderCopyBootsFromTheNewer(t *testing.T) {
 	dir := t.TempDir()
 	sb, _, _ := OpenSuperblock(dir, testIdentity)
-	sb.Write(sbState(1, 1))
-	sb.Write(sbState(2, 2))
-	full, _ := os.ReadFile(filepath.Join(dir, "superblock.a"))
-	for i := range full {
-		bad := append([]byte(nil), full...)
+	sb.Write(sbState(1, 1)) // a: sequence 1 (older)
+	sb.Write(sbState(2, 2)) // b: sequence 2 (newer)
+	pathA, pathB := filepath.Join(dir, "superblock.a"), filepath.Join(dir, "superblock.b")
+	fullA, _ := os.ReadFile(pathA)
+	fullB, _ := os.ReadFile(pathB)
+	for i := range fullA {
+		bad := append([]byte(nil), fullA...)
 		bad[i] ^= 0x04
-		os.WriteFile(filepath.Join(dir, "superblock.a"), bad, 0o644)
-		_, _, err := OpenSuperblock(dir, testIdentity)
-		if !errors.Is(err, ErrSuperblockUnreadable) {
-			t.Fatalf("flip at byte %d of the OLDER slot: err %v, want unreadable", i, err)
+		os.WriteFile(pathA, bad, 0o644)
+		sb2, st, err := OpenSuperblock(dir, testIdentity)
+		sequenceByte := i >= 8 && i < 16
+		aheadByte := (i >= superblockHeaderBytes+18 && i < superblockHeaderBytes+22) ||
+			(i >= superblockHeaderBytes+26 && i < superblockHeaderBytes+34)
+		if sequenceByte || (aheadByte && err != nil) {
+			if !errors.Is(err, ErrSuperblockUnreadable) {
+				t.Fatalf("flip at byte %d (sequence/view/commit) of the older slot: err %v, want unreadable", i, err)
+			}
+			continue
+		}
+		if err != nil || st.View != 2 || st.CommitMax != 2 {
+			t.Fatalf("flip at byte %d of the OLDER slot: %+v, %v; want a boot from the newer copy", i, st, err)
+		}
+		if d := sb2.OlderCopyDamage(); !strings.Contains(d, "superblock.a") || !strings.Contains(d, "older copy") {
+			t.Fatalf("flip at byte %d: damage description %q", i, d)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "superblock.a"), full[:10], 0o644)
+	// The next write replaces the damaged older copy.
+	bad := append([]byte(nil), fullA...)
+	bad[40] ^= 0x04
+	os.WriteFile(pathA, bad, 0o644)
+	sb2, _, err := OpenSuperblock(dir, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb2.Write(sbState(3, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if sb3, st, err := OpenSuperblock(dir, testIdentity); err != nil || st.View != 3 || sb3.OlderCopyDamage() != "" {
+		t.Fatalf("after the repairing write: %+v %v", st, err)
+	}
+
+	// A damaged NEWER copy refuses (the older one would forget its state).
+	os.WriteFile(pathA, fullA, 0o644)
+	badB := append([]byte(nil), fullB...)
+	badB[50] ^= 0x04
+	os.WriteFile(pathB, badB, 0o644)
+	if _, _, err := OpenSuperblock(dir, testIdentity); !errors.Is(err, ErrSuperblockUnreadable) {
+		t.Fatalf("damaged newer copy: %v, want unreadable", err)
+	}
+	// Both damaged refuse; a truncated copy refuses.
+	badA := append([]byte(nil), fullA...)
+	badA[50] ^= 0x04
+	os.WriteFile(pathA, badA, 0o644)
+	if _, _, err := OpenSuperblock(dir, testIdentity); !errors.Is(err, ErrSuperblockUnreadable) || !strings.Contains(err.Error(), "both") {
+		t.Fatalf("both copies damaged: %v", err)
+	}
+	os.WriteFile(pathB, fullB, 0o644)
+	os.WriteFile(pathA, fullA[:10], 0o644)
 	if _, _, err := OpenSuperblock(dir, testIdentity); !errors.Is(err, ErrSuperblockUnreadable) {
 		t.Fatalf("truncated slot: %v", err)
 	}
 	// One valid slot with the other absent is fine.
-	os.Remove(filepath.Join(dir, "superblock.a"))
+	os.Remove(pathA)
 	if _, st, err := OpenSuperblock(dir, testIdentity); err != nil || st.View != 2 {
 		t.Fatalf("single slot: %+v %v", st, err)
 	}

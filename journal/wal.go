@@ -55,6 +55,8 @@ type WAL struct {
 	records  []walEntryLoc          // every record, in file order
 	live     map[uint64]walEntryLoc // op → its latest record
 	poisoned bool
+	// tornAt, tornBytes: the torn tail the open cut (TornTail).
+	tornAt, tornBytes int64
 }
 
 // OpenWAL opens (creating if needed) dir/journal.wal, scans it and returns
@@ -111,9 +113,16 @@ func (w *WAL) scan() ([]consensus.Prepare, error) {
 		p, n, perr := parseEntry(data[off:])
 		if perr != nil {
 			if at, op, found := findValidEntry(data, off+1); found {
-				return nil, fmt.Errorf("WAL %s interior corruption at byte %d (%v): a valid entry (op %d) follows at byte %d; refusing to open (remedy: wipe the metadata directory and rejoin by state transfer)",
-					w.path, off, perr, op, at)
+				return nil, fmt.Errorf("%w: WAL %s interior corruption at byte %d (%v): a valid entry (op %d) follows at byte %d; refusing to open (remedy: wipe the metadata directory and rejoin by state transfer; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
+					ErrWALCorrupt, w.path, off, perr, op, at)
 			}
+			if completeRecord(data[off:]) {
+				// Every Append is fdatasynced before it returns: a whole record
+				// that fails verification was synced and then damaged.
+				return nil, fmt.Errorf("%w: WAL %s: the record at byte %d (op %d by its header, %d bytes) is complete but fails verification (%v): damage to synced data, not a torn tail; refusing to open (remedy: restore the file; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
+					ErrWALCorrupt, w.path, off, binary.LittleEndian.Uint64(data[off+8:]), len(data)-off, perr)
+			}
+			w.tornAt, w.tornBytes = int64(off), int64(len(data)-off)
 			if err := w.f.Truncate(int64(off)); err != nil {
 				return nil, fmt.Errorf("truncate torn WAL tail at byte %d: %w", off, err)
 			}
@@ -174,6 +183,32 @@ func parseEntry(b []byte) (consensus.Prepare, int, error) {
 	}
 	return p, walHeaderBytes + payloadLen, nil
 }
+
+// completeRecord says whether b starts with a whole record by its framing: the declared length fits
+// the bound and the bytes present, and the bytes are not all zero. A torn append leaves an incomplete
+// record (or a zero-filled page); a complete record that fails verification was damaged after it was
+// synced.
+func completeRecord(b []byte) bool {
+	if len(b) < walHeaderBytes {
+		return false
+	}
+	n := int(binary.LittleEndian.Uint32(b[4:]))
+	if n > WALEntryBytesMax-walHeaderBytes || walHeaderBytes+n > len(b) {
+		return false
+	}
+	for _, v := range b {
+		if v != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// TornTail reports the torn tail OpenWAL cut: its byte position and length (0, 0 when none).
+func (w *WAL) TornTail() (at, bytes int64) { return w.tornAt, w.tornBytes }
+
+// ErrWALCorrupt matches the errors of a WAL whose synced records are damaged.
+var ErrWALCorrupt = errors.New("metadata WAL corrupt")
 
 // findValidEntry looks for any complete valid entry starting at or after
 // from (candidates are positions holding the magic).

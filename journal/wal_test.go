@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -146,13 +147,55 @@ func TestWALInteriorCorruptionRefuses(t *testing.T) {
 			t.Fatalf("flip at byte %d: refused open modified the file", i)
 		}
 	}
-	// A flip in the last entry is a damaged tail: truncated, not refused.
+}
+
+// TestWALDamagedLastEntriesAreCorruptionNotATornTail (issue 15 point 5): every
+// appended record was fdatasynced before Append returned, so a whole last
+// record (or two) that fails verification is corruption: the open refuses,
+// naming the file, byte and op, and leaves the file as it is. Only an
+// incomplete record (or a zero-filled tail) is a torn append, cut and reported.
+func TestWALDamagedLastEntriesAreCorruptionNotATornTail(t *testing.T) {
+	src := t.TempDir()
+	w, _ := openWAL(t, src)
+	if err := w.Append(prepares(1, 3)...); err != nil {
+		t.Fatal(err)
+	}
+	second, last := w.records[1], w.records[2]
+	full, _ := os.ReadFile(filepath.Join(src, walFileName))
+	lengthField := func(i int64, rec walEntryLoc) bool { return i >= rec.offset+4 && i < rec.offset+8 }
+	for _, tc := range []struct {
+		name  string
+		flips []int64
+	}{
+		{"last entry's payload", []int64{int64(len(full)) - 1}},
+		{"last entry's checksum", []int64{last.offset + 17}},
+		{"last entry's magic", []int64{last.offset}},
+		{"last two entries", []int64{second.offset + 40, last.offset + 40}},
+	} {
+		dir := t.TempDir()
+		bad := append([]byte(nil), full...)
+		for _, i := range tc.flips {
+			if lengthField(i, last) {
+				t.Fatal("test flips a length field")
+			}
+			bad[i] ^= 0x01
+		}
+		path := filepath.Join(dir, walFileName)
+		os.WriteFile(path, bad, 0o644)
+		_, _, err := OpenWAL(dir)
+		if !errors.Is(err, ErrWALCorrupt) || !strings.Contains(err.Error(), walFileName) || !strings.Contains(err.Error(), "byte") {
+			t.Fatalf("%s: open: %v, want corruption naming the file and byte", tc.name, err)
+		}
+		if st, _ := os.Stat(path); st.Size() != int64(len(full)) {
+			t.Fatalf("%s: the refused open changed the file", tc.name)
+		}
+	}
+	// A zero-filled tail (a torn append's unwritten page) is cut and reported.
 	dir := t.TempDir()
-	bad := append([]byte(nil), full...)
-	bad[len(bad)-1] ^= 0x01
-	os.WriteFile(filepath.Join(dir, walFileName), bad, 0o644)
-	if _, rec := openWAL(t, dir); len(rec) != 2 {
-		t.Fatalf("damaged last entry: recovered %d, want 2", len(rec))
+	os.WriteFile(filepath.Join(dir, walFileName), append(append([]byte(nil), full...), make([]byte, 4096)...), 0o644)
+	w2, rec := openWAL(t, dir)
+	if at, n := w2.TornTail(); len(rec) != 3 || at != int64(len(full)) || n != 4096 {
+		t.Fatalf("zero-filled tail: %d entries, torn tail at %d (%d bytes)", len(rec), at, n)
 	}
 }
 

@@ -98,7 +98,12 @@ func (n *Node) applyCommitted(p consensus.Prepare, local *proposal) []byte {
 		n.log.Error("committed metadata op does not decode; committed as InvalidCommand", "op", h.Op, "err", err)
 	}
 	if res.OK() && n.plane != nil {
-		n.plane.reconcile(n.state)
+		// Scoped to what the command touched (issue 15 point 9).
+		if cmd, derr := metadata.DecodeCommand(p.Body); derr == nil {
+			n.plane.reconcileAfter(n.state, cmd, res)
+		} else {
+			n.plane.reconcile(n.state)
+		}
 	}
 	var extra any
 	if local != nil {
@@ -149,6 +154,10 @@ type recovered struct {
 	superblock *consensus.VsrState
 	snapshot   *consensus.Snapshot
 	entries    []consensus.Prepare
+	// superblockDamage: a damaged older superblock copy was booted past.
+	superblockDamage string
+	// walTornAt, walTornBytes: the torn (never acknowledged) WAL tail cut.
+	walTornAt, walTornBytes int64
 }
 
 var errJournalWithoutSnapshot = errors.New("metadata journal holds entries but there is no snapshot (the boot checkpoint is missing); wipe the metadata directory to start fresh")

@@ -76,6 +76,9 @@ func (n *Node) prepareMetadataWrite(v sessionView, slot metadataSlot, code wire.
 	if !n.preAuthorize(v.userID, cmd) {
 		return consensus.Request{}, nil, nil, wire.ErrUnauthorized
 	}
+	if code := n.creationResources(cmd); code != wire.OK {
+		return consensus.Request{}, nil, nil, code
+	}
 	return consensus.Request{
 		Client: v.client, Session: slot.session, Request: slot.request, Checksum: slot.checksum,
 		Operation: consensus.Operation(cmd.Kind()), UserID: v.userID, Body: metadata.EncodeCommand(cmd),

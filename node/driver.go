@@ -164,6 +164,13 @@ type driver struct {
 	rejectedCheckpoint uint64
 	lastCompacted      uint64
 	appliedOp          uint64
+	// fence: storage failing, writes refused and retried (storage_fence.go);
+	// fenced mirrors it for other goroutines (status, tests).
+	fence  storageFence
+	fenced atomic.Bool
+	// unwrittenSnapshot: a checkpoint consensus accepted whose snapshot
+	// write failed; written before anything else is persisted.
+	unwrittenSnapshot *consensus.Snapshot
 }
 
 func newDriver(log *slog.Logger, g metadataGroup, store durableLog, app applier, appliedOp uint64) *driver {
@@ -271,12 +278,12 @@ func (d *driver) run(ctx context.Context) error {
 				}
 			}
 		case p := <-d.proposals:
-			d.admit(p)
+			d.admitOrRefuse(p)
 		batch:
 			for i := 1; i < proposalBatchMax; i++ {
 				select {
 				case p := <-d.proposals:
-					d.admit(p)
+					d.admitOrRefuse(p)
 				default:
 					break batch
 				}
@@ -313,6 +320,16 @@ func (d *driver) setNow() {
 	d.group.SetNow(d.clock.NowMicros())
 }
 
+// admitOrRefuse admits a proposal, or refuses it (retryable) while the
+// storage is fenced.
+func (d *driver) admitOrRefuse(p *proposal) {
+	if d.fence.fenced() {
+		refuseFenced(p)
+		return
+	}
+	d.admit(p)
+}
+
 func (d *driver) admit(p *proposal) {
 	d.setNow()
 	d.nextTag++
@@ -322,15 +339,32 @@ func (d *driver) admit(p *proposal) {
 	d.group.Propose(p.req)
 }
 
+// processReady carries out the group's Readys. A storage failure fences
+// the group instead of stopping the node (storage_fence.go); only a fence
+// that outlived superblock_wedged_fatal_timeout returns an error.
 func (d *driver) processReady() error {
 	defer d.publishStatus()
+	if !d.mayRetryStorage() {
+		return nil
+	}
+	if s := d.unwrittenSnapshot; s != nil {
+		if err := d.store.WriteSnapshot(*s); err != nil {
+			return d.storageFailed(fmt.Errorf("write metadata snapshot at op %d: %w", s.Op, err))
+		}
+		d.unwrittenSnapshot, d.lastCheckpoint = nil, s.Op
+		d.log.Info("metadata checkpoint written", "op", s.Op, "bytes", len(s.Data))
+	}
+	if d.fence.fenced() && !d.group.HasReady() {
+		d.storageRecovered() // what failed is done
+	}
 	for round := 0; round < readyRoundsMax && d.group.HasReady(); round++ {
 		if err := carryOut(d.group, d); err != nil {
-			return err
+			return d.storageFailed(err)
 		}
 		if err := d.maybeCheckpoint(); err != nil {
-			return err
+			return d.storageFailed(err)
 		}
+		d.storageRecovered()
 	}
 	return nil
 }
@@ -495,6 +529,9 @@ func (d *driver) checkpoint() error {
 		return nil
 	}
 	if err := d.store.WriteSnapshot(s); err != nil {
+		// Consensus holds the checkpoint: its snapshot must reach the disk
+		// before any later Ready (whose superblock names it) does.
+		d.unwrittenSnapshot = &s
 		return fmt.Errorf("write metadata snapshot at op %d: %w", s.Op, err)
 	}
 	d.lastCheckpoint = s.Op

@@ -64,6 +64,12 @@ func (n *Node) backgroundJobs() []backgroundJob {
 	}
 	jobs = append(jobs, backgroundJob{name: "retention", every: retentionInterval,
 		run: func(context.Context, time.Time) { n.applyRetention(n.clock.NowMicros()) }})
+	if rate := n.cfg.Partition.ScrubBytesPerSecond.Bytes(); rate > 0 {
+		var s scrubState
+		budget := rate * uint64(scrubInterval) / uint64(time.Second)
+		jobs = append(jobs, backgroundJob{name: "scrub", every: scrubInterval,
+			run: func(context.Context, time.Time) { n.plane.scrubTurn(&s, budget) }})
+	}
 	if n.topo.clustered {
 		g := newGhostSweeper()
 		ghostAfter := 2 * n.cfg.Cluster.HeartbeatTimeout.Duration

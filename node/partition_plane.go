@@ -214,6 +214,11 @@ type partitionPlane struct {
 	reconcileMu  sync.Mutex
 	lastRevision uint64
 	reconciled   bool
+	// topicPartitions: each topic's partition count at the last pass
+	// (under reconcileMu), so a one-topic pass finds removed partitions.
+	topicPartitions map[topicKey]int
+	// reconcileVisits counts the partitions reconcile passes compared (tests).
+	reconcileVisits uint64
 	// liveFromRevision is the metadata revision of the boot reconcile:
 	// partitions created after it were created while this node ran, so a
 	// missing superblock means its group never ran here (see startGroup).
@@ -226,14 +231,15 @@ type partitionPlane struct {
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,
 	topo topology, clusterCfg config.ClusterConfig) *partitionPlane {
 	p := &partitionPlane{
-		log:        log,
-		root:       filepath.Join(dataDir, "streams"),
-		entries:    make(map[partitionKey]*partitionEntry),
-		opening:    make(map[partitionKey]chan struct{}),
-		opens:      newOpenQueue(),
-		topo:       topo,
-		clusterCfg: clusterCfg,
-		identity:   journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
+		log:             log,
+		root:            filepath.Join(dataDir, "streams"),
+		entries:         make(map[partitionKey]*partitionEntry),
+		opening:         make(map[partitionKey]chan struct{}),
+		opens:           newOpenQueue(),
+		topicPartitions: make(map[topicKey]int),
+		topo:            topo,
+		clusterCfg:      clusterCfg,
+		identity:        journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
 	}
 	if topo.clustered {
 		p.identity.Cluster = bus.ClusterID(clusterCfg.Name)
@@ -334,5 +340,12 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		SegmentSizeBytes: t.Options.SegmentSize,
 		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 		Logger:           p.log,
+		// A single node has no peer to refill damage from: it serves around
+		// it (the damaged range is refused). A cluster replica sets the
+		// damage aside and refills it by state transfer (openLog).
+		ServeAroundDamage: !p.clustered(),
+		// Offsets never re-issued after a crash (issue 15 point 5). A
+		// replica's offsets come from its group's log, the same on every node.
+		ReserveOffsets: !p.clustered(),
 	}
 }

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"errors"
+
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/transport"
@@ -100,6 +102,10 @@ func (n *Node) poll(v sessionView, body []byte) pollAnswer {
 	})
 	if err != nil {
 		transport.ReleaseFrame(buf)
+		if errors.Is(err, partitions.ErrCorrupt) {
+			// Logged by the log (file, byte, offset; once per place): refused, never served.
+			return pollAnswer{code: wire.ErrCannotReadMessage}
+		}
 		n.log.Warn("poll failed", "dir", e.dir, "err", err)
 		return pollAnswer{code: wire.ErrCannotReadPartitions}
 	}

@@ -38,6 +38,11 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 	}
 	p.reconcileMu.Lock()
 	defer p.reconcileMu.Unlock()
+	p.reconcileLocked(state)
+}
+
+// reconcileLocked is reconcile under reconcileMu.
+func (p *partitionPlane) reconcileLocked(state *metadata.State) {
 	rev := state.Revision()
 	if p.reconciled && rev == p.lastRevision {
 		return
@@ -50,10 +55,15 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 
 	desired := make(map[partitionKey]desiredPartition)
 	streams := state.Streams()
+	clear(p.topicPartitions)
 	for _, s := range streams {
 		for _, t := range s.Topics {
 			for _, part := range t.Partitions {
 				desired[partitionKey{s.ID, t.ID, part.ID}] = p.desiredPartitionOf(t, part)
+			}
+			p.reconcileVisits += uint64(len(t.Partitions))
+			if len(t.Partitions) > 0 {
+				p.topicPartitions[topicKey{s.ID, t.ID}] = len(t.Partitions)
 			}
 		}
 	}
@@ -81,6 +91,113 @@ func (p *partitionPlane) reconcile(state *metadata.State) {
 	if boot || len(gone) > 0 {
 		p.sweep(streams)
 	}
+}
+
+// reconcileTopic is reconcile for a change confined to one topic (issue 15
+// point 9): only that topic's partitions are compared with metadata, so
+// creating a topic costs the same among 12 000 partitions as among none
+// (the full pass copies every stream and visits every partition). The
+// partitions examined are the topic's current ones and those it had at the
+// last pass (topicPartitions), so removed ones are found too.
+func (p *partitionPlane) reconcileTopic(state *metadata.State, k topicKey) {
+	if p.gated && !p.gateOpen.Load() {
+		return
+	}
+	p.reconcileMu.Lock()
+	defer p.reconcileMu.Unlock()
+	if !p.reconciled {
+		p.reconcileLocked(state)
+		return
+	}
+	p.lastRevision, p.state = state.Revision(), state
+	t, code := state.GetTopic(metadata.ByID(k.stream), metadata.ByID(k.topic))
+	n := 0
+	if code == metadata.CodeOK {
+		n = len(t.Partitions)
+	}
+	for pid := range max(n, p.topicPartitions[k]) {
+		p.reconcileVisits++
+		key := partitionKey{k.stream, k.topic, uint32(pid)}
+		e := p.entry(key)
+		if pid >= n {
+			if e != nil {
+				p.remove(e)
+			}
+			continue
+		}
+		d := p.desiredPartitionOf(t, t.Partitions[pid])
+		if e != nil && e.revision != d.part.CreatedRevision {
+			p.remove(e)
+			e = nil
+		}
+		if e == nil {
+			p.scheduleOpen(key, d)
+			continue
+		}
+		p.syncWatermarks(e, d.part)
+	}
+	if n > 0 {
+		p.topicPartitions[k] = n
+	} else {
+		delete(p.topicPartitions, k)
+	}
+}
+
+// reconcileAfter follows one applied command: nothing for commands that do
+// not touch partitions, the one topic for topic-scoped ones, a full pass
+// otherwise (stream and topic deletes, purges of a stream, anything new).
+func (p *partitionPlane) reconcileAfter(state *metadata.State, cmd metadata.Command, res metadata.Result) {
+	switch c := cmd.(type) {
+	case metadata.CreateStream, metadata.UpdateStream, metadata.CreateConsumerGroup, metadata.DeleteConsumerGroup,
+		metadata.JoinConsumerGroup, metadata.LeaveConsumerGroup, metadata.RemoveConsumerGroupMember,
+		metadata.CreateUser, metadata.UpdateUser, metadata.DeleteUser, metadata.ChangePassword,
+		metadata.UpdatePermissions, metadata.CreatePersonalAccessToken, metadata.DeletePersonalAccessToken,
+		metadata.DeleteExpiredTokens:
+		if !p.reconciled {
+			p.reconcile(state)
+		}
+		return
+	case metadata.CreateTopic:
+		if res.Topic != nil {
+			p.reconcileTopic(state, topicKey{res.Topic.StreamID, res.Topic.ID})
+			return
+		}
+		if t, code := state.GetTopic(c.Stream, metadata.ByName(c.Name)); code == metadata.CodeOK {
+			p.reconcileTopic(state, topicKey{t.StreamID, t.ID})
+			return
+		}
+	case metadata.UpdateTopic:
+		if res.Topic != nil {
+			p.reconcileTopic(state, topicKey{res.Topic.StreamID, res.Topic.ID})
+			return
+		}
+	case metadata.CreatePartitions:
+		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
+			p.reconcileTopic(state, k)
+			return
+		}
+	case metadata.DeletePartitions:
+		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
+			p.reconcileTopic(state, k)
+			return
+		}
+	case metadata.PurgeTopic:
+		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
+			p.reconcileTopic(state, k)
+			return
+		}
+	case metadata.TruncatePartition:
+		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
+			p.reconcileTopic(state, k)
+			return
+		}
+	}
+	p.reconcile(state)
+}
+
+func resolvedTopic(state *metadata.State, stream, topic metadata.Ident) (topicKey, bool) {
+	t, code := state.GetTopic(stream, topic)
+	return topicKey{t.StreamID, t.ID}, code == metadata.CodeOK
 }
 
 // syncWatermarks (under reconcileMu) hands the partition's shard the purge

@@ -128,3 +128,15 @@ func (p *partitionPlane) wakePartitions() {
 		}
 	}
 }
+
+// restWhenQuiet lets a single node's groups rest after restAfter quiet
+// ticks: one replica has no backup to heartbeat and no primary to follow
+// (it is its own, replica 0), so a quiet group only costs ticks.
+func (p *partitionPlane) restWhenQuiet(restAfter uint32) {
+	for _, sh := range p.shards {
+		sh.do(func() {
+			sh.alignTo = func() (uint8, bool) { return 0, true }
+			sh.restAfterTicks = restAfter
+		})
+	}
+}

@@ -26,6 +26,7 @@ type partitionStore interface {
 	Purge() (partitions.RetentionResult, error)
 	SegmentEndOffset(n int) uint64
 	DeleteSegmentsBefore(offset uint64) (partitions.RetentionResult, error)
+	Scrub(cursor partitions.ScrubCursor, bytesMax uint64) (partitions.ScrubResult, error)
 	Delete() error
 	Close() error
 	Dir() string // for logs

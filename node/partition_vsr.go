@@ -40,6 +40,9 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		return err
 	}
 	e.superblock = sb
+	if d := sb.OlderCopyDamage(); d != "" {
+		p.log.Warn("partition superblock: a damaged copy was set aside", "dir", e.dir, "damage", d)
+	}
 	empty := e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0
 	if st == nil && empty && d.live {
 		g, err := consensus.New(cfg)

@@ -16,7 +16,7 @@ import (
 // `existing` partitions are already served. Creation must not slow down
 // as partitions accumulate (issue: hardening, creation cost).
 func BenchmarkCreateTopicAmongPartitions(b *testing.B) {
-	for _, existing := range []int{0, 1000, 5000} {
+	for _, existing := range []int{0, 1000, 12000} {
 		b.Run(fmt.Sprintf("existing=%d", existing), func(b *testing.B) {
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			p := newPartitionPlane(log, b.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16}, topology{count: 1}, config.ClusterConfig{})
@@ -33,11 +33,13 @@ func BenchmarkCreateTopicAmongPartitions(b *testing.B) {
 				b.Fatal(err)
 			}
 			op := uint64(0)
-			apply := func(cmd metadata.Command) {
+			apply := func(cmd metadata.Command) metadata.Result {
 				op++
-				if res := state.Apply(metadata.ApplyContext{Op: op, Timestamp: op * 1000, UserID: metadata.RootUserID}, cmd); res.Code != 0 {
+				res := state.Apply(metadata.ApplyContext{Op: op, Timestamp: op * 1000, UserID: metadata.RootUserID}, cmd)
+				if res.Code != 0 {
 					b.Fatalf("%T: code %d", cmd, res.Code)
 				}
+				return res
 			}
 			apply(metadata.CreateStream{Name: "s"})
 			topic := func(name string) metadata.CreateTopic {
@@ -51,8 +53,8 @@ func BenchmarkCreateTopicAmongPartitions(b *testing.B) {
 			p.reconcile(state)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				apply(topic(fmt.Sprintf("new-%d", i)))
-				p.reconcile(state)
+				cmd := topic(fmt.Sprintf("new-%d", i))
+				p.reconcileAfter(state, cmd, apply(cmd)) // what applyCommitted does
 			}
 			b.StopTimer()
 		})

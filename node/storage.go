@@ -52,7 +52,7 @@ func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec reco
 	if err != nil {
 		return nil, recovered{}, fmt.Errorf("metadata superblock: %w", err)
 	}
-	rec = recovered{snapshot: snap}
+	rec = recovered{snapshot: snap, superblockDamage: sb.OlderCopyDamage()}
 	st = &metaStorage{dir: dir, lock: lock, superblock: sb, identity: id}
 	if sbState != nil {
 		vsr := sbState.VsrState
@@ -75,6 +75,7 @@ func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec reco
 		return nil, recovered{}, fmt.Errorf("metadata journal: %w", err)
 	}
 	st.wal = wal
+	rec.walTornAt, rec.walTornBytes = wal.TornTail()
 	rec.entries = entriesFromSnapshotOp(entries, snap)
 	return st, rec, nil
 }

@@ -35,3 +35,31 @@ func (e *QuarantineError) Error() string {
 
 // Is makes errors.Is(err, ErrQuarantined) true.
 func (e *QuarantineError) Is(target error) bool { return target == ErrQuarantined }
+
+// ErrCorrupt matches (errors.Is) every *CorruptionError.
+var ErrCorrupt = errors.New("stored batch is corrupt")
+
+// CorruptionError reports stored bytes that fail verification when they are read (a poll, a record
+// read for state transfer, the scrubber) or a range recovery found damaged and set apart. Those bytes
+// are never served: the read answers this error, naming the file and where the damage is.
+type CorruptionError struct {
+	Dir      string
+	File     string // segment file name, e.g. 00000000000000001000.log
+	Position uint64 // byte position of the damaged batch in File
+	Offset   uint64 // first offset the damaged range holds
+	// EndOffset, when above Offset, is the offset after the damaged range (known for ranges recovery
+	// set apart); 0 when only the first offset is known.
+	EndOffset uint64
+	Reason    string
+}
+
+func (e *CorruptionError) Error() string {
+	rng := fmt.Sprintf("offset %d", e.Offset)
+	if e.EndOffset > e.Offset {
+		rng = fmt.Sprintf("offsets %d..%d", e.Offset, e.EndOffset-1)
+	}
+	return fmt.Sprintf("partition %s: corrupt data in %s at byte %d (%s): %s", e.Dir, e.File, e.Position, rng, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/lodestream/lodestream/wire"
@@ -27,6 +28,12 @@ type Log struct {
 	failure    error      // set by a write that could not be rolled back
 	closed     bool
 	offsets    *offsetStore
+	corruption corruptionReports
+	readOnly   bool   // Options.ReadOnly
+	reserved   uint64 // durable offset reservation (Options.ReserveOffsets)
+	// reservedRebooted: the reservation was written before the machine last booted.
+	reservedRebooted bool
+	findings         []string // what the open-time walk found wrong (Findings)
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
@@ -57,13 +64,18 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	l := &Log{dir: dir, opts: opts, logger: opts.Logger, readOnly: opts.ReadOnly}
+	if l.readOnly {
+		l.failure = fmt.Errorf("%w: opened read-only", ErrFailed)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
 	}
-	l := &Log{dir: dir, opts: opts, logger: opts.Logger}
 	if err := l.recoverSegments(); err != nil {
 		l.closeSegments()
 		return nil, err
+	}
+	if len(l.segments) == 0 && l.readOnly {
+		l.segments = append(l.segments, &segment{})
 	}
 	if len(l.segments) == 0 {
 		s, err := l.createSegment(0)
@@ -73,7 +85,22 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.segments = append(l.segments, s)
 	}
 	l.nextOffset = l.active().nextOffset
-	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger); err != nil {
+	if opts.ReserveOffsets && !l.readOnly {
+		if err := l.loadReservation(); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
+		if l.reserved > l.nextOffset && l.reservedRebooted {
+			// The machine restarted: offsets up to the reservation may have been handed out and lost
+			// with the page cache.
+			l.nextOffset = l.reserved
+		}
+		if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
+	}
+	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
 		l.closeSegments()
 		return nil, err
 	}
@@ -116,6 +143,16 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("append to %s: base offset %d, next offset %d: %w", l.dir,
 			h.BaseOffset, l.nextOffset, ErrOffsetMismatch)
 	}
+	if l.opts.ReserveOffsets {
+		if err := l.crossHole(); err != nil {
+			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
+		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved {
+			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
+				return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+			}
+		}
+	}
 	if l.active().sizeBytes >= l.opts.SegmentSizeBytes {
 		// A full active segment means an earlier roll failed (or the log was reopened full): roll now.
 		if err := l.roll(); err != nil {
@@ -129,11 +166,16 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	}
 	s.dirty = true
 	indexLen := len(s.index)
+	before := *s // the accounting noteBatch changes, restored if the index write fails
 	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
 		l.opts.IndexIntervalBytes); ok {
 		var entry [indexEntrySize]byte
 		e.encode(entry[:])
 		if _, err := s.indexFile.WriteAt(entry[:], int64(indexLen*indexEntrySize)); err != nil {
+			// A full disk (issue 15 point 8): undo the batch exactly, so the log takes appends
+			// again once space returns instead of refusing them until a restart.
+			*s = before
+			s.index = s.index[:indexLen]
 			return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write index entry: %w", err))
 		}
 	}
@@ -269,8 +311,14 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var syncErr error
-	if l.failure == nil {
+	if l.failure == nil && !l.readOnly {
 		syncErr = l.syncLocked()
+		if syncErr == nil && l.opts.ReserveOffsets && l.reserved > l.nextOffset {
+			// Clean shutdown: the next open resumes exactly here, nothing skipped.
+			if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(l.nextOffset), true); err != nil {
+				syncErr = fmt.Errorf("close %s: record the next offset: %w", l.dir, err)
+			}
+		}
 	}
 	l.closed = true
 	closeErr := l.closeSegments()

@@ -41,6 +41,9 @@ type offsetStore struct {
 	dir     string
 	durable bool
 	logger  *slog.Logger
+	// readOnly (the offline check): nothing is removed or renamed; findings go to note.
+	readOnly bool
+	note     func(string, ...any)
 
 	mu      sync.Mutex
 	offsets map[offsetKey]uint64
@@ -58,14 +61,21 @@ func (o *offsetStore) kindDir(kind wire.ConsumerKind) (string, error) {
 
 // openOffsetStore loads every offset file. A file that is short, long or fails its checksum is renamed
 // to <id>.corrupt with a warning and ignored, so one bad file never stops the partition.
-func openOffsetStore(dir string, durable bool, logger *slog.Logger) (*offsetStore, error) {
-	o := &offsetStore{dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}}
+func openOffsetStore(dir string, durable bool, logger *slog.Logger, readOnly bool,
+	note func(string, ...any)) (*offsetStore, error) {
+	o := &offsetStore{dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}, readOnly: readOnly,
+		note: note}
 	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
 		kdir, _ := o.kindDir(kind)
-		if err := os.MkdirAll(kdir, 0o755); err != nil {
-			return nil, fmt.Errorf("create offsets directory %s: %w", kdir, err)
+		if !readOnly {
+			if err := os.MkdirAll(kdir, 0o755); err != nil {
+				return nil, fmt.Errorf("create offsets directory %s: %w", kdir, err)
+			}
 		}
 		entries, err := os.ReadDir(kdir)
+		if readOnly && errors.Is(err, os.ErrNotExist) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("list offsets directory %s: %w", kdir, err)
 		}
@@ -81,6 +91,9 @@ func openOffsetStore(dir string, durable bool, logger *slog.Logger) (*offsetStor
 func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) error {
 	path := filepath.Join(kdir, name)
 	if strings.HasSuffix(name, ".tmp") {
+		if o.readOnly {
+			return nil
+		}
 		return os.Remove(path) // an interrupted store: the previous value is intact
 	}
 	if strings.HasSuffix(name, corruptOffsetSuffix) {
@@ -99,6 +112,10 @@ func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) 
 		return fmt.Errorf("read consumer offset %s: %w", path, err)
 	}
 	offset, ok := decodeOffsetFile(data)
+	if !ok && o.readOnly {
+		o.note("consumer offset %s is corrupt (%d bytes; renamed %s at open)", path, len(data), corruptOffsetSuffix)
+		return nil
+	}
 	if !ok {
 		o.logger.Warn("quarantining corrupt consumer offset file", "path", path, "bytes", len(data),
 			"moved_to", path+corruptOffsetSuffix)

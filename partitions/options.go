@@ -35,6 +35,20 @@ type Options struct {
 	SyncOffsets bool
 	// Logger receives recovery warnings and quarantine errors. Default slog.Default().
 	Logger *slog.Logger
+	// ServeAroundDamage: damage Open finds that is not a torn tail (a damaged range inside a segment,
+	// a sealed segment damaged to its end, offsets missing between segments) is set apart as a refused
+	// range (polls over it answer ErrCorrupt) and the rest of the log is served, instead of the whole
+	// partition being quarantined. A single node sets it (it has no peer to refill from); a cluster
+	// replica leaves it off so the damage is set aside and refilled by state transfer.
+	ServeAroundDamage bool
+	// ReadOnly opens for inspection (the offline check): nothing on disk is changed — torn tails,
+	// index mismatches, stale files and corrupt offset files are only listed in Findings — and the
+	// log refuses writes.
+	ReadOnly bool
+	// ReserveOffsets reserves offsets durably ahead of use so a restart resumes above every offset ever
+	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
+	// offsets come from its group's log instead.
+	ReserveOffsets bool
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -3,6 +3,8 @@ package partitions
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lodestream/lodestream/wire"
 )
 
 // ErrBelowRetained: the offset asked for is below the first stored one (retention removed it).
@@ -34,7 +36,7 @@ func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint6
 	for si > 0 && segs[si].startOffset > from {
 		si--
 	}
-	var r segmentReader
+	r := segmentReader{log: l}
 	defer r.release()
 	next, taken := from, uint64(0)
 	pos := segs[si].positionForOffset(from)
@@ -56,9 +58,17 @@ func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint6
 			if h.BaseOffset >= end || (taken > 0 && taken+h.BatchLength > bytesMax) {
 				return dst, next, nil
 			}
+			// A replica must never hand damaged bytes to a peer (they would pass for the truth there).
+			if _, err := wire.VerifyBatch(record); err != nil {
+				return dst, next, fmt.Errorf("read records of %s: %w", l.dir, l.corruptAt(s, pos-h.BatchLength, h.BaseOffset, err.Error()))
+			}
 			dst = append(dst, record...)
 			taken += h.BatchLength
 			next = h.BaseOffset + uint64(h.MessageCount)
+		}
+		if d := s.damageAt(s.sizeBytes); d != nil && next < d.endOffset {
+			ce, _ := l.damageError(s, d)
+			return dst, next, fmt.Errorf("read records of %s: %w", l.dir, ce)
 		}
 	}
 	return dst, next, nil

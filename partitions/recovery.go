@@ -24,6 +24,12 @@ const recoveryReadBufferBytes = 1 << 20
 type segmentDamage struct {
 	position uint64
 	reason   string
+	// complete: the batch's framing is whole (header sane, length present, offset expected) and only
+	// its checksums fail. Appends are whole pwrites, so such a batch was written in full and damaged
+	// later (or, unsynced, torn inside its pages): its offsets were handed out.
+	complete bool
+	length   uint64
+	count    uint32
 }
 
 // recoverSegments loads every segment of dir in start-offset order, verifying each batch. A damaged
@@ -40,6 +46,10 @@ func (l *Log) recoverSegments() error {
 		switch {
 		case strings.HasSuffix(name, ".tmp"):
 			// A replacement interrupted by a crash: the original is intact.
+			if l.readOnly {
+				l.note("stale %s (left by an interrupted replacement; removed at open)", name)
+				continue
+			}
 			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("remove stale %s: %w", name, err)
 			}
@@ -56,6 +66,10 @@ func (l *Log) recoverSegments() error {
 	slices.Sort(starts)
 	for start := range indexes {
 		if _, found := slices.BinarySearch(starts, start); !found {
+			if l.readOnly {
+				l.note("orphan index %s without a log file (removed at open)", segmentBaseName(start)+indexSuffix)
+				continue
+			}
 			l.logger.Warn("removing orphan index without a log file", "dir", l.dir, "start_offset", start)
 			if err := os.Remove(segmentIndexPath(l.dir, start)); err != nil {
 				return fmt.Errorf("remove orphan index %d: %w", start, err)
@@ -65,13 +79,25 @@ func (l *Log) recoverSegments() error {
 	for i, start := range starts {
 		if i > 0 {
 			prev := l.segments[i-1]
-			if start != prev.nextOffset {
+			if start > prev.nextOffset && l.opts.ReserveOffsets && l.lostMarker(prev.nextOffset) {
+				// Offsets a crash lost, skipped on purpose (reserve.go): not damage.
+				prev.nextOffset = start
+			}
+			if start < prev.nextOffset || (start > prev.nextOffset && !l.opts.ServeAroundDamage) {
 				return l.quarantine(segmentBaseName(start)+logSuffix, 0, prev.nextOffset,
 					fmt.Sprintf("segment starts at offset %d but the previous segment ends before offset %d",
 						start, prev.nextOffset))
 			}
+			if start > prev.nextOffset {
+				l.setApart(prev, damagedRange{from: prev.sizeBytes, to: prev.sizeBytes, firstOffset: prev.nextOffset,
+					endOffset: start, reason: fmt.Sprintf("offsets missing between this segment and the next (starting at %d)", start)})
+			}
 		}
-		s, err := l.recoverSegment(start, i == len(starts)-1)
+		nextStart, last := uint64(0), i == len(starts)-1
+		if !last {
+			nextStart = starts[i+1]
+		}
+		s, err := l.recoverSegment(start, nextStart, last)
 		if err != nil {
 			return err
 		}
@@ -80,10 +106,77 @@ func (l *Log) recoverSegments() error {
 	return nil
 }
 
-// recoverSegment opens, walks and (if needed) repairs one segment.
-func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
+// setApart records a damaged range of segment s (Options.ServeAroundDamage): reads refuse it, the rest
+// of the log is served. Logged once at error level with the file, bytes and offsets.
+func (l *Log) setApart(s *segment, d damagedRange) {
+	s.damaged = append(s.damaged, d)
+	if d.to > d.from {
+		l.note("%s: bytes %d..%d damaged, offsets %d..%d refused: %s", segmentBaseName(s.startOffset)+logSuffix,
+			d.from, d.to-1, d.firstOffset, d.endOffset-1, d.reason)
+	} else {
+		l.note("%s: offsets %d..%d refused: %s", segmentBaseName(s.startOffset)+logSuffix, d.firstOffset,
+			d.endOffset-1, d.reason)
+	}
+	if s.nextOffset < d.endOffset {
+		s.nextOffset = d.endOffset
+	}
+	s.forceIndex = true
+	l.logger.Error("partition log damaged: the range is refused, the rest of the partition is served",
+		"dir", l.dir, "file", segmentBaseName(s.startOffset)+logSuffix, "position", d.from, "end_position", d.to,
+		"first_offset", d.firstOffset, "end_offset", d.endOffset, "reason", d.reason)
+}
+
+// note records a finding of the open-time walk (Findings; the offline check prints them).
+func (l *Log) note(format string, args ...any) {
+	l.findings = append(l.findings, fmt.Sprintf(format, args...))
+}
+
+// Findings lists what the open-time walk found wrong (damaged ranges, torn tails, index mismatches,
+// corrupt offset files); empty for a sound log. With Options.ReadOnly nothing was changed on disk.
+func (l *Log) Findings() []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return slices.Clone(l.findings)
+}
+
+// DamagedRange is a range recovery set apart (Options.ServeAroundDamage).
+type DamagedRange struct {
+	File                   string
+	Position, EndPosition  uint64
+	FirstOffset, EndOffset uint64 // offsets [FirstOffset, EndOffset) are refused
+	Reason                 string
+}
+
+// DamagedRanges lists the ranges recovery set apart, in offset order.
+func (l *Log) DamagedRanges() []DamagedRange {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []DamagedRange
+	for _, s := range l.segments {
+		for _, d := range s.damaged {
+			out = append(out, DamagedRange{File: segmentBaseName(s.startOffset) + logSuffix, Position: d.from,
+				EndPosition: d.to, FirstOffset: d.firstOffset, EndOffset: d.endOffset, Reason: d.reason})
+		}
+	}
+	return out
+}
+
+// damageError is the CorruptionError a read gets at a damaged range (logged once per place).
+func (l *Log) damageError(s *segment, d *damagedRange) (*CorruptionError, bool) {
+	e, first := l.reportCorruption(s, d.from, d.firstOffset, "range set apart at open: "+d.reason)
+	e.EndOffset = d.endOffset
+	return e, first
+}
+
+// recoverSegment opens, walks and (if needed) repairs one segment. nextStart is the next segment's
+// start offset (when not last).
+func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, error) {
 	name := segmentBaseName(start) + logSuffix
-	f, err := os.OpenFile(segmentLogPath(l.dir, start), os.O_RDWR, 0)
+	mode := os.O_RDWR
+	if l.readOnly {
+		mode = os.O_RDONLY
+	}
+	f, err := os.OpenFile(segmentLogPath(l.dir, start), mode, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open segment %s: %w", name, err)
 	}
@@ -97,21 +190,61 @@ func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
 		return fail(fmt.Errorf("stat segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
-	damage, err := l.walkSegment(s, size)
-	if err != nil {
-		return fail(err)
-	}
-	if damage != nil {
-		if !last {
+	var damage *segmentDamage
+	for pos := uint64(0); ; {
+		if damage, err = l.walkSegment(s, pos, size); err != nil {
+			return fail(err)
+		}
+		if damage == nil {
+			break
+		}
+		if !last && !l.opts.ServeAroundDamage {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, "sealed segment damaged: "+damage.reason))
 		}
 		at, found, err := findVerifiedBatchAfter(f, damage.position, size, s.nextOffset)
 		if err != nil {
 			return fail(err)
 		}
+		var base uint64
 		if found {
+			if base, err = batchBaseOffsetAt(f, at); err != nil {
+				return fail(err)
+			}
+			found = last || base < nextStart
+		}
+		if found && !l.opts.ServeAroundDamage {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
 				"%s, and a valid batch follows at byte %d (interior corruption, not a torn tail)", damage.reason, at)))
+		}
+		if found {
+			l.setApart(s, damagedRange{from: damage.position, to: at, firstOffset: s.nextOffset, endOffset: base,
+				reason: damage.reason})
+			pos = at
+			continue
+		}
+		if damage.complete && l.opts.ServeAroundDamage {
+			// A whole batch that fails its checksums (issue 15 point 5): its offsets were handed out,
+			// so they are refused, never cut and re-issued.
+			l.setApart(s, damagedRange{from: damage.position, to: damage.position + damage.length,
+				firstOffset: s.nextOffset, endOffset: s.nextOffset + uint64(damage.count), reason: damage.reason})
+			s.sizeBytes = damage.position + damage.length
+			pos = damage.position + damage.length
+			continue
+		}
+		if !last {
+			// A sealed segment damaged to its end: its remaining offsets are refused.
+			l.setApart(s, damagedRange{from: damage.position, to: size, firstOffset: s.nextOffset, endOffset: nextStart,
+				reason: damage.reason})
+			s.sizeBytes = size
+			damage = nil
+		}
+		break
+	}
+	if damage != nil {
+		if l.readOnly {
+			l.note("%s: torn tail at byte %d (%d bytes after offset %d; cut at open): %s", name, damage.position,
+				size-damage.position, s.nextOffset, damage.reason)
+			return s, nil
 		}
 		l.logger.Warn("truncating torn tail of partition log", "dir", l.dir, "file", name,
 			"position", damage.position, "dropped_bytes", size-damage.position, "next_offset", s.nextOffset,
@@ -126,7 +259,7 @@ func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
 	if err := l.reconcileIndex(s); err != nil {
 		return fail(err)
 	}
-	if last {
+	if last && !l.readOnly {
 		idx, err := os.OpenFile(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return fail(fmt.Errorf("open index of active segment %d: %w", start, err))
@@ -139,13 +272,12 @@ func (l *Log) recoverSegment(start uint64, last bool) (*segment, error) {
 // walkSegment reads the segment front to back, verifying every batch (framing, per-message and batch
 // checksums, contiguous offsets) and rebuilding the in-memory accounting and sparse index. It returns
 // the first damage, or nil when the whole file is sound.
-func (l *Log) walkSegment(s *segment, size uint64) (*segmentDamage, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, 0, int64(size)), recoveryReadBufferBytes)
+func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) {
+	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, int64(pos), int64(size-pos)), recoveryReadBufferBytes)
 	var record []byte
-	pos := uint64(0)
 	for pos < size {
 		if size-pos < wire.BatchHeaderSize {
-			return &segmentDamage{pos, fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("%d trailing bytes are shorter than a batch header", size-pos)}, nil
 		}
 		record = slices.Grow(record[:0], wire.BatchHeaderSize)[:wire.BatchHeaderSize]
 		if _, err := io.ReadFull(r, record); err != nil {
@@ -153,23 +285,24 @@ func (l *Log) walkSegment(s *segment, size uint64) (*segmentDamage, error) {
 		}
 		h, err := wire.DecodeBatchHeader(record)
 		if err != nil {
-			return &segmentDamage{pos, err.Error()}, nil
+			return &segmentDamage{position: pos, reason: err.Error()}, nil
 		}
 		switch {
 		case h.BatchLength > size-pos:
-			return &segmentDamage{pos, fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("batch_length %d overruns the file (%d bytes left)",
 				h.BatchLength, size-pos)}, nil
 		case h.BatchLength > wire.BatchFrameBytesMax:
-			return &segmentDamage{pos, fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("batch_length %d exceeds the frame limit", h.BatchLength)}, nil
 		case h.BaseOffset != s.nextOffset:
-			return &segmentDamage{pos, fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
+			return &segmentDamage{position: pos, reason: fmt.Sprintf("base_offset %d, expected %d", h.BaseOffset, s.nextOffset)}, nil
 		}
 		record = slices.Grow(record, int(h.BatchLength)-len(record))[:h.BatchLength]
 		if _, err := io.ReadFull(r, record[wire.BatchHeaderSize:]); err != nil {
 			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
 		}
 		if _, err := wire.VerifyBatchRecord(record); err != nil {
-			return &segmentDamage{pos, err.Error()}, nil
+			return &segmentDamage{position: pos, reason: err.Error(), complete: h.MessageCount > 0,
+				length: h.BatchLength, count: h.MessageCount}, nil
 		}
 		s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount, l.opts.IndexIntervalBytes)
 		pos += h.BatchLength
@@ -211,6 +344,15 @@ func findVerifiedBatchAfter(f *os.File, from, size, minOffset uint64) (uint64, b
 	return 0, false, nil
 }
 
+// batchBaseOffsetAt reads the base_offset of the (verified) batch at pos.
+func batchBaseOffsetAt(f *os.File, pos uint64) (uint64, error) {
+	var b [16]byte
+	if _, err := f.ReadAt(b[:], int64(pos)); err != nil {
+		return 0, fmt.Errorf("read batch header at %d: %w", pos, err)
+	}
+	return binary.LittleEndian.Uint64(b[8:]), nil
+}
+
 func allZero(b []byte) bool {
 	for _, v := range b {
 		if v != 0 {
@@ -230,6 +372,13 @@ func (l *Log) reconcileIndex(s *segment) error {
 		return fmt.Errorf("read index %s: %w", path, err)
 	}
 	if err == nil && bytes.Equal(have, want) {
+		return nil
+	}
+	if l.readOnly {
+		if len(have) > 0 || len(want) > 0 {
+			l.note("%s: sparse index differs from the log (%d bytes, rebuilt %d; rewritten at open)",
+				segmentBaseName(s.startOffset)+indexSuffix, len(have), len(want))
+		}
 		return nil
 	}
 	level := slog.LevelWarn

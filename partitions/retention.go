@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 )
 
 // RetentionResult says what a retention pass, DeleteSegments or Purge removed.
@@ -121,6 +122,17 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 	}
 	l.segments = []*segment{s}
 	l.nextOffset = start
+	if l.opts.ReserveOffsets {
+		// Purge restarts the offset space on purpose (upstream semantics).
+		if err := l.removeLostMarkers(^uint64(0)); err != nil {
+			return res, err
+		}
+		if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(start), true); err != nil {
+			l.failure = fmt.Errorf("%w: purge could not reset the offset reservation: %v", ErrFailed, err)
+			return res, l.failure
+		}
+		l.reserved = start
+	}
 	if err := l.offsets.clear(); err != nil {
 		return res, err
 	}

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -73,3 +75,44 @@ func copyPrefix(src, dst string, n int64) error {
 	}
 	return out.Close()
 }
+
+// CutAtFirstDamage is the offline salvage of a single node's partition (`iggy-server repair
+// --cut-partition-damage`, an explicit operator choice): the log is cut at its first damaged range —
+// the damaged segment and every later one are set aside as "*.log.corrupt-<nanos>" (SetAsideDamage),
+// the verified bytes before the damage kept — and the offset reservation is raised to the next offset
+// the log had handed out, so nothing after the cut is ever re-issued. It returns the range it cut at
+// (nil when the log has no damaged range).
+func CutAtFirstDamage(dir string) (*DamagedRange, error) {
+	l, err := Open(dir, Options{ReadOnly: true, ServeAroundDamage: true, Logger: quietDiscard()})
+	if err != nil {
+		return nil, err
+	}
+	ranges := l.DamagedRanges()
+	next := l.NextOffset()
+	_ = l.Close()
+	if len(ranges) == 0 {
+		return nil, nil
+	}
+	first := ranges[0]
+	reserved := next
+	if data, err := os.ReadFile(filepath.Join(dir, reservedFileName)); err == nil {
+		if v, _, ok := decodeReservation(data); ok {
+			reserved = max(reserved, v)
+		}
+	}
+	q := &QuarantineError{Dir: dir, File: first.File, Position: first.Position, Offset: first.FirstOffset, Reason: first.Reason}
+	if err := SetAsideDamage(q); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(dir, filepath.Join(dir, reservedFileName), encodeReservationBoot(reserved, ""), true); err != nil {
+		return nil, fmt.Errorf("cut %s: keep offsets below %d from being re-issued: %w", dir, reserved, err)
+	}
+	// One open rebuilds the indexes SetAsideDamage removed.
+	l, err = Open(dir, Options{ServeAroundDamage: true, ReserveOffsets: true, Logger: quietDiscard()})
+	if err != nil {
+		return &first, fmt.Errorf("cut %s: reopen: %w", dir, err)
+	}
+	return &first, l.Close()
+}
+
+func quietDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

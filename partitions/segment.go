@@ -52,6 +52,30 @@ type segment struct {
 	logFile      *os.File
 	indexFile    *os.File // open only while the segment is active
 	dirty        bool     // written since the last sync
+	// damaged are the byte ranges recovery set apart (Options.ServeAroundDamage), ascending; reads
+	// that reach one answer its CorruptionError. forceIndex indexes the next batch (the first after a
+	// damaged range, so polls past the damage start there).
+	damaged    []damagedRange
+	forceIndex bool
+}
+
+// damagedRange is a part of a segment recovery could not verify: bytes [from, to) holding offsets
+// [firstOffset, endOffset). from == to == the segment's size marks offsets missing after the segment.
+type damagedRange struct {
+	from, to               uint64
+	firstOffset, endOffset uint64
+	reason                 string
+}
+
+// damageAt returns the damaged range a read at pos runs into, if any.
+func (s *segment) damageAt(pos uint64) *damagedRange {
+	for i := range s.damaged {
+		d := &s.damaged[i]
+		if (pos >= d.from && pos < d.to) || (d.from == d.to && pos == d.from) {
+			return d
+		}
+	}
+	return nil
 }
 
 func segmentBaseName(startOffset uint64) string {
@@ -79,7 +103,7 @@ func parseSegmentName(name, suffix string) (uint64, bool) {
 // wantsIndexEntry is the one sparse-index rule, shared by Append and recovery so a rebuilt index
 // equals the written one.
 func (s *segment) wantsIndexEntry(position, intervalBytes uint64) bool {
-	return len(s.index) == 0 || position-s.lastIndexed >= intervalBytes
+	return len(s.index) == 0 || s.forceIndex || position-s.lastIndexed >= intervalBytes
 }
 
 // noteBatch updates the in-memory accounting for a batch stored at position and returns the index
@@ -94,6 +118,7 @@ func (s *segment) noteBatch(position, length, baseOffset, baseTimestamp uint64, 
 		return indexEntry{}, false
 	}
 	e := indexEntry{offset: baseOffset, timestamp: baseTimestamp, position: position, timestampMax: s.timestampMax}
+	s.forceIndex = false
 	s.index = append(s.index, e)
 	s.lastIndexed = position
 	return e, true

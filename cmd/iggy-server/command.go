@@ -128,6 +128,8 @@ neither; mandatory for a cluster's first boot).`,
 	command.Flags().BoolVarP(&parsed.fresh, "fresh", "f", false,
 		"delete system.path before boot (DELETES ALL DATA of this node; a cluster replica refills by state transfer)")
 
+	command.AddCommand(offlineCommands(inv, &ran)...)
+
 	err := command.Execute()
 	if err == nil {
 		return exitOK

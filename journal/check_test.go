@@ -1,0 +1,41 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckAndTruncateWALAtDamage: the offline check names a damaged synced record without changing the
+// file; the explicit repair cuts the WAL there and the WAL opens again with the records before it.
+func TestCheckAndTruncateWALAtDamage(t *testing.T) {
+	dir := t.TempDir()
+	w, _ := openWAL(t, dir)
+	if err := w.Append(prepares(1, 4)...); err != nil {
+		t.Fatal(err)
+	}
+	third := w.records[2].offset
+	w.Close()
+	if f := CheckMetadata(dir); len(f) != 0 {
+		t.Fatalf("sound WAL: findings %v", f)
+	}
+	path := filepath.Join(dir, walFileName)
+	data, _ := os.ReadFile(path)
+	data[third+40] ^= 1
+	os.WriteFile(path, data, 0o644)
+	f := CheckMetadata(dir)
+	if len(f) != 1 || !strings.Contains(f[0], "byte") || !strings.Contains(f[0], "interior corruption") {
+		t.Fatalf("findings %v", f)
+	}
+	if st, _ := os.Stat(path); st.Size() != int64(len(data)) {
+		t.Fatal("check changed the file")
+	}
+	at, dropped, err := TruncateWALAtDamage(dir)
+	if err != nil || at != third || dropped != int64(len(data))-third {
+		t.Fatalf("truncate: at %d dropped %d err %v", at, dropped, err)
+	}
+	if _, rec := openWAL(t, dir); len(rec) != 2 {
+		t.Fatalf("after the repair %d records, want 2", len(rec))
+	}
+}

@@ -1,0 +1,149 @@
+package partitions
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/zeebo/xxh3"
+)
+
+// Offset reservation (issue 15 point 5, Options.ReserveOffsets): offsets are never handed out twice,
+// whatever a crash loses. Before an append takes an offset at or above the durable reservation, the
+// reservation moves ReserveOffsetsStep ahead (offsets.reserved: [reserved u64][boot id, 36 bytes]
+// [XXH3-64 u64], tmp + fsync + rename + directory fsync). A clean Close writes the exact next offset.
+//
+// Only a restart of the machine can lose acknowledged offsets: every batch is written to the page
+// cache before its reply, and a process crash (SIGKILL, panic) keeps the page cache. So Open resumes
+// at the reservation when it is above what recovery found AND the machine rebooted since the
+// reservation was written (its boot id, /proc/sys/kernel/random/boot_id, differs; an unknown boot id
+// counts as a reboot): a power loss may have dropped an unsynced tail whose offsets were acknowledged.
+// After a process crash the log continues where its data ends (a torn tail cut there was never
+// acknowledged). The first append above such a hole records it as "<first lost offset>.lost" (an empty
+// marker) and starts a segment at the reservation; recovery accepts a gap between segments only where a
+// marker names it (any other gap is damage). Polls skip the hole as they skip retention.
+const (
+	reservedFileName = "offsets.reserved"
+	lostSuffix       = ".lost"
+	// ReserveOffsetsStep is how far ahead of use the reservation moves: one durable write per this many
+	// offsets per partition, and at most this many offsets skipped after a crash.
+	ReserveOffsetsStep = 1 << 16
+)
+
+// loadReservation reads offsets.reserved (0 when absent: nothing reserved yet).
+func (l *Log) loadReservation() error {
+	data, err := os.ReadFile(filepath.Join(l.dir, reservedFileName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", reservedFileName, err)
+	}
+	v, boot, ok := decodeReservation(data)
+	if !ok {
+		// Without it a hole could not be proven: refuse rather than risk re-issuing offsets.
+		return l.quarantine(reservedFileName, 0, l.nextOffset, fmt.Sprintf(
+			"the offset reservation file is damaged (%d bytes); offsets handed out before the crash are unknown", len(data)))
+	}
+	l.reserved, l.reservedRebooted = v, boot == "" || boot != currentBootID()
+	return nil
+}
+
+// bootIDBytes is the length of a Linux boot id (a UUID string).
+const bootIDBytes = 36
+
+// currentBootID is this machine's boot id ("" when unknown). A variable so tests can simulate a reboot.
+var currentBootID = func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != bootIDBytes {
+		return ""
+	}
+	return id
+}
+
+func encodeReservation(reserved uint64) []byte {
+	return encodeReservationBoot(reserved, currentBootID())
+}
+
+// encodeReservationBoot writes the reservation with a given boot id; "" makes the next Open resume at
+// the reservation whatever happened (the offline cut uses it).
+func encodeReservationBoot(reserved uint64, boot string) []byte {
+	b := make([]byte, 8+bootIDBytes+8)
+	binary.LittleEndian.PutUint64(b, reserved)
+	copy(b[8:8+bootIDBytes], boot)
+	binary.LittleEndian.PutUint64(b[8+bootIDBytes:], xxh3.Hash(b[:8+bootIDBytes]))
+	return b
+}
+
+// decodeReservation reads offsets.reserved: the reservation and the boot id it was written in ("" when
+// unknown).
+func decodeReservation(b []byte) (uint64, string, bool) {
+	if len(b) != 8+bootIDBytes+8 || binary.LittleEndian.Uint64(b[8+bootIDBytes:]) != xxh3.Hash(b[:8+bootIDBytes]) {
+		return 0, "", false
+	}
+	boot := strings.TrimRight(string(b[8:8+bootIDBytes]), "\x00")
+	return binary.LittleEndian.Uint64(b), boot, true
+}
+
+// reserve durably moves the reservation to at least upTo (under l.mu).
+func (l *Log) reserve(upTo uint64) error {
+	if upTo <= l.reserved {
+		return nil
+	}
+	if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(upTo), true); err != nil {
+		return fmt.Errorf("reserve offsets up to %d in %s: %w", upTo, l.dir, err)
+	}
+	l.reserved = upTo
+	return nil
+}
+
+// crossHole (first append after Open resumed above a hole, under l.mu) records the hole and starts a
+// segment at the resumed offset.
+func (l *Log) crossHole() error {
+	s := l.active()
+	if s.nextOffset >= l.nextOffset {
+		return nil
+	}
+	marker := filepath.Join(l.dir, segmentBaseName(s.nextOffset)+lostSuffix)
+	if err := writeFileAtomic(l.dir, marker, nil, true); err != nil {
+		return fmt.Errorf("record lost offsets %d..%d in %s: %w", s.nextOffset, l.nextOffset-1, l.dir, err)
+	}
+	l.logger.Warn("offsets lost in a crash are skipped, never re-issued", "dir", l.dir, "first", s.nextOffset,
+		"resume_at", l.nextOffset)
+	return l.roll()
+}
+
+// lostMarker says whether a hole starting at offset was recorded.
+func (l *Log) lostMarker(offset uint64) bool {
+	_, err := os.Stat(filepath.Join(l.dir, segmentBaseName(offset)+lostSuffix))
+	return err == nil
+}
+
+// removeLostMarkers deletes the hole markers below offset (retention or a reset removed what they
+// separated); all of them when below is ^0.
+func (l *Log) removeLostMarkers(below uint64) error {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", l.dir, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, lostSuffix) {
+			continue
+		}
+		if start, ok := parseSegmentName(name, lostSuffix); ok && start < below {
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			l.dirDirty = true
+		}
+	}
+	return nil
+}
