@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,19 +58,46 @@ func pickUDPPorts(t *testing.T, ip string, count int) []int {
 	return ports
 }
 
+var (
+	claimedMu    sync.Mutex
+	claimedPorts = map[string]bool{}
+)
+
+// claimPort records ip:port as handed out; false if it already was.
+func claimPort(ip string, port int) bool {
+	claimedMu.Lock()
+	defer claimedMu.Unlock()
+	key := net.JoinHostPort(ip, fmt.Sprint(port))
+	if claimedPorts[key] {
+		return false
+	}
+	claimedPorts[key] = true
+	return true
+}
+
 // pickPorts reserves count free TCP ports on ip (bound, then closed just
 // before the servers start: roster ports must be known before boot).
+// A port is never handed out twice in one test process (the kernel may
+// offer a port again once its reservation closed, and two picks for one
+// cluster would then collide).
 func pickPorts(t *testing.T, ip string, count int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener
-	for i := 0; i < count; i++ {
+	for attempts := 0; len(ports) < count; attempts++ {
+		if attempts > 100*count {
+			t.Fatalf("reserve %d distinct ports on %s: the kernel keeps offering used ones", count, ip)
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 		if err != nil {
 			t.Fatalf("reserve a port on %s: %v", ip, err)
 		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ls = append(ls, l) // held until all are picked: no repeat within this call
+		port := l.Addr().(*net.TCPAddr).Port
+		if !claimPort(ip, port) {
+			continue
+		}
+		ports = append(ports, port)
 	}
 	for _, l := range ls {
 		l.Close()
