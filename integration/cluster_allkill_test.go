@@ -1,16 +1,12 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/lodestream/lodestream/wire"
 )
 
 // TestClusterAllNodesKilledMidProduce: producers write through the primary
@@ -91,64 +87,15 @@ func TestClusterAllNodesKilledMidProduce(t *testing.T) {
 // after killAfter acknowledged batches, kills every node back to back.
 func produceUntilAllKilled(t *testing.T, c *testCluster, partitions uint32, producers, killAfter int) []ackedBatch {
 	t.Helper()
-	var (
-		mu     sync.Mutex
-		acks   []ackedBatch
-		wg     sync.WaitGroup
-		once   sync.Once
-		killed = make(chan struct{})
-	)
-	killAll := func() {
+	acks := produceUntil(t, c.addr(0), id(0), partitions, producers, killAfter, func() {
 		for _, n := range c.nodes {
 			_ = n.cmd.Process.Signal(syscall.SIGKILL)
 		}
-		close(killed)
-	}
-	start := make(chan struct{})
-	for g := 0; g < producers; g++ {
-		cl := rootClient(t, c.addr(0))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			for seq := 0; ; seq++ {
-				select {
-				case <-killed:
-					return
-				default:
-				}
-				p := uint32(g) % partitions
-				msgs := make([]wire.BatchMessageInput, 5)
-				payloads := make([]string, len(msgs))
-				for i := range msgs {
-					payloads[i] = fmt.Sprintf("g%d-s%d-m%d-%d", g, seq, i, time.Now().UnixNano())
-					msgs[i] = wire.BatchMessageInput{OriginTimestamp: uint64(time.Now().UnixMicro()), Payload: []byte(payloads[i])}
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				conf, err := cl.SendMessages(ctx, id(0), id(0), partitionID(p), msgs)
-				cancel()
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				acks = append(acks, ackedBatch{partition: conf[0].PartitionID, baseOffset: conf[0].BaseOffset, payloads: payloads})
-				n := len(acks)
-				mu.Unlock()
-				if n >= killAfter {
-					once.Do(killAll)
-				}
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
-	once.Do(killAll) // every producer failed before the kill: kill anyway
+	})
 	for _, n := range c.nodes {
 		<-n.exited
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return append([]ackedBatch(nil), acks...)
+	return acks
 }
 
 // sameSegments reports whether two nodes' segment files of a partition

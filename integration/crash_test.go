@@ -23,15 +23,28 @@ type ackedBatch struct {
 // SIGKILLed after killAfter acknowledged batches; it returns every ack.
 func produceUntilKilled(t *testing.T, srv *server, topic wire.Identifier, partitions uint32, producers, killAfter int) []ackedBatch {
 	t.Helper()
+	acks := produceUntil(t, srv.addr, topic, partitions, producers, killAfter,
+		func() { _ = srv.cmd.Process.Signal(syscall.SIGKILL) })
+	<-srv.exited
+	return acks
+}
+
+// produceUntil runs producers against a topic through addr; after
+// killAfter acknowledged batches it calls kill once, and the producers
+// stop at their next send (or when a send fails). It returns every ack.
+func produceUntil(t *testing.T, addr string, topic wire.Identifier, partitions uint32, producers, killAfter int, kill func()) []ackedBatch {
+	t.Helper()
 	var (
-		mu    sync.Mutex
-		acks  []ackedBatch
-		wg    sync.WaitGroup
-		start = make(chan struct{})
+		mu     sync.Mutex
+		acks   []ackedBatch
+		wg     sync.WaitGroup
+		once   sync.Once
+		start  = make(chan struct{})
+		killed = make(chan struct{})
 	)
-	killed := make(chan struct{})
+	killOnce := func() { once.Do(func() { kill(); close(killed) }) }
 	for g := 0; g < producers; g++ {
-		c := rootClient(t, srv.addr)
+		c := rootClient(t, addr)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -60,16 +73,15 @@ func produceUntilKilled(t *testing.T, srv *server, topic wire.Identifier, partit
 				acks = append(acks, ackedBatch{partition: conf[0].PartitionID, baseOffset: conf[0].BaseOffset, payloads: payloads})
 				n := len(acks)
 				mu.Unlock()
-				if n == killAfter {
-					_ = srv.cmd.Process.Signal(syscall.SIGKILL)
-					close(killed)
+				if n >= killAfter {
+					killOnce()
 				}
 			}
 		}()
 	}
 	close(start)
 	wg.Wait()
-	<-srv.exited
+	killOnce() // every producer failed before the kill: kill anyway
 	mu.Lock()
 	defer mu.Unlock()
 	return append([]ackedBatch(nil), acks...)
