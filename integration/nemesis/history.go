@@ -1,0 +1,224 @@
+package nemesis
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ProducerKind says how a producer identifies its sends.
+type ProducerKind int
+
+const (
+	// LeaderAware is our client (client.DialCluster): a stable identity is
+	// the plan (issue 10); today it re-mints the client id on reconnect.
+	LeaderAware ProducerKind = iota
+	// SDKStyle is the upstream Go SDK's way: raw frames, the request id
+	// reused for every partition write, a new client id per connection.
+	SDKStyle
+)
+
+func (k ProducerKind) String() string {
+	if k == LeaderAware {
+		return "leader-aware"
+	}
+	return "sdk-style"
+}
+
+// Batch is one producer batch and what became of it. Its payloads are
+// unique in the run, so every stored copy can be traced back to it.
+type Batch struct {
+	Producer  string
+	Kind      ProducerKind
+	Partition uint32
+	Payloads  []string
+	Attempts  int // sends of these bytes (first send and every re-send)
+	Failed    int // attempts that ended without an acknowledgement (outcome unknown or refused)
+	Acked     bool
+	Base      uint64 // the acknowledged base offset (the last ack, if several)
+	Acks      []uint64
+	Latency   time.Duration // of the acknowledged attempt
+}
+
+// History is everything the clients saw, for the checkers. Safe for
+// concurrent use.
+type History struct {
+	mu        sync.Mutex
+	batches   []*Batch
+	byPayload map[string]*Batch
+	// polled[p][offset] = payload a consumer received there.
+	polled     map[uint32]map[uint64]string
+	pollCount  int
+	violations []string
+	// Consumer-offset observations per (node, incarnation, partition).
+	offsetSeen   map[offsetKey]uint64
+	offsetReads  int
+	offsetStores map[uint32]uint64 // highest acknowledged stored offset per partition
+	storesAcked  int
+	crossRestart []string // a node's offset lower after its restart than before it
+	lastByNode   map[[2]uint64]nodeMax
+	ackLatencies []time.Duration // since the last Drain (soak)
+	ackedMsgs    int             // since the last Drain (soak)
+}
+
+type offsetKey struct {
+	node, incarnation int
+	partition         uint32
+}
+
+// NewHistory returns an empty history.
+func NewHistory() *History {
+	return &History{byPayload: map[string]*Batch{}, polled: map[uint32]map[uint64]string{},
+		offsetSeen: map[offsetKey]uint64{}, offsetStores: map[uint32]uint64{}, lastByNode: map[[2]uint64]nodeMax{}}
+}
+
+// NewBatch registers a batch before its first send.
+func (h *History) NewBatch(b *Batch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.batches = append(h.batches, b)
+	for _, p := range b.Payloads {
+		h.byPayload[p] = b
+	}
+}
+
+// Attempt records one send of b's bytes and its outcome.
+func (h *History) Attempt(b *Batch, acked bool, base uint64, latency time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b.Attempts++
+	if !acked {
+		b.Failed++
+		return
+	}
+	b.Acked, b.Base, b.Latency = true, base, latency
+	b.Acks = append(b.Acks, base)
+	h.ackLatencies = append(h.ackLatencies, latency)
+	h.ackedMsgs += len(b.Payloads)
+}
+
+// Polled records a message a consumer received.
+func (h *History) Polled(p uint32, offset uint64, payload string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.pollCount++
+	m := h.polled[p]
+	if m == nil {
+		m = map[uint64]string{}
+		h.polled[p] = m
+	}
+	if prev, ok := m[offset]; ok && prev != payload {
+		h.violateLocked("poll: partition %d offset %d returned %q and later %q", p, offset, prev, payload)
+	}
+	m[offset] = payload
+}
+
+// OffsetRead records a consumer-group offset a node reported.
+func (h *History) OffsetRead(node, incarnation int, p uint32, stored uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.offsetReads++
+	k := offsetKey{node, incarnation, p}
+	if prev, ok := h.offsetSeen[k]; ok && stored < prev {
+		h.violateLocked("consumer offset: node %d (incarnation %d) partition %d went back from %d to %d", node, incarnation, p, prev, stored)
+	}
+	if prev, ok := h.offsetSeen[k]; !ok || stored > prev {
+		h.offsetSeen[k] = stored
+	}
+	nk := [2]uint64{uint64(node), uint64(p)}
+	last, ok := h.lastByNode[nk]
+	if ok && stored < last.max && incarnation != last.incarnation && len(h.crossRestart) < 100 {
+		h.crossRestart = append(h.crossRestart, fmt.Sprintf("node %d partition %d: %d in incarnation %d, %d in incarnation %d", node, p, stored, incarnation, last.max, last.incarnation))
+	}
+	if !ok || stored >= last.max {
+		h.lastByNode[nk] = nodeMax{stored, incarnation}
+	}
+}
+
+type nodeMax struct {
+	max         uint64
+	incarnation int
+}
+
+// OffsetStored records an acknowledged consumer-offset store.
+func (h *History) OffsetStored(p uint32, offset uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.storesAcked++
+	if offset > h.offsetStores[p] {
+		h.offsetStores[p] = offset
+	}
+}
+
+// MaxStored is the highest acknowledged store of partition p.
+func (h *History) MaxStored(p uint32) (uint64, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	v, ok := h.offsetStores[p]
+	return v, ok
+}
+
+// Violate records a checker failure.
+func (h *History) Violate(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.violateLocked(format, args...)
+}
+
+func (h *History) violateLocked(format string, args ...any) {
+	if len(h.violations) < 1000 {
+		h.violations = append(h.violations, fmt.Sprintf(format, args...))
+	}
+}
+
+// Violations returns the checker failures so far.
+func (h *History) Violations() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.violations...)
+}
+
+// Drain returns, and resets, the acknowledged messages and the latencies
+// of acknowledged sends since the last call (soak sampling).
+func (h *History) Drain() (msgs int, p99 time.Duration, sends int) {
+	h.mu.Lock()
+	lat := h.ackLatencies
+	msgs = h.ackedMsgs
+	h.ackLatencies, h.ackedMsgs = nil, 0
+	h.mu.Unlock()
+	if len(lat) == 0 {
+		return msgs, 0, 0
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return msgs, lat[(len(lat)*99)/100], len(lat)
+}
+
+// Summary counts what the clients did.
+type Summary struct {
+	Batches, AckedBatches, AckedMessages, Attempts, FailedAttempts int
+	Polled, OffsetReads, OffsetStores                             int
+	CrossRestartOffsetDrops                                       []string
+}
+
+// Summary returns the counters.
+func (h *History) Summary() Summary {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := Summary{Batches: len(h.batches), Polled: h.pollCount, OffsetReads: h.offsetReads, OffsetStores: h.storesAcked,
+		CrossRestartOffsetDrops: append([]string(nil), h.crossRestart...)}
+	for _, b := range h.batches {
+		s.Attempts += b.Attempts
+		s.FailedAttempts += b.Failed
+		if b.Acked {
+			s.AckedBatches++
+			s.AckedMessages += len(b.Payloads)
+		}
+	}
+	return s
+}
+
+func (s Summary) String() string {
+	return fmt.Sprintf("batches=%d acked_batches=%d acked_messages=%d attempts=%d failed_attempts=%d polled=%d offset_reads=%d offset_stores_acked=%d",
+		s.Batches, s.AckedBatches, s.AckedMessages, s.Attempts, s.FailedAttempts, s.Polled, s.OffsetReads, s.OffsetStores)
+}

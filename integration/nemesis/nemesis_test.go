@@ -1,0 +1,148 @@
+package nemesis
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	flagDuration    = flag.Duration("nemesis.duration", 0, "faulty phase of each run (0: the CI slice, 35 s on 3 nodes and 25 s on 5)")
+	flagNodes       = flag.String("nemesis.nodes", "3,5", "cluster sizes to run, comma-separated")
+	flagSeed        = flag.Int64("nemesis.seed", 0, "fault schedule seed (0: from the clock, printed)")
+	flagOut         = flag.String("nemesis.out", "", "keep data, node logs and the schedule here (default: a temp dir, removed when the run passes)")
+	flagExactlyOnce = flag.Bool("nemesis.exactly-once", false, "a second stored copy of a leader-aware producer's batch is a violation")
+	flagVerbose     = flag.Bool("nemesis.v", false, "log every fault and client warning")
+)
+
+var serverBinary string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "lodestream-nemesis-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temp dir:", err)
+		os.Exit(1)
+	}
+	if testing.Short() {
+		os.RemoveAll(dir)
+		os.Exit(m.Run())
+	}
+	serverBinary, err = BuildServer(context.Background(), "../..", dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	level := slog.LevelError
+	if *flagVerbose {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func runDir(t *testing.T, name string) (string, func(passed bool)) {
+	if *flagOut != "" {
+		dir := filepath.Join(*flagOut, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir, func(bool) {}
+	}
+	dir, err := os.MkdirTemp("", "lodestream-nemesis-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, func(passed bool) {
+		if passed {
+			os.RemoveAll(dir)
+		} else {
+			t.Logf("data, node logs and schedule kept in %s", dir)
+		}
+	}
+}
+
+func seedOf() int64 {
+	if *flagSeed != 0 {
+		return *flagSeed
+	}
+	return time.Now().UnixNano() % 1_000_000_000
+}
+
+// TestNemesis runs the workload under the nemesis on 3 and 5 real nodes
+// and checks the history. The default is the CI slice; `make nemesis
+// DURATION=10m` runs it longer.
+func TestNemesis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real processes under faults: not in -short")
+	}
+	for i, s := range strings.Split(*flagNodes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 3 {
+			t.Fatalf("-nemesis.nodes: %q", s)
+		}
+		d := *flagDuration
+		if d == 0 {
+			d = 35 * time.Second
+			if n > 3 {
+				d = 25 * time.Second
+			}
+		}
+		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
+			seed := seedOf() + int64(i)
+			dir, done := runDir(t, fmt.Sprintf("nodes-%d-seed-%d", n, seed))
+			cfg := Config{Nodes: n, Duration: d, Seed: seed, Dir: dir, Binary: serverBinary,
+				IP: fmt.Sprintf("127.0.1.%d", 10+n), ExactlyOnce: *flagExactlyOnce,
+				Workload: DefaultWorkload(n), Log: testLogger(t)}
+			passed := runAndReport(t, cfg, dir)
+			done(passed)
+		})
+	}
+}
+
+// runAndReport runs cfg, writes the report and schedule into dir, logs
+// them, and fails the test on any violation. It returns whether it passed.
+func runAndReport(t *testing.T, cfg Config, dir string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+15*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	report := res.Report()
+	_ = os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(res.Schedule()), 0o644)
+	t.Log("\n" + report)
+	repro := fmt.Sprintf("go test ./integration/nemesis/ -run 'TestNemesis/nodes=%d' -nemesis.nodes=%d -nemesis.seed=%d -nemesis.duration=%s -v",
+		cfg.Nodes, cfg.Nodes, cfg.Seed, cfg.Duration)
+	if err != nil {
+		t.Errorf("run: %v\nrepro: %s", err, repro)
+		return false
+	}
+	if len(res.Violations) > 0 {
+		t.Errorf("%d violations (schedule below)\nrepro (the schedule is seeded; timing is not): %s\n%s", len(res.Violations), repro, res.Schedule())
+		return false
+	}
+	if res.Summary.AckedBatches == 0 {
+		t.Errorf("no send was acknowledged: the run checked nothing\nrepro: %s", repro)
+		return false
+	}
+	return true
+}
