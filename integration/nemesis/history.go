@@ -197,8 +197,8 @@ func (h *History) Drain() (msgs int, p99 time.Duration, sends int) {
 // Summary counts what the clients did.
 type Summary struct {
 	Batches, AckedBatches, AckedMessages, Attempts, FailedAttempts int
-	Polled, OffsetReads, OffsetStores                             int
-	CrossRestartOffsetDrops                                       []string
+	Polled, OffsetReads, OffsetStores                              int
+	CrossRestartOffsetDrops                                        []string
 }
 
 // Summary returns the counters.

@@ -291,4 +291,3 @@ func (l *link) pump(pc *proxyConn, src, dst net.Conn, d Dir) {
 		queue <- timedFrame{due: time.Now().Add(delay), b: frame}
 	}
 }
-
