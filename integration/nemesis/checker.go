@@ -290,15 +290,20 @@ func Check(h *History, logs map[int]map[uint32][]string, offsets map[int]map[uin
 				break
 			}
 		}
-		allowed := b.Attempts
+		// A re-send after an ambiguous outcome may store again: the
+		// caller's own re-sends (after a failed call) and the client's 57
+		// replays inside a call. A 58 resend may not: 58 says the request
+		// was never admitted.
+		ambiguous := b.Failed + b.Replays57
+		allowed := b.Attempts + b.Replays57
 		if exactlyOnce && b.Kind == LeaderAware {
 			allowed = 1
 		}
 		switch {
-		case n > 1 && b.Failed == 0:
-			r.violate("duplicate without a re-send: %s batch %.40q stored %d times, sent once", b.Producer, b.Payloads[0], n)
+		case n > 1 && ambiguous == 0:
+			r.violate("duplicate without a re-send after an ambiguous outcome: %s batch %.40q stored %d times; %d calls, %d 58-resends inside them; client trace %q", b.Producer, b.Payloads[0], n, b.Attempts, b.Resends58, b.Trace)
 		case n > allowed:
-			r.violate("too many copies: %s (%s) batch %.40q stored %d times, %d attempts (%d failed), allowed %d", b.Producer, b.Kind, b.Payloads[0], n, b.Attempts, b.Failed, allowed)
+			r.violate("too many copies: %s (%s) batch %.40q stored %d times, %d attempts (%d failed), %d 57-replays, allowed %d; client trace %q", b.Producer, b.Kind, b.Payloads[0], n, b.Attempts, b.Failed, b.Replays57, allowed, b.Trace)
 		}
 		if n > 1 {
 			r.Duplicates += n - 1

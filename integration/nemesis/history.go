@@ -39,6 +39,11 @@ type Batch struct {
 	Base      uint64 // the acknowledged base offset (the last ack, if several)
 	Acks      []uint64
 	Latency   time.Duration // of the acknowledged attempt
+	// Inside the leader-aware client's calls: replays of the same bytes
+	// after 57 (each may store the batch again: no dedup for these sends
+	// yet) and resends after 58 (never admitted, by contract).
+	Replays57, Resends58 int
+	Trace                []string // the client's events during the calls (bounded)
 }
 
 // History is everything the clients saw, for the checkers. Safe for
@@ -80,6 +85,19 @@ func (h *History) NewBatch(b *Batch) {
 	h.batches = append(h.batches, b)
 	for _, p := range b.Payloads {
 		h.byPayload[p] = b
+	}
+}
+
+// ClientEvents records what the client did inside one call for b.
+func (h *History) ClientEvents(b *Batch, replays, resends int, trace []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b.Replays57 += replays
+	b.Resends58 += resends
+	for _, l := range trace {
+		if len(b.Trace) < 64 {
+			b.Trace = append(b.Trace, l)
+		}
 	}
 }
 

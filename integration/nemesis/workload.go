@@ -60,9 +60,9 @@ func NewWorkload(cfg WorkloadConfig, c *Cluster, hist *History, log *slog.Logger
 		storeMu: make([]sync.Mutex, cfg.Partitions), storeHigh: make([]uint64, cfg.Partitions), storeAny: make([]bool, cfg.Partitions)}
 }
 
-func (w *Workload) dialCluster(ctx context.Context) (*client.Client, error) {
-	return client.DialCluster(ctx, w.addrs, client.WithCredentials("iggy", "iggy"),
-		client.WithResponseTimeout(requestBudget), client.WithDialTimeout(2*time.Second))
+func (w *Workload) dialCluster(ctx context.Context, opts ...client.Option) (*client.Client, error) {
+	return client.DialCluster(ctx, w.addrs, append([]client.Option{client.WithCredentials("iggy", "iggy"),
+		client.WithResponseTimeout(requestBudget), client.WithDialTimeout(2 * time.Second)}, opts...)...)
 }
 
 // Setup creates the stream, the topic and the consumer group, retrying
@@ -191,6 +191,7 @@ func definitive(err error) bool {
 func (w *Workload) leaderProducer(ctx context.Context, idx int) {
 	defer w.wg.Done()
 	name := fmt.Sprintf("A%d", idx)
+	events := newClientEvents()
 	var c *client.Client
 	defer func() {
 		if c != nil {
@@ -202,7 +203,7 @@ func (w *Workload) leaderProducer(ctx context.Context, idx int) {
 		for attempt := 0; attempt < attemptsMax && ctx.Err() == nil; attempt++ {
 			if c == nil {
 				var err error
-				if c, err = w.dialCluster(ctx); err != nil {
+				if c, err = w.dialCluster(ctx, client.WithLogger(slog.New(events))); err != nil {
 					c = nil
 					sleepCtx(ctx, 200*time.Millisecond)
 					attempt-- // nothing was sent
@@ -210,7 +211,13 @@ func (w *Workload) leaderProducer(ctx context.Context, idx int) {
 				}
 			}
 			start := time.Now()
+			events.take()
 			conf, err := c.SendMessages(ctx, streamID, topicID, wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: b.Partition}, msgs)
+			replays, resends, trace := events.take()
+			if err != nil {
+				trace = append(trace, fmt.Sprintf("call returned: %v", err))
+			}
+			w.hist.ClientEvents(b, replays, resends, trace)
 			if err == nil && len(conf) == 1 {
 				w.hist.Attempt(b, true, conf[0].BaseOffset, time.Since(start))
 				break
