@@ -129,10 +129,25 @@ func loginNode(ctx context.Context, addr string) (*client.Client, error) {
 	return c, nil
 }
 
+// origin is where a stored message came from.
+type origin struct {
+	b *Batch // nil: no producer sent it
+	i int32
+}
+
+// Replicas is the final read-back: one hash per stored message, per node
+// and partition, and for the reference node (the first) where each
+// message came from.
+type Replicas struct {
+	Hashes  map[int]map[uint32][]uint64
+	Origins map[uint32][]origin
+	Ref     int
+}
+
 // readPartition polls every message of partition p from one node's local
-// log, checking that offsets are dense from 0.
-func readPartition(ctx context.Context, c *client.Client, p uint32) ([]string, error) {
-	var out []string
+// log, checking that offsets are dense from 0; visit sees each payload.
+func readPartition(ctx context.Context, c *client.Client, p uint32, visit func(payload []byte)) ([]uint64, error) {
+	var out []uint64
 	for {
 		r, err := c.PollMessages(ctx, wire.PollMessagesRequest{
 			Consumer: wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(1)},
@@ -148,14 +163,17 @@ func readPartition(ctx context.Context, c *client.Client, p uint32) ([]string, e
 			if m.Offset != uint64(len(out)) {
 				return out, fmt.Errorf("partition %d: offset %d where %d was next (a hole or a repeat)", p, m.Offset, len(out))
 			}
-			out = append(out, string(m.Payload))
+			out = append(out, hashOf(m.Payload))
+			if visit != nil {
+				visit(m.Payload)
+			}
 		}
 	}
 }
 
 // ReadBack reads every partition from every node.
-func ReadBack(ctx context.Context, c *Cluster, partitions uint32) (map[int]map[uint32][]string, error) {
-	out := map[int]map[uint32][]string{}
+func ReadBack(ctx context.Context, c *Cluster, h *History, partitions uint32) (*Replicas, error) {
+	rs := &Replicas{Hashes: map[int]map[uint32][]uint64{}, Origins: map[uint32][]origin{}}
 	for i, n := range c.Nodes {
 		var cl *client.Client
 		var err error
@@ -166,20 +184,27 @@ func ReadBack(ctx context.Context, c *Cluster, partitions uint32) (map[int]map[u
 			time.Sleep(500 * time.Millisecond)
 		}
 		if err != nil {
-			return out, fmt.Errorf("read back: node %d: %w", i, err)
+			return rs, fmt.Errorf("read back: node %d: %w", i, err)
 		}
-		out[i] = map[uint32][]string{}
+		rs.Hashes[i] = map[uint32][]uint64{}
 		for p := uint32(0); p < partitions; p++ {
-			log, err := readPartition(ctx, cl, p)
+			var visit func([]byte)
+			if i == rs.Ref {
+				visit = func(payload []byte) {
+					b, k := h.Lookup(payload)
+					rs.Origins[p] = append(rs.Origins[p], origin{b, int32(k)})
+				}
+			}
+			log, err := readPartition(ctx, cl, p, visit)
 			if err != nil {
 				cl.Close()
-				return out, fmt.Errorf("read back: node %d: %w", i, err)
+				return rs, fmt.Errorf("read back: node %d: %w", i, err)
 			}
-			out[i][p] = log
+			rs.Hashes[i][p] = log
 		}
 		cl.Close()
 	}
-	return out, nil
+	return rs, nil
 }
 
 // finalOffsets reads the group's stored offsets from every node.
@@ -205,35 +230,47 @@ func finalOffsets(ctx context.Context, c *Cluster, partitions uint32) (map[int]m
 	return out, nil
 }
 
-// Check runs every checker on the replicas' final logs (node → partition →
-// payload per offset) and the history. exactlyOnce makes any second copy
-// of a leader-aware producer's batch a violation.
-func Check(h *History, logs map[int]map[uint32][]string, offsets map[int]map[uint32]*wire.ConsumerOffset, partitions uint32, exactlyOnce bool) *CheckReport {
+// Check runs every checker on the replicas' final logs and the history.
+// exactlyOnce makes any second copy of a leader-aware producer's batch a
+// violation.
+func Check(h *History, rs *Replicas, offsets map[int]map[uint32]*wire.ConsumerOffset, partitions uint32, exactlyOnce bool) *CheckReport {
 	r := &CheckReport{Messages: map[uint32]int{}}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	nodes := make([]int, 0, len(logs))
-	for i := range logs {
-		nodes = append(nodes, i)
-	}
-	sort.Ints(nodes)
-	if len(nodes) == 0 {
+	if rs == nil || len(rs.Hashes) == 0 {
 		r.violate("read back: no replica read")
 		return r
 	}
-	ref := logs[nodes[0]]
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	nodes := make([]int, 0, len(rs.Hashes))
+	for i := range rs.Hashes {
+		nodes = append(nodes, i)
+	}
+	sort.Ints(nodes)
+	ref := rs.Hashes[rs.Ref]
+	describe := func(p uint32, off int) string {
+		if off < len(rs.Origins[p]) {
+			if o := rs.Origins[p][off]; o.b != nil {
+				return fmt.Sprintf("%s batch %d message %d", o.b.Producer, o.b.Seq, o.i)
+			}
+			return "a message no producer sent"
+		}
+		return "nothing"
+	}
 
 	// Replicas agree message for message (the segment files were compared
 	// byte for byte before).
-	for _, i := range nodes[1:] {
+	for _, i := range nodes {
+		if i == rs.Ref {
+			continue
+		}
 		for p := uint32(0); p < partitions; p++ {
-			a, b := ref[p], logs[i][p]
+			a, b := ref[p], rs.Hashes[i][p]
 			if len(a) != len(b) {
-				r.violate("replicas differ: partition %d holds %d messages on node %d, %d on node %d", p, len(a), nodes[0], len(b), i)
+				r.violate("replicas differ: partition %d holds %d messages on node %d, %d on node %d", p, len(a), rs.Ref, len(b), i)
 			}
 			for off := 0; off < len(a) && off < len(b); off++ {
 				if a[off] != b[off] {
-					r.violate("replicas differ: partition %d offset %d: %.40q on node %d, %.40q on node %d", p, off, a[off], nodes[0], b[off], i)
+					r.violate("replicas differ: partition %d offset %d: %s on node %d, another message on node %d", p, off, describe(p, off), rs.Ref, i)
 					break
 				}
 			}
@@ -245,21 +282,22 @@ func Check(h *History, logs map[int]map[uint32][]string, offsets map[int]map[uin
 	claims := map[uint32]map[uint64]*Batch{}
 	for _, b := range h.batches {
 		for _, base := range b.Acks {
-			for i, payload := range b.Payloads {
+			for i := 0; i < b.N; i++ {
 				off := base + uint64(i)
 				if claims[b.Partition] == nil {
 					claims[b.Partition] = map[uint64]*Batch{}
 				}
 				if other, taken := claims[b.Partition][off]; taken && other != b {
-					r.violate("offset reused: partition %d offset %d acknowledged to %s and to %s", b.Partition, off, other.Producer, b.Producer)
+					r.violate("offset reused: partition %d offset %d acknowledged to %s batch %d and to %s batch %d", b.Partition, off, other.Producer, other.Seq, b.Producer, b.Seq)
 				}
 				claims[b.Partition][off] = b
+				sum := hashOf(h.Payload(b, i))
 				for _, n := range nodes {
-					log := logs[n][b.Partition]
+					log := rs.Hashes[n][b.Partition]
 					if off >= uint64(len(log)) {
-						r.violate("acknowledged message lost: partition %d offset %d (%.40q, %s) beyond node %d's %d messages", b.Partition, off, payload, b.Producer, n, len(log))
-					} else if log[off] != payload {
-						r.violate("acknowledged message moved: partition %d offset %d holds %.40q on node %d, acknowledged %.40q (%s)", b.Partition, off, log[off], n, payload, b.Producer)
+						r.violate("acknowledged message lost: partition %d offset %d (%s batch %d message %d) beyond node %d's %d messages", b.Partition, off, b.Producer, b.Seq, i, n, len(log))
+					} else if log[off] != sum {
+						r.violate("acknowledged message moved: partition %d offset %d was acknowledged to %s batch %d message %d; node %d holds another message there (%s on node %d)", b.Partition, off, b.Producer, b.Seq, i, n, describe(b.Partition, int(off)), rs.Ref)
 					}
 				}
 			}
@@ -267,27 +305,37 @@ func Check(h *History, logs map[int]map[uint32][]string, offsets map[int]map[uin
 	}
 
 	// Copies: each stored message belongs to a batch that was sent; a second
-	// copy only where the batch was re-sent after a failed attempt; a batch
-	// is stored whole.
-	count := map[string]int{}
+	// copy only where the batch was re-sent after an ambiguous outcome; a
+	// batch is stored whole.
+	count := map[*Batch][]int{}
 	for p := uint32(0); p < partitions; p++ {
 		r.Messages[p] = len(ref[p])
-		for off, payload := range ref[p] {
-			count[payload]++
-			b := h.byPayload[payload]
-			if b == nil {
-				r.violate("phantom message: partition %d offset %d holds %.40q, which no producer sent", p, off, payload)
-			} else if b.Partition != p {
-				r.violate("misplaced message: partition %d offset %d holds %.40q, sent to partition %d", p, off, payload, b.Partition)
+		for off, o := range rs.Origins[p] {
+			switch {
+			case o.b == nil:
+				r.violate("phantom message: partition %d offset %d holds a message no producer sent", p, off)
+			case o.b.Partition != p:
+				r.violate("misplaced message: partition %d offset %d holds %s batch %d, sent to partition %d", p, off, o.b.Producer, o.b.Seq, o.b.Partition)
+			default:
+				c := count[o.b]
+				if c == nil {
+					c = make([]int, o.b.N)
+					count[o.b] = c
+				}
+				c[o.i]++
 			}
 		}
 	}
 	for _, b := range h.batches {
-		n := count[b.Payloads[0]]
-		for _, pl := range b.Payloads[1:] {
-			if count[pl] != n {
-				r.violate("batch partially stored: %s %q stored %d times, %q %d times", b.Producer, b.Payloads[0], n, pl, count[pl])
-				break
+		c := count[b]
+		n := 0
+		if c != nil {
+			n = c[0]
+			for i := 1; i < len(c); i++ {
+				if c[i] != n {
+					r.violate("batch partially stored: %s batch %d: message 0 stored %d times, message %d %d times", b.Producer, b.Seq, n, i, c[i])
+					break
+				}
 			}
 		}
 		// A re-send after an ambiguous outcome may store again: the
@@ -301,9 +349,9 @@ func Check(h *History, logs map[int]map[uint32][]string, offsets map[int]map[uin
 		}
 		switch {
 		case n > 1 && ambiguous == 0:
-			r.violate("duplicate without a re-send after an ambiguous outcome: %s batch %.40q stored %d times; %d calls, %d 58-resends inside them; client trace %q", b.Producer, b.Payloads[0], n, b.Attempts, b.Resends58, b.Trace)
+			r.violate("duplicate without a re-send after an ambiguous outcome: %s batch %d stored %d times; %d calls, %d 58-resends inside them; client trace %q", b.Producer, b.Seq, n, b.Attempts, b.Resends58, b.Trace)
 		case n > allowed:
-			r.violate("too many copies: %s (%s) batch %.40q stored %d times, %d attempts (%d failed), %d 57-replays, allowed %d; client trace %q", b.Producer, b.Kind, b.Payloads[0], n, b.Attempts, b.Failed, b.Replays57, allowed, b.Trace)
+			r.violate("too many copies: %s (%s) batch %d stored %d times, %d attempts (%d failed), %d 57-replays, allowed %d; client trace %q", b.Producer, b.Kind, b.Seq, n, b.Attempts, b.Failed, b.Replays57, allowed, b.Trace)
 		}
 		if n > 1 {
 			r.Duplicates += n - 1
@@ -320,11 +368,11 @@ func Check(h *History, logs map[int]map[uint32][]string, offsets map[int]map[uin
 	// Polls returned only committed data: whatever a consumer received at
 	// an offset is what every replica holds there at the end.
 	for p, m := range h.polled {
-		for off, payload := range m {
+		for off, sum := range m {
 			if p >= partitions || off >= uint64(len(ref[p])) {
-				r.violate("poll returned data that is not in the log: partition %d offset %d %.40q", p, off, payload)
-			} else if ref[p][off] != payload {
-				r.violate("poll returned uncommitted data: partition %d offset %d was polled as %.40q, the log holds %.40q", p, off, payload, ref[p][off])
+				r.violate("poll returned data that is not in the log: partition %d offset %d", p, off)
+			} else if ref[p][off] != sum {
+				r.violate("poll returned uncommitted data: partition %d offset %d was polled as another message than the log's %s", p, off, describe(p, int(off)))
 			}
 		}
 	}

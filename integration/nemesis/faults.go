@@ -78,6 +78,13 @@ func (n *Nemesis) Counts() map[string]int {
 	return out
 }
 
+// Total is the number of faults applied so far.
+func (n *Nemesis) Total() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.events)
+}
+
 // CountsString is Counts as "kind=n ..." sorted by kind.
 func (n *Nemesis) CountsString() string {
 	c := n.Counts()

@@ -1,6 +1,7 @@
 package nemesis
 
 import (
+	"bytes"
 	"fmt"
 	"sort"
 	"sync"
@@ -30,9 +31,10 @@ func (k ProducerKind) String() string {
 // unique in the run, so every stored copy can be traced back to it.
 type Batch struct {
 	Producer  string
+	Seq       int
+	N         int // messages
 	Kind      ProducerKind
 	Partition uint32
-	Payloads  []string
 	Attempts  int // sends of these bytes (first send and every re-send)
 	Failed    int // attempts that ended without an acknowledgement (outcome unknown or refused)
 	Acked     bool
@@ -49,11 +51,12 @@ type Batch struct {
 // History is everything the clients saw, for the checkers. Safe for
 // concurrent use.
 type History struct {
-	mu        sync.Mutex
-	batches   []*Batch
-	byPayload map[string]*Batch
-	// polled[p][offset] = payload a consumer received there.
-	polled     map[uint32]map[uint64]string
+	mu           sync.Mutex
+	batches      []*Batch
+	byProducer   map[string][]*Batch // indexed by seq
+	payloadBytes int
+	// polled[p][offset] = hash of the payload a consumer received there.
+	polled     map[uint32]map[uint64]uint64
 	pollCount  int
 	violations []string
 	// Consumer-offset observations per (node, incarnation, partition).
@@ -73,8 +76,8 @@ type offsetKey struct {
 }
 
 // NewHistory returns an empty history.
-func NewHistory() *History {
-	return &History{byPayload: map[string]*Batch{}, polled: map[uint32]map[uint64]string{},
+func NewHistory(payloadBytes int) *History {
+	return &History{byProducer: map[string][]*Batch{}, payloadBytes: payloadBytes, polled: map[uint32]map[uint64]uint64{},
 		offsetSeen: map[offsetKey]uint64{}, offsetStores: map[uint32]uint64{}, lastByNode: map[[2]uint64]nodeMax{}}
 }
 
@@ -83,9 +86,38 @@ func (h *History) NewBatch(b *Batch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.batches = append(h.batches, b)
-	for _, p := range b.Payloads {
-		h.byPayload[p] = b
+	list := h.byProducer[b.Producer]
+	if b.Seq != len(list) {
+		h.violateLocked("history: %s batch %d registered after %d batches", b.Producer, b.Seq, len(list))
+		return
 	}
+	h.byProducer[b.Producer] = append(list, b)
+}
+
+// Payload is message i of b.
+func (h *History) Payload(b *Batch, i int) []byte {
+	return payloadOf(b.Producer, b.Seq, i, h.payloadBytes)
+}
+
+// Lookup is lookup under the history's lock.
+func (h *History) Lookup(payload []byte) (*Batch, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lookup(payload)
+}
+
+// lookup finds the batch and index a stored payload came from (nil: no
+// producer sent it).
+func (h *History) lookup(payload []byte) (*Batch, int) {
+	name, seq, i, ok := parseTag(payload)
+	if !ok {
+		return nil, 0
+	}
+	list := h.byProducer[name]
+	if seq >= len(list) || i >= list[seq].N || !bytes.Equal(payload, h.Payload(list[seq], i)) {
+		return nil, 0
+	}
+	return list[seq], i
 }
 
 // ClientEvents records what the client did inside one call for b.
@@ -113,23 +145,24 @@ func (h *History) Attempt(b *Batch, acked bool, base uint64, latency time.Durati
 	b.Acked, b.Base, b.Latency = true, base, latency
 	b.Acks = append(b.Acks, base)
 	h.ackLatencies = append(h.ackLatencies, latency)
-	h.ackedMsgs += len(b.Payloads)
+	h.ackedMsgs += b.N
 }
 
 // Polled records a message a consumer received.
-func (h *History) Polled(p uint32, offset uint64, payload string) {
+func (h *History) Polled(p uint32, offset uint64, payload []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.pollCount++
 	m := h.polled[p]
 	if m == nil {
-		m = map[uint64]string{}
+		m = map[uint64]uint64{}
 		h.polled[p] = m
 	}
-	if prev, ok := m[offset]; ok && prev != payload {
-		h.violateLocked("poll: partition %d offset %d returned %q and later %q", p, offset, prev, payload)
+	sum := hashOf(payload)
+	if prev, ok := m[offset]; ok && prev != sum {
+		h.violateLocked("poll: partition %d offset %d returned two different messages (the later %.40q)", p, offset, payload)
 	}
-	m[offset] = payload
+	m[offset] = sum
 }
 
 // OffsetRead records a consumer-group offset a node reported.
@@ -230,7 +263,7 @@ func (h *History) Summary() Summary {
 		s.FailedAttempts += b.Failed
 		if b.Acked {
 			s.AckedBatches++
-			s.AckedMessages += len(b.Payloads)
+			s.AckedMessages += b.N
 		}
 	}
 	return s

@@ -146,3 +146,44 @@ func runAndReport(t *testing.T, cfg Config, dir string) bool {
 	}
 	return true
 }
+
+var (
+	flagSoakDuration = flag.Duration("soak.duration", 0, "run TestSoak for this long (0: skipped)")
+	flagSoakOut      = flag.String("soak.out", "", "write soak.csv, soak.png and soak-summary.txt here (default: the run directory)")
+	flagSoakNodes    = flag.Int("soak.nodes", 3, "cluster size of the soak")
+	flagSoakInterval = flag.Duration("soak.interval", 5*time.Second, "sampling interval")
+)
+
+// TestSoak runs the mixed workload under the nemesis for -soak.duration,
+// sampling throughput, p99 send latency, and RSS, open descriptors and CPU
+// of every server process into a CSV and a PNG, then checks the history as
+// TestNemesis does. `make soak DURATION=1h`.
+func TestSoak(t *testing.T) {
+	if *flagSoakDuration == 0 {
+		t.Skip("soak: set -soak.duration (make soak DURATION=1h)")
+	}
+	seed := seedOf()
+	n := *flagSoakNodes
+	dir, done := runDir(t, fmt.Sprintf("soak-nodes-%d-seed-%d", n, seed))
+	out := *flagSoakOut
+	if out == "" {
+		out = dir
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	soak := NewSoak(*flagSoakInterval, filepath.Join(out, "soak.csv"))
+	cfg := Config{Nodes: n, Duration: *flagSoakDuration, Seed: seed, Dir: dir, Binary: serverBinary,
+		IP: fmt.Sprintf("127.0.1.%d", 30+n), ExactlyOnce: *flagExactlyOnce,
+		Workload: DefaultWorkload(n), Log: testLogger(t), Sampler: soak.Sampler()}
+	passed := runAndReport(t, cfg, dir)
+	title := fmt.Sprintf("soak %d nodes seed %d %s under the nemesis", n, seed, cfg.Duration)
+	if err := soak.Plot(filepath.Join(out, "soak.png"), title); err != nil {
+		t.Error(err)
+	}
+	summary := SummarizeSoak(soak.Samples())
+	report, _ := os.ReadFile(filepath.Join(dir, "report.txt"))
+	_ = os.WriteFile(filepath.Join(out, "soak-summary.txt"), []byte(title+"\n"+summary+"\n"+string(report)), 0o644)
+	t.Log("\n" + summary)
+	done(passed)
+}

@@ -21,7 +21,7 @@ type Config struct {
 	Log         *slog.Logger
 	// Sampler, when set, is started with the cluster and stopped before the
 	// read-back (the soak's resource sampling).
-	Sampler func(ctx context.Context, c *Cluster, h *History)
+	Sampler func(ctx context.Context, c *Cluster, h *History, faults func() int)
 	// NoFaults runs the workload without the nemesis (a control run).
 	NoFaults bool
 }
@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	log := cfg.Log
 	start := time.Now()
 	res := &Result{Seed: cfg.Seed, Nodes: cfg.Nodes}
-	hist := NewHistory()
+	hist := NewHistory(cfg.Workload.PayloadBytes)
 	c, err := StartCluster(ClusterConfig{N: cfg.Nodes, IP: cfg.IP, Dir: cfg.Dir, Binary: cfg.Binary, Seed: cfg.Seed, Log: log})
 	if err != nil {
 		return res, err
@@ -79,18 +79,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer stopWorkload()
 	sctx, stopSampler := context.WithCancel(ctx)
 	defer stopSampler()
+	nem := NewNemesis(c, cfg.Seed, hist, log)
 	samplerDone := make(chan struct{})
 	if cfg.Sampler != nil {
 		go func() {
 			defer close(samplerDone)
-			cfg.Sampler(sctx, c, hist)
+			cfg.Sampler(sctx, c, hist, nem.Total)
 		}()
 	} else {
 		close(samplerDone)
 	}
 	w.Start(wctx)
 
-	nem := NewNemesis(c, cfg.Seed, hist, log)
 	if cfg.NoFaults {
 		sleepCtx(ctx, cfg.Duration)
 	} else {
@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	converged, convErr := WaitConverged(c, cfg.Workload.Partitions, 180*time.Second)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	logs, readErr := ReadBack(rctx, c, cfg.Workload.Partitions)
+	logs, readErr := ReadBack(rctx, c, hist, cfg.Workload.Partitions)
 	offsets, offErr := finalOffsets(rctx, c, cfg.Workload.Partitions)
 	res.Check = Check(hist, logs, offsets, cfg.Workload.Partitions, cfg.ExactlyOnce)
 	res.Check.ConvergedAfter = converged

@@ -141,19 +141,10 @@ func (w *Workload) Wait() { w.wg.Wait() }
 // padded to PayloadBytes, unique in the run.
 func (w *Workload) newBatch(name string, kind ProducerKind, seq int) (*Batch, []wire.BatchMessageInput) {
 	n := 1 + seq%w.cfg.BatchMessagesMax
-	b := &Batch{Producer: name, Kind: kind, Partition: uint32(seq) % w.cfg.Partitions}
+	b := &Batch{Producer: name, Seq: seq, N: n, Kind: kind, Partition: uint32(seq) % w.cfg.Partitions}
 	msgs := make([]wire.BatchMessageInput, n)
 	for i := range msgs {
-		tag := fmt.Sprintf("%s-%d-%d", name, seq, i)
-		payload := []byte(tag)
-		if pad := w.cfg.PayloadBytes - len(payload); pad > 0 {
-			payload = append(payload, '|')
-			for j := 1; j < pad; j++ {
-				payload = append(payload, byte('a'+j%26))
-			}
-		}
-		b.Payloads = append(b.Payloads, string(payload))
-		msgs[i] = wire.BatchMessageInput{OriginTimestamp: uint64(time.Now().UnixMicro()), Payload: payload}
+		msgs[i] = wire.BatchMessageInput{OriginTimestamp: uint64(time.Now().UnixMicro()), Payload: w.hist.Payload(b, i)}
 		_, _ = rand.Read(msgs[i].ID[:])
 	}
 	w.hist.NewBatch(b)
@@ -406,7 +397,7 @@ func (w *Workload) consumer(ctx context.Context, idx int) {
 			if err != nil {
 				break
 			}
-			w.hist.Polled(m.Partition, m.Offset, string(m.Payload))
+			w.hist.Polled(m.Partition, m.Offset, m.Payload)
 			pending[m.Partition] = m.Offset
 			if len(pending) > 0 && time.Since(lastStore) > 300*time.Millisecond {
 				for p, off := range pending {
