@@ -314,6 +314,31 @@ func (n *Node) Kill() {
 	}
 }
 
+// Stop sends SIGTERM (continuing a paused process first) and waits up to
+// 30 s for a clean exit, then kills it. It reports whether the exit was
+// clean within the bound.
+func (n *Node) Stop() bool {
+	n.mu.Lock()
+	cmd, exited, paused := n.cmd, n.exited, n.paused
+	n.paused, n.down = false, true
+	n.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	if paused {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+		return cmd.ProcessState != nil && cmd.ProcessState.Success()
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+		return false
+	}
+}
+
 // Pause sends SIGSTOP.
 func (n *Node) Pause() error {
 	n.mu.Lock()

@@ -33,19 +33,24 @@ type Nemesis struct {
 	hist  *History
 	start time.Time
 
+	weights []faultWeight
+
 	mu     sync.Mutex
 	events []FaultEvent
 	counts map[string]int
 }
 
-// Fault kinds and their weights.
-var faultWeights = []struct {
+type faultWeight struct {
 	kind   string
 	weight int
-}{
+}
+
+// Fault kinds and their weights.
+var faultWeights = []faultWeight{
 	{"kill", 4},
 	{"pause", 3},
-	{"restart-all", 1},
+	{"restart-all", 1},          // SIGKILL every node: only with durability=persisted unless asked for
+	{"restart-all-graceful", 1}, // SIGTERM every node
 	{"drop", 3},
 	{"delay", 2},
 	{"cut-one-way", 3},
@@ -55,9 +60,29 @@ var faultWeights = []struct {
 	{"kill+cut", 1},
 }
 
-// NewNemesis prepares the schedule of seed.
-func NewNemesis(c *Cluster, seed int64, hist *History, log *slog.Logger) *Nemesis {
-	return &Nemesis{c: c, rng: rand.New(rand.NewSource(seed)), log: log, hist: hist, counts: map[string]int{}}
+// FaultKinds lists every fault kind.
+func FaultKinds() []string {
+	var out []string
+	for _, w := range faultWeights {
+		out = append(out, w.kind)
+	}
+	return out
+}
+
+// NewNemesis prepares the schedule of seed over the given fault kinds
+// (their default weights).
+func NewNemesis(c *Cluster, seed int64, kinds []string, hist *History, log *slog.Logger) *Nemesis {
+	allowed := map[string]bool{}
+	for _, k := range kinds {
+		allowed[k] = true
+	}
+	n := &Nemesis{c: c, rng: rand.New(rand.NewSource(seed)), log: log, hist: hist, counts: map[string]int{}}
+	for _, w := range faultWeights {
+		if allowed[w.kind] {
+			n.weights = append(n.weights, w)
+		}
+	}
+	return n
 }
 
 // Events returns the faults applied so far.
@@ -114,11 +139,14 @@ func (n *Nemesis) record(kind, desc string, hold time.Duration) {
 
 func (n *Nemesis) pickKind() string {
 	total := 0
-	for _, w := range faultWeights {
+	for _, w := range n.weights {
 		total += w.weight
 	}
+	if total == 0 {
+		return ""
+	}
 	r := n.rng.Intn(total)
-	for _, w := range faultWeights {
+	for _, w := range n.weights {
 		if r < w.weight {
 			return w.kind
 		}
@@ -178,6 +206,18 @@ func (n *Nemesis) one(ctx context.Context, kind string) {
 		var all []int
 		for i := range c.Nodes {
 			c.Nodes[i].Kill()
+			all = append(all, i)
+		}
+		sleepCtx(ctx, hold)
+		n.restart(all)
+	case "restart-all-graceful":
+		hold = n.between(200*time.Millisecond, 2*time.Second)
+		n.record(kind, "SIGTERM every node, then start them all", hold)
+		var all []int
+		for i := range c.Nodes {
+			if !c.Nodes[i].Stop() {
+				n.hist.Violate("node %d did not exit cleanly within 30 s of SIGTERM (log %s)", i, c.Nodes[i].LogPath)
+			}
 			all = append(all, i)
 		}
 		sleepCtx(ctx, hold)

@@ -20,7 +20,38 @@ var (
 	flagOut         = flag.String("nemesis.out", "", "keep data, node logs and the schedule here (default: a temp dir, removed when the run passes)")
 	flagExactlyOnce = flag.Bool("nemesis.exactly-once", false, "a second stored copy of a leader-aware producer's batch is a violation")
 	flagVerbose     = flag.Bool("nemesis.v", false, "log every fault and client warning")
+	flagDurability  = flag.String("nemesis.durability", "auto", "topic durability: replicated, persisted, or auto (persisted on 3 nodes, replicated on 5)")
+	flagFaults      = flag.String("nemesis.faults", "", "comma-separated fault kinds to schedule (default: every kind the durability covers; restart-all = SIGKILL of every node needs persisted)")
 )
+
+func durabilityFor(nodes int) string {
+	if *flagDurability != "auto" {
+		return *flagDurability
+	}
+	if nodes == 3 {
+		return "persisted"
+	}
+	return "replicated"
+}
+
+func faultsFlag(t *testing.T) []string {
+	if *flagFaults == "" {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, k := range FaultKinds() {
+		known[k] = true
+	}
+	var out []string
+	for _, k := range strings.Split(*flagFaults, ",") {
+		k = strings.TrimSpace(k)
+		if !known[k] {
+			t.Fatalf("-nemesis.faults: unknown kind %q (known: %v)", k, FaultKinds())
+		}
+		out = append(out, k)
+	}
+	return out
+}
 
 var serverBinary string
 
@@ -111,9 +142,11 @@ func TestNemesis(t *testing.T) {
 		t.Run(fmt.Sprintf("nodes=%d", n), func(t *testing.T) {
 			seed := seedOf() + int64(i)
 			dir, done := runDir(t, fmt.Sprintf("nodes-%d-seed-%d", n, seed))
+			wl := DefaultWorkload(n)
+			wl.Durability = durabilityFor(n)
 			cfg := Config{Nodes: n, Duration: d, Seed: seed, Dir: dir, Binary: serverBinary,
 				IP: fmt.Sprintf("127.0.1.%d", 10+n), ExactlyOnce: *flagExactlyOnce,
-				Workload: DefaultWorkload(n), Log: testLogger(t)}
+				Workload: wl, Faults: faultsFlag(t), Log: testLogger(t)}
 			passed := runAndReport(t, cfg, dir)
 			done(passed)
 		})
@@ -130,8 +163,12 @@ func runAndReport(t *testing.T, cfg Config, dir string) bool {
 	_ = os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(res.Schedule()), 0o644)
 	t.Log("\n" + report)
-	repro := fmt.Sprintf("go test ./integration/nemesis/ -run 'TestNemesis/nodes=%d' -nemesis.nodes=%d -nemesis.seed=%d -nemesis.duration=%s -v",
-		cfg.Nodes, cfg.Nodes, cfg.Seed, cfg.Duration)
+	faults := ""
+	if len(cfg.Faults) > 0 {
+		faults = " -nemesis.faults=" + strings.Join(cfg.Faults, ",")
+	}
+	repro := fmt.Sprintf("go test ./integration/nemesis/ -run 'TestNemesis/nodes=%d' -nemesis.nodes=%d -nemesis.seed=%d -nemesis.duration=%s -nemesis.durability=%s%s -v",
+		cfg.Nodes, cfg.Nodes, cfg.Seed, cfg.Duration, cfg.Workload.Durability, faults)
 	if err != nil {
 		t.Errorf("run: %v\nrepro: %s", err, repro)
 		return false
@@ -173,11 +210,13 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	soak := NewSoak(*flagSoakInterval, filepath.Join(out, "soak.csv"))
+	wl := DefaultWorkload(n)
+	wl.Durability = durabilityFor(n)
 	cfg := Config{Nodes: n, Duration: *flagSoakDuration, Seed: seed, Dir: dir, Binary: serverBinary,
 		IP: fmt.Sprintf("127.0.1.%d", 30+n), ExactlyOnce: *flagExactlyOnce,
-		Workload: DefaultWorkload(n), Log: testLogger(t), Sampler: soak.Sampler()}
+		Workload: wl, Faults: faultsFlag(t), Log: testLogger(t), Sampler: soak.Sampler()}
 	passed := runAndReport(t, cfg, dir)
-	title := fmt.Sprintf("soak %d nodes seed %d %s under the nemesis", n, seed, cfg.Duration)
+	title := fmt.Sprintf("soak: %d nodes, %s, seed %d, %s under the nemesis (x: minutes)", n, wl.Durability, seed, cfg.Duration)
 	if err := soak.Plot(filepath.Join(out, "soak.png"), title); err != nil {
 		t.Error(err)
 	}

@@ -112,7 +112,6 @@ func (ch *chart) panel(i int, title string, xs []float64, series [][]float64) {
 		s := label(v)
 		ch.text(x-textWidth(s)/2, bottom+8, s, colText)
 	}
-	ch.text(right-textWidth("MIN"), bottom+8, "MIN", colText)
 	ch.hline(left, right, bottom, colAxis)
 	ch.vline(left, top, bottom, colAxis)
 	for si, s := range series {

@@ -22,6 +22,8 @@ type Config struct {
 	// Sampler, when set, is started with the cluster and stopped before the
 	// read-back (the soak's resource sampling).
 	Sampler func(ctx context.Context, c *Cluster, h *History, faults func() int)
+	// Faults are the fault kinds scheduled (default: DefaultFaults).
+	Faults []string
 	// NoFaults runs the workload without the nemesis (a control run).
 	NoFaults bool
 }
@@ -30,6 +32,7 @@ type Config struct {
 type Result struct {
 	Seed       int64
 	Nodes      int
+	Durability string
 	Elapsed    time.Duration
 	Faults     []FaultEvent
 	FaultCount string
@@ -39,6 +42,22 @@ type Result struct {
 	// Violations gathers every checker failure: during the run, at the
 	// read-back, and in the node logs.
 	Violations []string
+}
+
+// DefaultFaults is every fault kind the durability contract covers: a
+// SIGKILL of every node at once only when acknowledged writes are
+// persisted (durability = replicated acknowledges once a quorum holds a
+// write in memory, which a simultaneous crash of all nodes loses by
+// contract).
+func DefaultFaults(durability string) []string {
+	var out []string
+	for _, k := range FaultKinds() {
+		if k == "restart-all" && durability != "persisted" {
+			continue
+		}
+		out = append(out, k)
+	}
+	return out
 }
 
 // DefaultWorkload is the mix for n nodes.
@@ -54,7 +73,7 @@ func DefaultWorkload(n int) WorkloadConfig {
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	log := cfg.Log
 	start := time.Now()
-	res := &Result{Seed: cfg.Seed, Nodes: cfg.Nodes}
+	res := &Result{Seed: cfg.Seed, Nodes: cfg.Nodes, Durability: cfg.Workload.Durability}
 	hist := NewHistory(cfg.Workload.PayloadBytes)
 	c, err := StartCluster(ClusterConfig{N: cfg.Nodes, IP: cfg.IP, Dir: cfg.Dir, Binary: cfg.Binary, Seed: cfg.Seed, Log: log})
 	if err != nil {
@@ -79,7 +98,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer stopWorkload()
 	sctx, stopSampler := context.WithCancel(ctx)
 	defer stopSampler()
-	nem := NewNemesis(c, cfg.Seed, hist, log)
+	kinds := cfg.Faults
+	if len(kinds) == 0 {
+		kinds = DefaultFaults(cfg.Workload.Durability)
+	}
+	nem := NewNemesis(c, cfg.Seed, kinds, hist, log)
 	samplerDone := make(chan struct{})
 	if cfg.Sampler != nil {
 		go func() {
@@ -132,7 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // Report is a human-readable account of a run.
 func (r *Result) Report() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nemesis run: nodes=%d seed=%d elapsed=%s %s\n", r.Nodes, r.Seed, r.Elapsed.Round(time.Second), r.FaultCount)
+	fmt.Fprintf(&b, "nemesis run: nodes=%d durability=%s seed=%d elapsed=%s %s\n", r.Nodes, r.Durability, r.Seed, r.Elapsed.Round(time.Second), r.FaultCount)
 	fmt.Fprintf(&b, "  clients: %s\n", r.Summary)
 	if r.Check != nil {
 		fmt.Fprintf(&b, "  read-back: messages per partition %v, extra copies %d (each after a failed attempt), unacknowledged batches stored %d / not stored %d, converged after %s\n",

@@ -38,6 +38,9 @@ type WorkloadConfig struct {
 	PayloadBytes     int // padding after the unique tag
 	// Pace is the pause between two sends of one producer (0: none).
 	Pace time.Duration
+	// Durability is the topic's durability and consumer_offset_durability
+	// ("replicated" or "persisted"; "" is the server's default, replicated).
+	Durability string
 }
 
 // Workload runs the clients against a cluster and records into a History.
@@ -99,7 +102,12 @@ func (w *Workload) Setup(ctx context.Context, within time.Duration) error {
 		return err
 	}
 	if err := step("create topic", func(c *client.Client) error {
-		_, err := c.CreateTopic(ctx, streamID, "t", w.cfg.Partitions)
+		var opts []wire.Option
+		if d := w.cfg.Durability; d != "" {
+			opts = append(opts, wire.Option{Key: "durability", Kind: wire.KindString, Value: []byte(d)},
+				wire.Option{Key: "consumer_offset_durability", Kind: wire.KindString, Value: []byte(d)})
+		}
+		_, err := c.CreateTopic(ctx, streamID, "t", w.cfg.Partitions, opts...)
 		if exists(err) {
 			return nil
 		}
