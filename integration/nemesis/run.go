@@ -132,7 +132,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// Every node running, links clear: converge, read back, check.
 	nem.HealAll()
-	converged, convErr := WaitConverged(c, cfg.Workload.Partitions, 180*time.Second)
+	converged, convErr := WaitConverged(c, cfg.Workload.Partitions, 90*time.Second)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	logs, readErr := ReadBack(rctx, c, hist, cfg.Workload.Partitions)
@@ -141,13 +141,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Check.ConvergedAfter = converged
 	res.LogScan = ScanLogs(c)
 	res.Violations = append(res.Violations, hist.Violations()...)
+	res.Violations = append(res.Violations, res.LogScan...)
 	for _, e := range []error{convErr, readErr, offErr} {
 		if e != nil {
 			res.Violations = append(res.Violations, e.Error())
 		}
 	}
 	res.Violations = append(res.Violations, res.Check.Violations...)
-	res.Violations = append(res.Violations, res.LogScan...)
 	res.Elapsed = time.Since(start)
 	return res, nil
 }
@@ -164,7 +164,7 @@ func (r *Result) Report() string {
 	if len(r.Summary.CrossRestartOffsetDrops) > 0 {
 		fmt.Fprintf(&b, "  consumer offset lower on a node after its restart than before (first %d): %v\n", len(r.Summary.CrossRestartOffsetDrops), r.Summary.CrossRestartOffsetDrops)
 	}
-	fmt.Fprintf(&b, "  violations: %d\n", len(r.Violations))
+	fmt.Fprintf(&b, "  violations: %d %s\n", len(r.Violations), categories(r.Violations))
 	for i, v := range r.Violations {
 		if i == 30 {
 			fmt.Fprintf(&b, "    ... %d more\n", len(r.Violations)-30)
@@ -182,4 +182,30 @@ func (r *Result) Schedule() string {
 		fmt.Fprintf(&b, "%s\n", e)
 	}
 	return b.String()
+}
+
+// categories counts violations by their leading words (up to the first
+// colon), e.g. "acknowledged message lost=12".
+func categories(vs []string) string {
+	counts := map[string]int{}
+	var order []string
+	for _, v := range vs {
+		k := v
+		if i := strings.IndexAny(k, ":("); i > 0 {
+			k = k[:i]
+		}
+		k = strings.TrimSpace(k)
+		if len(k) > 48 {
+			k = k[:48]
+		}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	var parts []string
+	for _, k := range order {
+		parts = append(parts, fmt.Sprintf("[%s]=%d", k, counts[k]))
+	}
+	return strings.Join(parts, " ")
 }
