@@ -64,7 +64,7 @@ nemesis:
 # Soak: the same under the nemesis for DURATION (default 1h), sampling
 # throughput, p99 send latency and each server's RSS, open fds and CPU into
 # docs/soak/soak.csv and soak.png (docs/nemesis.md).
-SOAK_OUT ?= docs/soak
+SOAK_OUT ?= $(CURDIR)/docs/soak
 soak:
 	$(GO) test -count=1 -timeout 0 ./integration/nemesis/ -run 'TestSoak$$' -soak.duration=$(or $(DURATION),1h) -soak.out=$(SOAK_OUT) $(NEMESIS_FLAGS) -v
 

@@ -92,9 +92,18 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// fromRepo resolves a relative path flag against the repository root (go
+// test runs in the package directory).
+func fromRepo(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join("..", "..", p)
+}
+
 func runDir(t *testing.T, name string) (string, func(passed bool)) {
 	if *flagOut != "" {
-		dir := filepath.Join(*flagOut, name)
+		dir := filepath.Join(fromRepo(*flagOut), name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -202,7 +211,7 @@ func TestSoak(t *testing.T) {
 	seed := seedOf()
 	n := *flagSoakNodes
 	dir, done := runDir(t, fmt.Sprintf("soak-nodes-%d-seed-%d", n, seed))
-	out := *flagSoakOut
+	out := fromRepo(*flagSoakOut)
 	if out == "" {
 		out = dir
 	}
