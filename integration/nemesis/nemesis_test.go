@@ -171,6 +171,7 @@ func runAndReport(t *testing.T, cfg Config, dir string) bool {
 	report := res.Report()
 	_ = os.WriteFile(filepath.Join(dir, "report.txt"), []byte(report), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "schedule.txt"), []byte(res.Schedule()), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "violations.txt"), []byte(strings.Join(res.Violations, "\n")+"\n"), 0o644)
 	t.Log("\n" + report)
 	faults := ""
 	if len(cfg.Faults) > 0 {
