@@ -165,6 +165,7 @@ func (n *Nemesis) Run(ctx context.Context, d time.Duration) {
 	until := n.start.Add(d)
 	defer n.HealAll()
 	for ctx.Err() == nil && time.Now().Before(until) {
+		n.reviveCrashed()
 		n.one(ctx, n.pickKind())
 		sleepCtx(ctx, n.between(500*time.Millisecond, 3*time.Second))
 	}
@@ -341,6 +342,21 @@ func (n *Nemesis) restart(ids []int) {
 		}()
 	}
 	wg.Wait()
+}
+
+// reviveCrashed starts the nodes that exited on their own (each exit is
+// already a violation), so a long run keeps its cluster size.
+func (n *Nemesis) reviveCrashed() {
+	var dead []int
+	for i, node := range n.c.Nodes {
+		if !node.Running() {
+			dead = append(dead, i)
+		}
+	}
+	if len(dead) > 0 {
+		n.log.Warn("nemesis: restarting nodes that exited on their own", "nodes", dead)
+		n.restart(dead)
+	}
 }
 
 // HealAll resumes paused nodes, starts stopped ones and clears every link.
