@@ -338,12 +338,13 @@ func Check(h *History, rs *Replicas, offsets map[int]map[uint32]*wire.ConsumerOf
 				}
 			}
 		}
-		// A re-send after an ambiguous outcome may store again: the
-		// caller's own re-sends (after a failed call) and the client's 57
-		// replays inside a call. A 58 resend may not: 58 says the request
-		// was never admitted.
-		ambiguous := b.Failed + b.Replays57
-		allowed := b.Attempts + b.Replays57
+		// Every copy needs a send that may have stored it: the
+		// acknowledged one, each failed call whose outcome is unknown, and
+		// each of the client's 57 replays inside a call. A send answered 58
+		// was never admitted and stores nothing (nor do the client's 58
+		// resends inside a call: the walk resends only after a 58).
+		ambiguous := b.Failed - b.Refused + b.Replays57
+		allowed := len(b.Acks) + ambiguous
 		if exactlyOnce && b.Kind == LeaderAware {
 			allowed = 1
 		}
@@ -351,7 +352,7 @@ func Check(h *History, rs *Replicas, offsets map[int]map[uint32]*wire.ConsumerOf
 		case n > 1 && ambiguous == 0:
 			r.violate("duplicate without a re-send after an ambiguous outcome: %s batch %d stored %d times; %d calls, %d 58-resends inside them; client trace %q", b.Producer, b.Seq, n, b.Attempts, b.Resends58, b.Trace)
 		case n > allowed:
-			r.violate("too many copies: %s (%s) batch %d stored %d times, %d attempts (%d failed), %d 57-replays, allowed %d; client trace %q", b.Producer, b.Kind, b.Seq, n, b.Attempts, b.Failed, b.Replays57, allowed, b.Trace)
+			r.violate("too many copies: %s (%s) batch %d stored %d times, %d attempts (%d failed, %d of them 58), %d 57-replays, allowed %d; client trace %q", b.Producer, b.Kind, b.Seq, n, b.Attempts, b.Failed, b.Refused, b.Replays57, allowed, b.Trace)
 		}
 		if n > 1 {
 			r.Duplicates += n - 1

@@ -85,6 +85,23 @@ func TestCheckerCatches(t *testing.T) {
 			}
 			rs.Origins[0] = append(rs.Origins[0], origin{b, 0}, origin{b, 1})
 		}, "too many copies"},
+		{"a second copy after a 58 (never admitted)", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
+			b := h.batches[2]
+			h.Refused(b)
+			for n := range rs.Hashes {
+				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)), hashOf(h.Payload(b, 1)))
+			}
+			rs.Origins[0] = append(rs.Origins[0], origin{b, 0}, origin{b, 1})
+		}, "duplicate without a re-send"},
+		{"a copy of a batch never acknowledged and only refused", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
+			b := &Batch{Producer: "B0", Seq: 0, N: 1, Kind: SDKStyle}
+			h.NewBatch(b)
+			h.Refused(b)
+			for n := range rs.Hashes {
+				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)))
+			}
+			rs.Origins[0] = append(rs.Origins[0], origin{b, 0})
+		}, "too many copies"},
 		{"a phantom message", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], 42)

@@ -37,6 +37,7 @@ type Batch struct {
 	Partition uint32
 	Attempts  int // sends of these bytes (first send and every re-send)
 	Failed    int // attempts that ended without an acknowledgement (outcome unknown or refused)
+	Refused   int // of those, refused with 58 (TransientNotAccepted: never admitted)
 	Acked     bool
 	Base      uint64 // the acknowledged base offset (the last ack, if several)
 	Acks      []uint64
@@ -142,6 +143,20 @@ func (h *History) Attempt(b *Batch, acked bool, base uint64, latency time.Durati
 		b.Failed++
 		return
 	}
+	h.ackLocked(b, base, latency)
+}
+
+// Refused records one send of b's bytes answered 58: never admitted, so it
+// cannot have stored a copy.
+func (h *History) Refused(b *Batch) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b.Attempts++
+	b.Failed++
+	b.Refused++
+}
+
+func (h *History) ackLocked(b *Batch, base uint64, latency time.Duration) {
 	b.Acked, b.Base, b.Latency = true, base, latency
 	b.Acks = append(b.Acks, base)
 	h.ackLatencies = append(h.ackLatencies, latency)

@@ -221,7 +221,11 @@ func (w *Workload) leaderProducer(ctx context.Context, idx int) {
 				w.hist.Attempt(b, true, conf[0].BaseOffset, time.Since(start))
 				break
 			}
-			w.hist.Attempt(b, false, 0, 0)
+			if client.CodeOf(err) == wire.ErrTransientNotAccepted && replays == 0 {
+				w.hist.Refused(b) // every node answered 58: never admitted
+			} else {
+				w.hist.Attempt(b, false, 0, 0)
+			}
 			if err == nil {
 				w.hist.Violate("%s: send answered %d confirmations", name, len(conf))
 				break
@@ -356,7 +360,11 @@ func (w *Workload) sdkProducer(ctx context.Context, idx int) {
 				w.hist.Attempt(b, true, conf[0].BaseOffset, time.Since(start))
 				break
 			}
-			w.hist.Attempt(b, false, 0, 0)
+			if err == nil && status == wire.ErrTransientNotAccepted {
+				w.hist.Refused(b)
+			} else {
+				w.hist.Attempt(b, false, 0, 0)
+			}
 			switch {
 			case err != nil: // outcome unknown: a new connection, a new identity
 				drop()
