@@ -320,10 +320,11 @@ func (n *Node) Kill() {
 func (n *Node) Stop() bool {
 	n.mu.Lock()
 	cmd, exited, paused := n.cmd, n.exited, n.paused
+	gone := cmd == nil || n.exitedLocked()
 	n.paused, n.down = false, true
 	n.mu.Unlock()
-	if cmd == nil {
-		return true
+	if gone {
+		return true // not running (an exit on its own is reported when it happens)
 	}
 	if paused {
 		_ = cmd.Process.Signal(syscall.SIGCONT)

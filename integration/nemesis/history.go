@@ -67,6 +67,7 @@ type History struct {
 	storesAcked  int
 	crossRestart []string // a node's offset lower after its restart than before it
 	lastByNode   map[[2]uint64]nodeMax
+	noted        map[offsetKey]bool
 	ackLatencies []time.Duration // since the last Drain (soak)
 	ackedMsgs    int             // since the last Drain (soak)
 }
@@ -79,7 +80,7 @@ type offsetKey struct {
 // NewHistory returns an empty history.
 func NewHistory(payloadBytes int) *History {
 	return &History{byProducer: map[string][]*Batch{}, payloadBytes: payloadBytes, polled: map[uint32]map[uint64]uint64{},
-		offsetSeen: map[offsetKey]uint64{}, offsetStores: map[uint32]uint64{}, lastByNode: map[[2]uint64]nodeMax{}}
+		offsetSeen: map[offsetKey]uint64{}, offsetStores: map[uint32]uint64{}, lastByNode: map[[2]uint64]nodeMax{}, noted: map[offsetKey]bool{}}
 }
 
 // NewBatch registers a batch before its first send.
@@ -194,7 +195,8 @@ func (h *History) OffsetRead(node, incarnation int, p uint32, stored uint64) {
 	}
 	nk := [2]uint64{uint64(node), uint64(p)}
 	last, ok := h.lastByNode[nk]
-	if ok && stored < last.max && incarnation != last.incarnation && len(h.crossRestart) < 100 {
+	if ok && stored < last.max && incarnation != last.incarnation && len(h.crossRestart) < 100 && !h.noted[k] {
+		h.noted[k] = true
 		h.crossRestart = append(h.crossRestart, fmt.Sprintf("node %d partition %d: %d in incarnation %d, %d in incarnation %d", node, p, stored, incarnation, last.max, last.incarnation))
 	}
 	if !ok || stored >= last.max {
