@@ -199,7 +199,24 @@ var (
 	flagSoakOut      = flag.String("soak.out", "", "write soak.csv, soak.png and soak-summary.txt here (default: the run directory)")
 	flagSoakNodes    = flag.Int("soak.nodes", 3, "cluster size of the soak")
 	flagSoakInterval = flag.Duration("soak.interval", 5*time.Second, "sampling interval")
+	flagSoakReplot   = flag.String("soak.replot", "", "plot this soak.csv again (next to it, as soak.png) and exit; -soak.title names it")
+	flagSoakTitle    = flag.String("soak.title", "soak", "the replotted chart's title")
 )
+
+// TestSoakReplot draws a soak.csv again (after a change to the chart).
+func TestSoakReplot(t *testing.T) {
+	if *flagSoakReplot == "" {
+		t.Skip("set -soak.replot=path/to/soak.csv")
+	}
+	path := fromRepo(*flagSoakReplot)
+	s, err := LoadSoakCSV(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Plot(filepath.Join(filepath.Dir(path), "soak.png"), *flagSoakTitle); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // TestSoak runs the mixed workload under the nemesis for -soak.duration,
 // sampling throughput, p99 send latency, and RSS, open descriptors and CPU

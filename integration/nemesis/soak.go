@@ -210,3 +210,39 @@ func SummarizeSoak(samples []Sample) string {
 	}
 	return b.String()
 }
+
+// LoadSoakCSV reads a soak.csv back (to plot it again).
+func LoadSoakCSV(path string) (*Soak, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	s := &Soak{csvPath: path}
+	if len(rows) < 2 {
+		return s, nil
+	}
+	nodes := (len(rows[0]) - 5) / 3
+	num := func(v string) float64 {
+		x, _ := strconv.ParseFloat(v, 64)
+		return x
+	}
+	for _, r := range rows[1:] {
+		if len(r) != 5+3*nodes {
+			continue
+		}
+		smp := Sample{Elapsed: time.Duration(num(r[0]) * float64(time.Second)), MsgsPerSec: num(r[1]), SendsPerS: num(r[2]),
+			P99: time.Duration(num(r[3]) * float64(time.Millisecond)), Faults: int(num(r[4]))}
+		for n := 0; n < nodes; n++ {
+			smp.RSSMiB = append(smp.RSSMiB, num(r[5+3*n]))
+			smp.FDs = append(smp.FDs, int(num(r[6+3*n])))
+			smp.CPUPct = append(smp.CPUPct, num(r[7+3*n]))
+		}
+		s.samples = append(s.samples, smp)
+	}
+	return s, nil
+}
