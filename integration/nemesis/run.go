@@ -90,6 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			hist.Violate("node %d exited on its own (incarnation %d): %v (log %s)", n.ID, n.Incarnation(), err, n.LogPath)
 		}
 	}
+	cfg.Workload.ExactlyOnce = cfg.ExactlyOnce
 	w := NewWorkload(cfg.Workload, c, hist, log)
 	if err := w.Setup(ctx, 60*time.Second); err != nil {
 		return res, err

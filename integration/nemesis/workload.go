@@ -38,6 +38,11 @@ type WorkloadConfig struct {
 	PayloadBytes     int // padding after the unique tag
 	// Pace is the pause between two sends of one producer (0: none).
 	Pace time.Duration
+	// ExactlyOnce: the leader-aware producers re-send a batch only after a
+	// 58 (never admitted); after any other failure the client has already
+	// replayed it under the same request id, so a new send could store it
+	// twice (client.ExactlyOnceError), and the batch is given up.
+	ExactlyOnce bool
 	// Durability is the topic's durability and consumer_offset_durability
 	// ("replicated" or "persisted"; "" is the server's default, replicated).
 	Durability string
@@ -233,6 +238,9 @@ func (w *Workload) leaderProducer(ctx context.Context, idx int) {
 			if definitive(err) {
 				w.log.Warn("producer: send refused", "producer", name, "err", err)
 				break
+			}
+			if w.cfg.ExactlyOnce && client.CodeOf(err) != wire.ErrTransientNotAccepted {
+				break // outcome unknown after the client's own replays: stored once or not at all
 			}
 			sleepCtx(ctx, 100*time.Millisecond)
 		}
