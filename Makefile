@@ -7,7 +7,7 @@ RACE_PKGS ?= ./transport/... ./node/... ./httpapi/... ./client/... ./integration
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill client-failover
+.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill client-failover nemesis soak
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -48,6 +48,25 @@ cluster-status:
 LOOPS ?= 20
 client-failover:
 	LODESTREAM_FAILOVER_LOOPS=$(LOOPS) $(GO) test -count=1 -timeout 60m ./integration/ -run 'TestClusterClientExactlyOnceAcrossPrimaryKills|TestClusterClientLostRepliesNotDuplicated' -v
+
+# Real-process nemesis (docs/nemesis.md): 3- and 5-node clusters on
+# loopback under SIGKILL, SIGSTOP/SIGCONT, full restarts and replica-bus
+# faults (a frame-aware proxy drops, delays and cuts links one way or both),
+# with leader-aware and SDK-style producers and group consumers; a read-back
+# checks every acknowledged message, copies, polls, consumer offsets and
+# byte-identical segments. DURATION is each cluster size's faulty phase
+# (default 10m). A plain `go test` runs a one-minute slice. Extra flags:
+# NEMESIS_FLAGS="-nemesis.seed=S -nemesis.nodes=5 -nemesis.exactly-once -nemesis.out=DIR".
+NEMESIS_FLAGS ?=
+nemesis:
+	$(GO) test -count=1 -timeout 0 ./integration/nemesis/ -run 'TestNemesis$$' -nemesis.duration=$(or $(DURATION),10m) $(NEMESIS_FLAGS) -v
+
+# Soak: the same under the nemesis for DURATION (default 1h), sampling
+# throughput, p99 send latency and each server's RSS, open fds and CPU into
+# docs/soak/soak.csv and soak.png (docs/nemesis.md).
+SOAK_OUT ?= $(CURDIR)/docs/soak
+soak:
+	$(GO) test -count=1 -timeout 0 ./integration/nemesis/ -run 'TestSoak$$' -soak.duration=$(or $(DURATION),1h) -soak.out=$(SOAK_OUT) $(NEMESIS_FLAGS) -v
 
 # Everything CI checks: vet + gofmt, unit tests, race on concurrent packages,
 # and a bounded simulator sweep.
