@@ -84,6 +84,8 @@ type partitionEntry struct {
 	// Cluster mode: the group's superblock, the checkpoint it records
 	// (op and the log's next offset then), a running state transfer.
 	superblock         *journal.Superblock
+	wal                *journal.PrepareLog // the group's prepare WAL (partition_wal.go)
+	walReclaimed       uint64              // the checkpoint op the WAL was last reclaimed to
 	checkpointOp       uint64
 	checkpointFrontier uint64
 	checkpointDedup    []byte // the dedup table at checkpointOp, encoded

@@ -246,6 +246,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 			e.quarantine = fmt.Errorf("partition group: %w", err)
 			p.log.Error("partition group did not start: its requests are refused", "stream", k.stream, "topic", k.topic,
 				"partition", k.partition, "err", err)
+			_ = e.closeWAL()
 			_ = e.log.Close()
 			e.log = nil
 		}
@@ -340,6 +341,7 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 	p.mu.Unlock()
 	e.shard.do(func() {
 		e.shard.dropGroup(e, wire.ErrResourceNotFound)
+		_ = e.closeWAL()
 		if e.log != nil {
 			if err := e.log.Delete(); err != nil {
 				p.log.Error("delete partition log", "dir", e.dir, "err", err)

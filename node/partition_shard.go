@@ -328,6 +328,9 @@ func (s *partitionShard) drain() {
 			e.transfer.stop()
 			e.transfer = nil
 		}
+		if err := e.closeWAL(); err != nil {
+			s.log.Error("close partition prepare WAL at shutdown", "dir", e.dir, "err", err)
+		}
 		if e.log != nil {
 			if err := e.log.Close(); err != nil {
 				s.log.Error("close partition log at shutdown", "dir", e.dir, "err", err)
@@ -523,11 +526,11 @@ func (s *partitionShard) processTouched() {
 	s.touched = s.touched[:n]
 }
 
-// persist implements readySteps. A partition group keeps its journal in
-// memory (no prepare WAL yet: issue "durable replicated partitions"); the
+// persist implements readySteps. In cluster mode a Ready's journal work
+// goes to the group's prepare WAL and its superblock is written here
+// (partition_vsr.go); a single node keeps its journal in memory. The
 // committed batch itself is made durable as it is applied, before its
-// reply (synced first on persisted topics). In cluster mode the group's
-// superblock is written here (partition_vsr.go).
+// reply (synced first on persisted topics).
 func (e *partitionEntry) persist(rd *consensus.Ready) error { return e.persistVSR(rd) }
 
 // send implements readySteps: the group's messages go to the other

@@ -12,12 +12,12 @@ import (
 // superblock (journal.Superblock) in the partition's directory holds view,
 // log_view, commit_max, the view headers, the checkpoint op and its anchor,
 // and the offset frontier, i.e. where the log ended when that op was
-// applied. The journal itself stays in memory (the prepare WAL is the
-// durability issue's), so a restarted replica holds its committed prefix
-// in its segments and nothing above its checkpoint: it restarts Recovering
-// (consensus.Restart) and rejoins through the view's primary, repairing or
-// transferring what it lacks. It never comes back as primary of a fresh
-// view 0.
+// applied; the prepare WAL (partition_wal.go) holds the journal above the
+// checkpoint. A restarted replica holds its committed prefix in its
+// segments and its acknowledged prepares in the WAL: it restarts
+// Recovering (consensus.Restart) and rejoins through the view's primary,
+// or, when no primary answers (every node restarted), elects one on the
+// recovered journals. It never comes back as primary of a fresh view 0.
 //
 // A single node keeps no partition superblock: its one-replica groups are
 // always primary, stamp from the log, and start fresh on every boot.
@@ -49,6 +49,9 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		if err != nil {
 			return err
 		}
+		if err := p.resetPartitionWAL(e); err != nil {
+			return err
+		}
 		// Durable before the group says anything: a restart then always
 		// finds a superblock and rejoins Recovering.
 		if err := sb.Write(journal.SuperblockState{Identity: p.identity, VsrState: consensus.VsrState{
@@ -58,6 +61,16 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		e.group = g
 		return nil
 	}
+	if err := p.restartGroup(e, cfg, st, empty); err != nil {
+		_ = e.closeWAL()
+		return err
+	}
+	return nil
+}
+
+// restartGroup restarts the group of a partition this node held before:
+// from its superblock, checkpoint and prepare WAL when it has them.
+func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, st *journal.SuperblockState, empty bool) error {
 	restored := consensus.Restored{Superblock: &consensus.VsrState{}}
 	switch {
 	case st == nil && empty:
@@ -70,12 +83,18 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		p.log.Info("partition created before this boot has no superblock: rejoining Recovering", "dir", e.dir,
 			"storage_lost", p.storageLost)
 		restored.StorageLost = p.storageLost
+		if err := p.resetPartitionWAL(e); err != nil {
+			return err
+		}
 	case st == nil:
 		// Data without a superblock (written by an older build, or the
 		// superblock was removed): which op the data reflects is unknown.
 		// Restart with nothing applied; replays of what the log holds are
 		// recognised (applySend), the rest comes by state transfer.
 		p.log.Warn("partition data without a superblock: rejoining with nothing applied", "dir", e.dir)
+		if err := p.resetPartitionWAL(e); err != nil {
+			return err
+		}
 	default:
 		vs := st.VsrState
 		restored.Superblock = &vs
@@ -87,6 +106,11 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 				p.log.Warn("partition log ends below its recorded frontier: rejoining with nothing applied", "dir", e.dir,
 					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp)
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
+				// Its WAL entries build on the lost prefix (and the page cache
+				// that lost the log lost them too): start it empty.
+				if err := p.resetPartitionWAL(e); err != nil {
+					return err
+				}
 			} else {
 				table, err := readDedupFile(e.dir, vs.CheckpointOp)
 				if err != nil {
@@ -99,7 +123,21 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 				e.appliedOp = vs.CheckpointOp
 				e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = vs.CheckpointOp, st.OffsetFrontier, cp.dedup
 				e.dedup = table
+				entries, damaged, err := p.openPartitionWAL(e, vs.CheckpointOp)
+				if err != nil {
+					return err
+				}
+				restored.Entries = entries
+				restored.StorageLost = damaged
+				e.walReclaimed = vs.CheckpointOp
 			}
+		} else {
+			entries, damaged, err := p.openPartitionWAL(e, 0)
+			if err != nil {
+				return err
+			}
+			restored.Entries = entries
+			restored.StorageLost = damaged
 		}
 	}
 	g, err := consensus.Restart(cfg, restored)
@@ -126,22 +164,30 @@ func (e *partitionEntry) persistVSR(rd *consensus.Ready) error {
 	return write()
 }
 
-// prepareWrite implements batchedSteps: the transfer check in order, and
-// the superblock write the shard runs together with other groups'.
+// prepareWrite implements batchedSteps: the transfer check in order, then
+// the write the shard runs together with other groups': the Ready's
+// journal work into the prepare WAL (synced on a persisted topic), then
+// the superblock, then reclaiming the WAL history its checkpoint covers.
 func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error) {
 	if rd.Snapshot != nil {
 		if err := e.shard.transferReady(e, *rd.Snapshot); err != nil {
 			return nil, err
 		}
 	}
-	if rd.Superblock == nil || e.superblock == nil {
+	if e.superblock == nil {
+		return nil, nil // a single node: no superblock, no WAL
+	}
+	wal, from, entries, syncWAL := e.wal, rd.Truncate, rd.Entries, e.persisted
+	var st *journal.SuperblockState
+	if rd.Superblock != nil {
+		if rd.Superblock.CheckpointOp != e.checkpointOp {
+			return nil, fmt.Errorf("superblock names checkpoint op %d, the partition's checkpoint is op %d", rd.Superblock.CheckpointOp, e.checkpointOp)
+		}
+		st = &journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock, OffsetFrontier: e.checkpointFrontier}
+	}
+	if st == nil && (wal == nil || (from == 0 && len(entries) == 0)) {
 		return nil, nil
 	}
-	if rd.Superblock.CheckpointOp != e.checkpointOp {
-		return nil, fmt.Errorf("superblock names checkpoint op %d, the partition's checkpoint is op %d", rd.Superblock.CheckpointOp, e.checkpointOp)
-	}
-	sb, st := e.superblock, journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock,
-		OffsetFrontier: e.checkpointFrontier}
 	// The retry table of the checkpoint is on disk before the superblock
 	// that names the checkpoint.
 	// (Rewritten only when the table changed: an older file of an
@@ -150,14 +196,36 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 	if e.checkpointDedupDirty {
 		dedup = e.checkpointDedup
 	}
-	dir, op := e.dir, e.checkpointOp
+	sb, dir, op := e.superblock, e.dir, e.checkpointOp
 	return func() error {
+		if wal != nil && (from != 0 || len(entries) > 0) {
+			if err := wal.Write(from, entries); err != nil {
+				return err
+			}
+			if syncWAL {
+				if err := wal.Sync(); err != nil {
+					return err
+				}
+			}
+		}
+		if st == nil {
+			return nil
+		}
 		if dedup != nil {
 			if err := writeDedupFile(dir, op, dedup); err != nil {
 				return err
 			}
 			e.checkpointDedupDirty = false // the shard waits for every write before it goes on
 		}
-		return sb.Write(st)
+		if err := sb.Write(*st); err != nil {
+			return err
+		}
+		if cp := st.CheckpointOp; wal != nil && cp > e.walReclaimed {
+			if err := wal.Reclaim(cp); err != nil {
+				return err
+			}
+			e.walReclaimed = cp
+		}
+		return nil
 	}, nil
 }

@@ -34,25 +34,9 @@ func durabilityFor(nodes int) string {
 	return "replicated"
 }
 
-// ciSliceExcludes are the fault kinds the CI slice (no -nemesis.duration)
-// leaves out while docs/nemesis.md finding 1 is open: a full restart of
-// every node, even a clean one, can still crash-loop a partition replica
-// and re-issue acknowledged offsets (partition journals are in memory
-// until the prepare WAL, issue 9). `make nemesis` schedules them.
-var ciSliceExcludes = map[string]bool{"restart-all": true, "restart-all-graceful": true}
-
-func faultsFlag(t *testing.T, durability string, ciSlice bool) []string {
+func faultsFlag(t *testing.T) []string {
 	if *flagFaults == "" {
-		if !ciSlice {
-			return nil // every kind the durability covers
-		}
-		var out []string
-		for _, k := range DefaultFaults(durability) {
-			if !ciSliceExcludes[k] {
-				out = append(out, k)
-			}
-		}
-		return out
+		return nil // every kind the durability covers (the CI slice too)
 	}
 	known := map[string]bool{}
 	for _, k := range FaultKinds() {
@@ -171,7 +155,7 @@ func TestNemesis(t *testing.T) {
 			wl.Durability = durabilityFor(n)
 			cfg := Config{Nodes: n, Duration: d, Seed: seed, Dir: dir, Binary: serverBinary,
 				IP: fmt.Sprintf("127.0.1.%d", 10+n), ExactlyOnce: *flagExactlyOnce,
-				Workload: wl, Faults: faultsFlag(t, wl.Durability, *flagDuration == 0), Log: testLogger(t)}
+				Workload: wl, Faults: faultsFlag(t), Log: testLogger(t)}
 			passed := runAndReport(t, cfg, dir)
 			done(passed)
 		})
@@ -257,7 +241,7 @@ func TestSoak(t *testing.T) {
 	wl.Durability = durabilityFor(n)
 	cfg := Config{Nodes: n, Duration: *flagSoakDuration, Seed: seed, Dir: dir, Binary: serverBinary,
 		IP: fmt.Sprintf("127.0.1.%d", 30+n), ExactlyOnce: *flagExactlyOnce,
-		Workload: wl, Faults: faultsFlag(t, wl.Durability, false), Log: testLogger(t), Sampler: soak.Sampler()}
+		Workload: wl, Faults: faultsFlag(t), Log: testLogger(t), Sampler: soak.Sampler()}
 	passed := runAndReport(t, cfg, dir)
 	title := fmt.Sprintf("soak: %d nodes, %s, seed %d, %s under the nemesis (x: minutes)", n, wl.Durability, seed, cfg.Duration)
 	if err := soak.Plot(filepath.Join(out, "soak.png"), title); err != nil {

@@ -1,0 +1,373 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// PrepareLog is a partition group's prepare WAL (cluster mode): every
+// prepare the replica accepts is written here before its PrepareOk
+// leaves, so a replica restarted after a crash (or all of them after a
+// full restart) votes with the journal it acknowledged, like the metadata
+// group does, instead of with its last checkpoint.
+//
+// Layout: a directory of files named by a sequence number
+// (00000000000000000001.pwal, ...), oldest first. Records use the
+// metadata WAL's entry format (a later record for an op supersedes an
+// earlier one) plus a truncation record: magic "LWTR", payload length 0,
+// op = from, checksum over the 16 header bytes; it removes every op >=
+// from written before it. So truncation and appends cost what they write,
+// and reclaiming is deleting whole leading files whose ops all sit below
+// the durable checkpoint (Reclaim), never a rewrite.
+//
+// Syncing is the caller's choice (Sync): a replicated topic's prepares
+// are written without fsync (they survive a process crash in the page
+// cache, not a power loss); a persisted topic's are synced before the ack.
+//
+// Message bodies are stored inline (the segment-reference form of seed
+// 003, which avoids writing a body twice, is not built).
+//
+// One goroutine at a time: the partition's shard, or the write it hands
+// to carryOutBatch, never both.
+type PrepareLog struct {
+	dir      string
+	files    []prepareFile // oldest first; the last one is appended to
+	f        *os.File      // the last file, opened for append (nil: none yet)
+	poisoned error
+	// dirty: the last file was written since the last Sync; dirDirty: a
+	// file was created or removed since.
+	dirty, dirDirty bool
+}
+
+type prepareFile struct {
+	seq   uint64
+	bytes int64
+	maxOp uint64 // highest op of an entry record in it (0: none)
+}
+
+const (
+	prepareLogSuffix = ".pwal"
+	// prepareLogRotateBytes: Reclaim starts a new file once the last one
+	// is this big, so whole files can be deleted as checkpoints pass.
+	prepareLogRotateBytes = 1 << 20
+	// prepareLogFilesMax bounds the files one log may hold at open.
+	prepareLogFilesMax        = 4096
+	truncMagic         uint32 = 0x5254574C // "LWTR"
+)
+
+// ErrPrepareLogDamaged matches a prepare WAL whose records are damaged
+// before its last file's tail: what it acknowledged can no longer be
+// trusted to be all there.
+var ErrPrepareLogDamaged = errors.New("partition prepare WAL damaged")
+
+// OpenPrepareLog opens (creating if needed) the prepare WAL in dir and
+// returns the live entries with op >= fromOp, in op order. A torn tail of
+// the last file (an incomplete final record) is cut; any other damage is
+// ErrPrepareLogDamaged, and the log is still returned, emptied of nothing:
+// the caller decides (a replica that may have lost acknowledged prepares
+// must not vote on its own; see consensus.Restored.StorageLost).
+func OpenPrepareLog(dir string, fromOp uint64) (*PrepareLog, []consensus.Prepare, error) {
+	if err := ensureDir(dir); err != nil {
+		return nil, nil, err
+	}
+	l := &PrepareLog{dir: dir}
+	seqs, err := l.listFiles()
+	if err != nil {
+		return nil, nil, err
+	}
+	live := make(map[uint64]consensus.Prepare)
+	var damage error
+	for i, seq := range seqs {
+		last := i == len(seqs)-1
+		pf, derr := l.scanFile(seq, last, fromOp, live)
+		if derr != nil && damage == nil {
+			damage = derr
+		}
+		l.files = append(l.files, pf)
+	}
+	ops := make([]uint64, 0, len(live))
+	for op := range live {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	entries := make([]consensus.Prepare, len(ops))
+	for i, op := range ops {
+		entries[i] = live[op]
+	}
+	if damage != nil {
+		return l, entries, fmt.Errorf("%w: %v", ErrPrepareLogDamaged, damage)
+	}
+	return l, entries, nil
+}
+
+func (l *PrepareLog) listFiles() ([]uint64, error) {
+	des, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list prepare WAL %s: %w", l.dir, err)
+	}
+	var seqs []uint64
+	for _, de := range des {
+		name := de.Name()
+		if !strings.HasSuffix(name, prepareLogSuffix) {
+			continue
+		}
+		seq, err := strconv.ParseUint(strings.TrimSuffix(name, prepareLogSuffix), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("prepare WAL %s: unexpected file %s", l.dir, name)
+		}
+		seqs = append(seqs, seq)
+	}
+	if len(seqs) > prepareLogFilesMax {
+		return nil, fmt.Errorf("prepare WAL %s holds %d files, above the bound of %d", l.dir, len(seqs), prepareLogFilesMax)
+	}
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	return seqs, nil
+}
+
+func (l *PrepareLog) path(seq uint64) string {
+	return filepath.Join(l.dir, fmt.Sprintf("%020d%s", seq, prepareLogSuffix))
+}
+
+// scanFile replays one file's records into live. Damage in the last file
+// with nothing valid after it is a torn tail: cut. Anything else is
+// reported (the file's readable records before it still count).
+func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uint64]consensus.Prepare) (prepareFile, error) {
+	path := l.path(seq)
+	pf := prepareFile{seq: seq}
+	f, err := os.Open(path)
+	if err != nil {
+		return pf, fmt.Errorf("open %s: %w", path, err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return pf, fmt.Errorf("stat %s: %w", path, err)
+	}
+	// A file holds at most the rotation size plus one entry.
+	if st.Size() > prepareLogRotateBytes+WALEntryBytesMax {
+		f.Close()
+		return pf, fmt.Errorf("%s is %d bytes, above a prepare WAL file's bound", path, st.Size())
+	}
+	data := make([]byte, st.Size())
+	_, err = io.ReadFull(f, data)
+	f.Close()
+	if err != nil {
+		return pf, fmt.Errorf("read %s: %w", path, err)
+	}
+	off := 0
+	for off < len(data) {
+		n, op, isTrunc, perr := parsePrepareLogRecord(data[off:])
+		if perr != nil {
+			if _, _, found := findValidEntry(data, off+1); !last || found || completeRecord(data[off:]) {
+				pf.bytes = int64(len(data))
+				return pf, fmt.Errorf("%s: record at byte %d: %v", path, off, perr)
+			}
+			// Torn tail: the write never completed, so nothing it held was
+			// acknowledged. Cut it so appends continue after valid records.
+			if err := os.Truncate(path, int64(off)); err != nil {
+				return pf, fmt.Errorf("cut the torn tail of %s at byte %d: %w", path, off, err)
+			}
+			break
+		}
+		if isTrunc {
+			for o := range live {
+				if o >= op {
+					delete(live, o)
+				}
+			}
+		} else {
+			pf.maxOp = max(pf.maxOp, op)
+			if op >= fromOp {
+				p, _, err := parseEntry(data[off : off+n])
+				if err != nil {
+					return pf, fmt.Errorf("%s: record at byte %d: %v", path, off, err)
+				}
+				live[op] = p
+			} else {
+				delete(live, op)
+			}
+		}
+		off += n
+	}
+	pf.bytes = int64(off)
+	return pf, nil
+}
+
+// parsePrepareLogRecord validates the record at the start of b: its
+// length, op and whether it is a truncation record.
+func parsePrepareLogRecord(b []byte) (n int, op uint64, isTrunc bool, err error) {
+	if len(b) >= walHeaderBytes && binary.LittleEndian.Uint32(b) == truncMagic {
+		le := binary.LittleEndian
+		if le.Uint32(b[4:]) != 0 {
+			return 0, 0, false, fmt.Errorf("truncation record with payload length %d", le.Uint32(b[4:]))
+		}
+		if entryChecksum(b[:16], nil) != le.Uint64(b[16:]) {
+			return 0, 0, false, fmt.Errorf("truncation record checksum mismatch")
+		}
+		return walHeaderBytes, le.Uint64(b[8:]), true, nil
+	}
+	p, n, err := parseEntry(b)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return n, p.Header.Op, false, nil
+}
+
+func appendTruncRecord(buf []byte, from uint64) []byte {
+	start := len(buf)
+	buf = append(buf, make([]byte, walHeaderBytes)...)
+	le := binary.LittleEndian
+	le.PutUint32(buf[start:], truncMagic)
+	le.PutUint64(buf[start+8:], from)
+	le.PutUint64(buf[start+16:], entryChecksum(buf[start:start+16], nil))
+	return buf
+}
+
+// Write records a Ready's journal work: if from != 0, every op >= from is
+// removed first, then entries are appended. Not synced (see Sync).
+func (l *PrepareLog) Write(from uint64, entries []consensus.Prepare) error {
+	if l.poisoned != nil {
+		return l.poisoned
+	}
+	if from == 0 && len(entries) == 0 {
+		return nil
+	}
+	var buf []byte
+	if from != 0 {
+		buf = appendTruncRecord(buf, from)
+	}
+	var maxOp uint64
+	for i := range entries {
+		buf = appendEntry(buf, &entries[i])
+		maxOp = max(maxOp, entries[i].Header.Op)
+	}
+	if err := l.openLast(); err != nil {
+		return err
+	}
+	last := &l.files[len(l.files)-1]
+	if _, err := l.f.Write(buf); err != nil {
+		// The file may hold part of buf: cut it back, or stop using it.
+		if terr := l.f.Truncate(last.bytes); terr != nil {
+			l.poisoned = fmt.Errorf("prepare WAL %s poisoned: write failed (%v) and its tail could not be cut: %w", l.dir, err, terr)
+		}
+		l.f.Seek(last.bytes, io.SeekStart)
+		return fmt.Errorf("write prepare WAL %s: %w", l.dir, err)
+	}
+	last.bytes += int64(len(buf))
+	last.maxOp = max(last.maxOp, maxOp)
+	l.dirty = true
+	return nil
+}
+
+// openLast makes sure the last file is open for appending, creating the
+// first file of an empty log.
+func (l *PrepareLog) openLast() error {
+	if l.f != nil {
+		return nil
+	}
+	if len(l.files) == 0 {
+		l.files = append(l.files, prepareFile{seq: 1})
+	}
+	last := l.files[len(l.files)-1]
+	path := l.path(last.seq)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open prepare WAL file %s: %w", path, err)
+	}
+	if last.bytes == 0 {
+		l.dirDirty = true // possibly created: its name is durable after a directory fsync
+	}
+	if _, err := f.Seek(last.bytes, io.SeekStart); err != nil {
+		f.Close()
+		return fmt.Errorf("seek prepare WAL file %s: %w", path, err)
+	}
+	l.f = f
+	return nil
+}
+
+// Sync makes everything written so far durable: the last file's data, and
+// the directory entries of files created or removed since.
+func (l *PrepareLog) Sync() error {
+	if l.poisoned != nil {
+		return l.poisoned
+	}
+	if l.dirty && l.f != nil {
+		if err := datasync(l.f); err != nil {
+			// A failed fsync leaves the page cache's state unknown: never
+			// retried on the same file as if nothing happened.
+			l.poisoned = fmt.Errorf("prepare WAL %s poisoned: fsync failed: %w", l.dir, err)
+			return l.poisoned
+		}
+		l.dirty = false
+	}
+	if l.dirDirty {
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+		l.dirDirty = false
+	}
+	return nil
+}
+
+// Reclaim releases history a durable checkpoint at checkpointOp covers:
+// leading files whose entries are all below it are deleted (the entry at
+// checkpointOp stays, the restart's hash-chain anchor), and a big last
+// file is closed so the next write starts a new one.
+func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
+	if l.poisoned != nil || len(l.files) == 0 {
+		return l.poisoned
+	}
+	if last := l.files[len(l.files)-1]; last.bytes >= prepareLogRotateBytes || (last.maxOp < checkpointOp && last.bytes > 0) {
+		// A persisted topic synced every write already (dirty is false);
+		// a replicated topic's writes were never promised a sync.
+		if l.f != nil {
+			if err := l.f.Close(); err != nil {
+				return fmt.Errorf("close prepare WAL file %s: %w", l.path(last.seq), err)
+			}
+			l.f = nil
+		}
+		l.dirty = false
+		l.files = append(l.files, prepareFile{seq: last.seq + 1})
+	}
+	removed := 0
+	for removed < len(l.files)-1 && l.files[removed].maxOp < checkpointOp {
+		path := l.path(l.files[removed].seq)
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove reclaimed prepare WAL file %s: %w", path, err)
+		}
+		removed++
+	}
+	if removed > 0 {
+		l.dirDirty = true
+		l.files = append(l.files[:0], l.files[removed:]...)
+	}
+	return nil
+}
+
+// Bytes is what the log holds on disk now.
+func (l *PrepareLog) Bytes() int64 {
+	var n int64
+	for _, f := range l.files {
+		n += f.bytes
+	}
+	return n
+}
+
+// Close closes the open file.
+func (l *PrepareLog) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}

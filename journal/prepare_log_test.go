@@ -1,0 +1,226 @@
+package journal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+func plPrep(op uint64, view uint32, size int) consensus.Prepare {
+	body := bytes.Repeat([]byte{byte(op)}, size)
+	copy(body, fmt.Sprintf("op-%d-view-%d", op, view))
+	return consensus.Prepare{Header: consensus.PrepareHeader{View: view, Op: op, Commit: op - 1, Timestamp: op * 1000,
+		Checksum: op*31 + uint64(view), Operation: 130}, Body: body}
+}
+
+func plRange(from, to uint64, view uint32, size int) []consensus.Prepare {
+	var out []consensus.Prepare
+	for op := from; op <= to; op++ {
+		out = append(out, plPrep(op, view, size))
+	}
+	return out
+}
+
+func openPL(t *testing.T, dir string, from uint64) (*PrepareLog, []consensus.Prepare) {
+	t.Helper()
+	l, entries, err := OpenPrepareLog(dir, from)
+	if err != nil {
+		t.Fatalf("open prepare log: %v", err)
+	}
+	return l, entries
+}
+
+func wantOps(t *testing.T, got []consensus.Prepare, want map[uint64]uint32) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("recovered %d entries, want %d", len(got), len(want))
+	}
+	for i, p := range got {
+		v, ok := want[p.Header.Op]
+		if !ok || v != p.Header.View {
+			t.Fatalf("entry %d: op %d view %d, want view %d (present %v)", i, p.Header.Op, p.Header.View, v, ok)
+		}
+		if i > 0 && got[i-1].Header.Op >= p.Header.Op {
+			t.Fatalf("entries out of op order at %d", i)
+		}
+		if !bytes.Equal(p.Body, plPrep(p.Header.Op, p.Header.View, len(p.Body)).Body) {
+			t.Fatalf("op %d: body differs", p.Header.Op)
+		}
+	}
+}
+
+func TestPrepareLogTruncateReappendReopen(t *testing.T) {
+	dir := t.TempDir()
+	l, got := openPL(t, dir, 0)
+	if len(got) != 0 {
+		t.Fatalf("fresh log recovered %d entries", len(got))
+	}
+	if err := l.Write(0, plRange(1, 10, 1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	// A view change cuts the uncommitted suffix from op 7 and re-appends.
+	if err := l.Write(7, plRange(7, 8, 2, 100)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, got = openPL(t, dir, 0)
+	want := map[uint64]uint32{}
+	for op := uint64(1); op <= 6; op++ {
+		want[op] = 1
+	}
+	want[7], want[8] = 2, 2
+	wantOps(t, got, want)
+	// fromOp filters what a checkpoint covers.
+	_, got = openPL(t, dir, 5)
+	delete(want, 1)
+	delete(want, 2)
+	delete(want, 3)
+	delete(want, 4)
+	wantOps(t, got, want)
+}
+
+func TestPrepareLogReclaimDeletesOnlyCoveredFiles(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	size := prepareLogRotateBytes / 4
+	if err := l.Write(0, plRange(1, 5, 1, size)); err != nil { // > rotate size
+		t.Fatal(err)
+	}
+	if err := l.Reclaim(0); err != nil { // rotates only
+		t.Fatal(err)
+	}
+	if err := l.Write(0, plRange(6, 8, 1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPWAL(t, dir); n != 2 {
+		t.Fatalf("%d files after rotation, want 2", n)
+	}
+	// Checkpoint at op 5: the first file's ops are all <= 5 but op 5 is
+	// the anchor, so it stays.
+	if err := l.Reclaim(5); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPWAL(t, dir); n != 2 {
+		t.Fatalf("%d files after a reclaim that must keep the anchor, want 2", n)
+	}
+	if err := l.Reclaim(6); err != nil {
+		t.Fatal(err)
+	}
+	if n := countPWAL(t, dir); n != 1 {
+		t.Fatalf("%d files after reclaim at 6, want 1", n)
+	}
+	if l.Bytes() > prepareLogRotateBytes {
+		t.Fatalf("log still holds %d bytes", l.Bytes())
+	}
+	l.Close()
+	_, got := openPL(t, dir, 6)
+	wantOps(t, got, map[uint64]uint32{6: 1, 7: 1, 8: 1})
+	// Everything covered: the last file is retired too and writes go on in a new one.
+	l, _ = openPL(t, dir, 0)
+	if err := l.Reclaim(9); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Write(0, plRange(9, 9, 1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reclaim(9); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if n := countPWAL(t, dir); n != 1 {
+		t.Fatalf("%d files, want 1", n)
+	}
+	_, got = openPL(t, dir, 0)
+	wantOps(t, got, map[uint64]uint32{9: 1})
+}
+
+func countPWAL(t *testing.T, dir string) int {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*"+prepareLogSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(m)
+}
+
+func lastPWAL(t *testing.T, dir string) string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+prepareLogSuffix))
+	if len(m) == 0 {
+		t.Fatal("no prepare WAL file")
+	}
+	return m[len(m)-1]
+}
+
+func TestPrepareLogTornTailIsCutAndAppendsContinue(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	if err := l.Write(0, plRange(1, 3, 1, 200)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	path := lastPWAL(t, dir)
+	st, _ := os.Stat(path)
+	if err := os.Truncate(path, st.Size()-50); err != nil { // op 3 torn
+		t.Fatal(err)
+	}
+	l, got := openPL(t, dir, 0)
+	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1})
+	if err := l.Write(0, plRange(3, 4, 2, 200)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, got = openPL(t, dir, 0)
+	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1, 3: 2, 4: 2})
+}
+
+func TestPrepareLogInteriorDamageIsReported(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	if err := l.Write(0, plRange(1, 3, 1, 200)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reclaim(0); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	path := lastPWAL(t, dir)
+	data, _ := os.ReadFile(path)
+	data[walHeaderBytes+40] ^= 0xff // inside op 1's payload; ops 2, 3 follow
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := OpenPrepareLog(dir, 0)
+	if !errors.Is(err, ErrPrepareLogDamaged) {
+		t.Fatalf("open after interior damage: %v, want ErrPrepareLogDamaged", err)
+	}
+}
+
+func TestPrepareLogSyncedWritesSurviveReopen(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	for op := uint64(1); op <= 50; op++ {
+		if err := l.Write(0, []consensus.Prepare{plPrep(op, 1, 64<<10)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if op%16 == 0 {
+			if err := l.Reclaim(op); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	l.Close()
+	_, got := openPL(t, dir, 48)
+	wantOps(t, got, map[uint64]uint32{48: 1, 49: 1, 50: 1})
+	if n := countPWAL(t, dir); n > 3 {
+		t.Fatalf("%d files retained after reclaims", n)
+	}
+}

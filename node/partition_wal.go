@@ -1,0 +1,93 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
+)
+
+// A partition group's prepare WAL (cluster mode, journal.PrepareLog) lives
+// in <partition dir>/wal. Every Ready's journal work (Truncate, Entries)
+// is written there before the Ready's messages leave, synced first on a
+// persisted topic. A restart hands the entries above the durable
+// checkpoint back to consensus.Restart, so a replica votes with the
+// journal it acknowledged: a full restart of every node (SIGKILL or not)
+// elects a head that holds every committed op, instead of each replica's
+// last checkpoint. A single node keeps no WAL (its one-replica groups
+// commit what they append).
+
+const (
+	partitionWALDir = "wal"
+	// damagedWALKeep: set-aside damaged WAL directories kept for inspection.
+	damagedWALKeep = 2
+)
+
+func partitionWALPath(dir string) string { return filepath.Join(dir, partitionWALDir) }
+
+// openPartitionWAL opens the group's WAL and returns the entries at or
+// above fromOp. A damaged WAL is set aside (renamed, for inspection) and
+// replaced by an empty one; damaged reports it: the replica may have
+// acknowledged prepares it no longer holds.
+func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (entries []consensus.Prepare, damaged bool, err error) {
+	path := partitionWALPath(e.dir)
+	wal, entries, err := journal.OpenPrepareLog(path, fromOp)
+	if err == nil {
+		e.wal = wal
+		return entries, false, nil
+	}
+	if !errors.Is(err, journal.ErrPrepareLogDamaged) {
+		return nil, false, err
+	}
+	wal.Close()
+	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().UnixNano())
+	p.log.Error("partition prepare WAL damaged: set aside; the replica rejoins without a vote until the view's primary answers",
+		"dir", e.dir, "set_aside", aside, "err", err)
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return nil, false, fmt.Errorf("set the damaged prepare WAL aside: %w", rerr)
+	}
+	pruneDamagedWALs(e.dir)
+	wal, _, err = journal.OpenPrepareLog(path, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	e.wal = wal
+	return nil, true, nil
+}
+
+// resetPartitionWAL starts the group's WAL empty: a fresh group, or a
+// group restarting without the state its old WAL entries build on.
+func (p *partitionPlane) resetPartitionWAL(e *partitionEntry) error {
+	if err := os.RemoveAll(partitionWALPath(e.dir)); err != nil {
+		return fmt.Errorf("clear the partition prepare WAL: %w", err)
+	}
+	wal, _, err := journal.OpenPrepareLog(partitionWALPath(e.dir), 0)
+	if err != nil {
+		return err
+	}
+	e.wal = wal
+	return nil
+}
+
+// closeWAL closes the group's WAL (shutdown, removal, a failed start).
+func (e *partitionEntry) closeWAL() error {
+	if e.wal == nil {
+		return nil
+	}
+	err := e.wal.Close()
+	e.wal = nil
+	return err
+}
+
+// pruneDamagedWALs keeps the newest damagedWALKeep set-aside WALs.
+func pruneDamagedWALs(dir string) {
+	aside, _ := filepath.Glob(partitionWALPath(dir) + ".damaged-*")
+	for len(aside) > damagedWALKeep { // Glob sorts: oldest first (same-width nanosecond stamps)
+		_ = os.RemoveAll(aside[0])
+		aside = aside[1:]
+	}
+}
