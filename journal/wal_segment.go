@@ -176,12 +176,13 @@ type walDamage struct {
 // not verify and classifies it (nil when the log is sound).
 func scanWAL(segs []walSegFile, visit func(walRecord)) (*walDamage, error) {
 	var rec []byte
+	var br *bufio.Reader
 	for i := range segs {
 		f, err := os.Open(segs[i].path)
 		if err != nil {
 			return nil, fmt.Errorf("open WAL segment %s: %w", segs[i].path, err)
 		}
-		dmg, err := scanWALSegment(f, i, segs, visit, &rec)
+		dmg, err := scanWALSegment(f, i, segs, visit, &br, &rec)
 		f.Close()
 		if err != nil || dmg != nil {
 			return dmg, err
@@ -190,13 +191,18 @@ func scanWAL(segs []walSegFile, visit func(walRecord)) (*walDamage, error) {
 	return nil, nil
 }
 
-func scanWALSegment(f *os.File, idx int, segs []walSegFile, visit func(walRecord), rec *[]byte) (*walDamage, error) {
+func scanWALSegment(f *os.File, idx int, segs []walSegFile, visit func(walRecord), brp **bufio.Reader, rec *[]byte) (*walDamage, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("stat WAL segment %s: %w", segs[idx].path, err)
 	}
 	size := st.Size()
-	br := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), walScanBufferBytes)
+	if *brp == nil {
+		*brp = bufio.NewReaderSize(io.NewSectionReader(f, 0, size), walScanBufferBytes)
+	} else {
+		(*brp).Reset(io.NewSectionReader(f, 0, size))
+	}
+	br := *brp
 	var group []walRecord // a tombstone group being read
 	want := 0
 	off := int64(0)

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,31 +17,6 @@ import (
 
 	"github.com/lodestream/lodestream/consensus"
 )
-
-// procIO returns this process's rchar and wchar (/proc/self/io): bytes
-// passed to read and write system calls, whatever code made them. It
-// measures the WAL's I/O independently of its implementation.
-func procIO(t testing.TB) (read, written int64) {
-	t.Helper()
-	b, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		t.Skipf("no /proc/self/io: %v", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		switch k {
-		case "rchar":
-			read = n
-		case "wchar":
-			written = n
-		}
-	}
-	return read, written
-}
 
 func bodyOf(op uint64, n int) string {
 	b := bytes.Repeat([]byte{byte(op)}, n)
