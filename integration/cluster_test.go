@@ -242,7 +242,7 @@ func TestClusterCorruptWALRefusesBootOthersServe(t *testing.T) {
 	}
 	c.waitStreams(2, 10*time.Second, "s4")
 	c.nodes[2].stop(syscall.SIGTERM)
-	wal := filepath.Join(c.nodes[2].dataDir, "metadata", "journal.wal")
+	wal := lastWALSegment(t, c.nodes[2].dataDir)
 	b, err := os.ReadFile(wal)
 	must(t, err)
 	if len(b) < 600 {
@@ -252,7 +252,7 @@ func TestClusterCorruptWALRefusesBootOthersServe(t *testing.T) {
 	must(t, os.WriteFile(wal, b, 0o644))
 	err = c.nodes[2].startExpectExit()
 	if err == nil || !strings.Contains(c.nodes[2].logs.String(), "interior corruption at byte") ||
-		!strings.Contains(c.nodes[2].logs.String(), "journal.wal") {
+		!strings.Contains(c.nodes[2].logs.String(), filepath.Base(wal)) {
 		t.Fatalf("boot on a damaged WAL: exit %v, log:\n%s", err, c.nodes[2].logs.String())
 	}
 	_, err = primary.CreateStream(ctx, "still-serving")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,6 +135,22 @@ func TestDamagedOlderSuperblockCopyDoesNotStopTheBoot(t *testing.T) {
 	}
 }
 
+// lastWALSegment is the newest non-empty metadata journal segment
+// (metadata/journal-<seq>.wal) of a data directory.
+func lastWALSegment(t *testing.T, dataDir string) string {
+	t.Helper()
+	segs, err := filepath.Glob(filepath.Join(dataDir, "metadata", "journal-*.wal"))
+	must(t, err)
+	sort.Strings(segs)
+	for i := len(segs) - 1; i >= 0; i-- {
+		if st, err := os.Stat(segs[i]); err == nil && st.Size() > 0 {
+			return segs[i]
+		}
+	}
+	t.Fatalf("no metadata journal segment with records in %s", dataDir)
+	return ""
+}
+
 // walRecordStarts lists the byte positions of the records of a metadata
 // journal ([magic u32][payload_len u32][op u64][checksum u64] payload).
 func walRecordStarts(t *testing.T, data []byte) []int {
@@ -160,7 +177,7 @@ func TestDamagedAcknowledgedMetadataIsRefusedNotCut(t *testing.T) {
 	_, err := c.CreateUser(ctx, "acked-user", "password1", wire.UserActive, nil)
 	must(t, err)
 	srv.stop(syscall.SIGKILL)
-	path := filepath.Join(srv.dataDir, "metadata", "journal.wal")
+	path := lastWALSegment(t, srv.dataDir)
 	data, err := os.ReadFile(path)
 	must(t, err)
 	starts := walRecordStarts(t, data)
@@ -177,7 +194,7 @@ func TestDamagedAcknowledgedMetadataIsRefusedNotCut(t *testing.T) {
 		t.Fatal("the server booted past damaged acknowledged metadata")
 	}
 	logs := srv.logs.String()
-	if !strings.Contains(logs, "journal.wal") || !strings.Contains(logs, "damage to synced data, not a torn tail") {
+	if !strings.Contains(logs, filepath.Base(path)) || !strings.Contains(logs, "damage to synced data, not a torn tail") {
 		t.Fatalf("boot refusal does not name the damage:\n%s", logs)
 	}
 	if after, _ := os.ReadFile(path); len(after) != len(data) {
@@ -292,7 +309,7 @@ func TestOfflineCheckAndRepair(t *testing.T) {
 	flipInPlace(t, seg, 2*100_816+5000)
 	before, err := os.ReadFile(seg)
 	must(t, err)
-	wal := filepath.Join(srv.dataDir, "metadata", "journal.wal")
+	wal := lastWALSegment(t, srv.dataDir)
 	walData, err := os.ReadFile(wal)
 	must(t, err)
 	starts := walRecordStarts(t, walData)
@@ -301,7 +318,7 @@ func TestOfflineCheckAndRepair(t *testing.T) {
 
 	out, code := runOffline(t, "check", "--path", srv.dataDir)
 	if code != 3 || !strings.Contains(out, "00000000000000000000.log: bytes 201632..302447 damaged, offsets 20..29 refused") ||
-		!strings.Contains(out, "metadata/journal.wal") {
+		!strings.Contains(out, "metadata/"+filepath.Base(wal)) {
 		t.Fatalf("check of a damaged directory: exit %d\n%s", code, out)
 	}
 	if after, _ := os.ReadFile(seg); !bytes.Equal(after, before) {

@@ -30,68 +30,102 @@ func CheckMetadata(dir string) []string {
 	if _, err := ReadSnapshot(dir); err != nil {
 		findings = append(findings, fmt.Sprintf("snapshot: %v", err))
 	}
-	if at, reason, err := firstWALDamage(dir); err != nil {
-		findings = append(findings, fmt.Sprintf("%s: %v", walFileName, err))
-	} else if at >= 0 {
-		findings = append(findings, fmt.Sprintf("%s: %s", walFileName, reason))
+	if file, _, reason, err := firstWALDamage(dir); err != nil {
+		findings = append(findings, fmt.Sprintf("WAL: %v", err))
+	} else if file != "" {
+		findings = append(findings, fmt.Sprintf("%s: %s", file, reason))
 	}
 	return findings
 }
 
-// firstWALDamage scans dir/journal.wal read-only: the byte position of the first record that does not
-// verify (-1 when none) and what it is.
-func firstWALDamage(dir string) (int64, string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, walFileName))
-	if errors.Is(err, os.ErrNotExist) {
-		return -1, "", nil
+// firstWALDamage scans dir's WAL files (segments, or the single-file
+// journal.wal of earlier releases) read-only, as the open does: the file
+// and byte position of the first record that does not verify ("" when
+// none) and what it is.
+func firstWALDamage(dir string) (string, int64, string, error) {
+	files, err := listWALSegments(dir)
+	if err != nil || len(files) == 0 {
+		return "", -1, "", err
 	}
-	if err != nil {
-		return -1, "", err
+	d, err := scanWAL(files, func(walRecord) {})
+	if err != nil || d == nil {
+		return "", -1, "", err
 	}
-	for off := 0; off < len(data); {
-		_, n, perr := parseEntry(data[off:])
-		if perr == nil {
-			off += n
-			continue
+	file := filepath.Base(files[d.seg].path)
+	switch d.kind {
+	case walInterior:
+		where := fmt.Sprintf("byte %d", d.nextAt)
+		if d.nextSeg != d.seg {
+			where = fmt.Sprintf("byte %d of %s", d.nextAt, filepath.Base(files[d.nextSeg].path))
 		}
-		switch at, op, found := findValidEntry(data, off+1); {
-		case found:
-			return int64(off), fmt.Sprintf("damaged record at byte %d (%v); a valid record (op %d) follows at byte %d: interior corruption, the server refuses to boot",
-				off, perr, op, at), nil
-		case completeRecord(data[off:]):
-			return int64(off), fmt.Sprintf("the record at byte %d is complete but fails verification (%v): synced data damaged, the server refuses to boot",
-				off, perr), nil
-		default:
-			return int64(off), fmt.Sprintf("torn tail at byte %d (%d bytes; an append that never completed, cut at boot)",
-				off, len(data)-off), nil
-		}
+		return file, d.at, fmt.Sprintf("damaged record at byte %d (%v); a valid record (op %d) follows at %s: interior corruption, the server refuses to boot",
+			d.at, d.perr, d.nextOp, where), nil
+	case walCompleteDamage:
+		return file, d.at, fmt.Sprintf("the record at byte %d is complete but fails verification (%v): synced data damaged, the server refuses to boot",
+			d.at, d.perr), nil
+	case walSealedDamage:
+		return file, d.at, fmt.Sprintf("the record at byte %d fails verification (%v) in a sealed segment (%s follows): synced data damaged, the server refuses to boot",
+			d.at, d.perr, filepath.Base(files[d.seg+1].path)), nil
+	default:
+		return file, d.cut, fmt.Sprintf("torn tail at byte %d (%d bytes; an append that never completed, cut at boot)",
+			d.cut, d.segSize-d.cut), nil
 	}
-	return -1, "", nil
 }
 
-// TruncateWALAtDamage cuts dir/journal.wal at its first damaged record (dropping it and everything
-// after it: the operator's explicit choice on a single node) and fsyncs it. It returns the byte
-// position and the bytes dropped (-1, 0 when the WAL verifies).
-func TruncateWALAtDamage(dir string) (int64, int64, error) {
-	at, _, err := firstWALDamage(dir)
-	if err != nil || at < 0 {
-		return -1, 0, err
+// WALCut is what TruncateWALAtDamage removed.
+type WALCut struct {
+	File    string   // the segment cut (base name)
+	At      int64    // byte position of the cut in File
+	Dropped int64    // bytes dropped: File's tail and every later segment
+	Removed []string // later segments deleted (base names)
+}
+
+// TruncateWALAtDamage cuts dir's WAL at its first damaged record (dropping it and everything after
+// it, later segments included: the operator's explicit choice on a single node) and fsyncs the file
+// and the directory. A damaged record inside a truncation's tombstone group cuts the whole group. It
+// returns nil when the WAL verifies.
+func TruncateWALAtDamage(dir string) (*WALCut, error) {
+	files, err := listWALSegments(dir)
+	if err != nil || len(files) == 0 {
+		return nil, err
 	}
-	path := filepath.Join(dir, walFileName)
+	d, err := scanWAL(files, func(walRecord) {})
+	if err != nil || d == nil {
+		return nil, err
+	}
+	// Later segments go first, newest first: a crash part way leaves the
+	// damage where it was and a prefix of the log, and the repair can run
+	// again.
+	var removed []string
+	var removedBytes int64
+	for i := len(files) - 1; i > d.seg; i-- {
+		if st, err := os.Stat(files[i].path); err == nil {
+			removedBytes += st.Size()
+		}
+		if err := os.Remove(files[i].path); err != nil {
+			return nil, fmt.Errorf("remove %s: %w", files[i].path, err)
+		}
+		if err := syncDir(dir); err != nil {
+			return nil, err
+		}
+		removed = append([]string{filepath.Base(files[i].path)}, removed...)
+	}
+	path := files[d.seg].path
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return -1, 0, err
+		return nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return -1, 0, err
+		return nil, err
 	}
-	if err := f.Truncate(at); err != nil {
-		return -1, 0, fmt.Errorf("truncate %s at %d: %w", path, at, err)
+	if err := f.Truncate(d.cut); err != nil {
+		return nil, fmt.Errorf("truncate %s at %d: %w", path, d.cut, err)
 	}
 	if err := f.Sync(); err != nil {
-		return -1, 0, fmt.Errorf("fsync %s: %w", path, err)
+		return nil, fmt.Errorf("fsync %s: %w", path, err)
 	}
-	return at, st.Size() - at, nil
+	cut := &WALCut{File: filepath.Base(path), At: d.cut, Dropped: st.Size() - d.cut + removedBytes, Removed: removed}
+	return cut, nil
 }

@@ -2,7 +2,6 @@ package journal
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -15,13 +14,13 @@ func TestCheckAndTruncateWALAtDamage(t *testing.T) {
 	if err := w.Append(prepares(1, 4)...); err != nil {
 		t.Fatal(err)
 	}
-	third := w.records[2].offset
 	w.Close()
 	if f := CheckMetadata(dir); len(f) != 0 {
 		t.Fatalf("sound WAL: findings %v", f)
 	}
-	path := filepath.Join(dir, walFileName)
+	path := segPath(dir, 1)
 	data, _ := os.ReadFile(path)
+	third := recordStarts(t, data)[2]
 	data[third+40] ^= 1
 	os.WriteFile(path, data, 0o644)
 	f := CheckMetadata(dir)
@@ -31,9 +30,9 @@ func TestCheckAndTruncateWALAtDamage(t *testing.T) {
 	if st, _ := os.Stat(path); st.Size() != int64(len(data)) {
 		t.Fatal("check changed the file")
 	}
-	at, dropped, err := TruncateWALAtDamage(dir)
-	if err != nil || at != third || dropped != int64(len(data))-third {
-		t.Fatalf("truncate: at %d dropped %d err %v", at, dropped, err)
+	cut, err := TruncateWALAtDamage(dir)
+	if err != nil || cut == nil || cut.File != walSegmentName(1) || cut.At != third || cut.Dropped != int64(len(data))-third {
+		t.Fatalf("truncate: %+v err %v", cut, err)
 	}
 	if _, rec := openWAL(t, dir); len(rec) != 2 {
 		t.Fatalf("after the repair %d records, want 2", len(rec))

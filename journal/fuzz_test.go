@@ -4,8 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lodestream/lodestream/consensus"
 )
 
 // FuzzOpenWAL: any file content either refuses to open or yields entries
@@ -22,6 +26,9 @@ func FuzzOpenWAL(f *testing.F) {
 	flipped[len(flipped)-1] ^= 1 // a complete last record damaged: refused
 	f.Add(flipped)
 	f.Add(append(append([]byte(nil), valid...), make([]byte, 64)...)) // zero-filled torn tail
+	for _, s := range walTombstoneSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, walFileName), data, 0o644); err != nil {
@@ -29,7 +36,7 @@ func FuzzOpenWAL(f *testing.F) {
 		}
 		// The offline check (read-only) agrees with the open: what the open
 		// refuses, the check reports as damage that stops the boot.
-		at, reason, cerr := firstWALDamage(dir)
+		_, at, reason, cerr := firstWALDamage(dir)
 		if cerr != nil {
 			t.Fatalf("check: %v", cerr)
 		}
@@ -59,6 +66,103 @@ func FuzzOpenWAL(f *testing.F) {
 			if rec[i].Header.Op <= rec[i-1].Header.Op {
 				t.Fatalf("recovered ops not ascending: %d then %d", rec[i-1].Header.Op, rec[i].Header.Op)
 			}
+		}
+	})
+}
+
+// walTombstoneSeeds: logs with truncations (a tombstone group and its
+// re-appended entries; a bare tombstone), whole, torn inside the group,
+// and damaged inside the group.
+func walTombstoneSeeds() [][]byte {
+	var log []byte
+	for _, p := range prepares(1, 4) {
+		log = appendEntry(log, &p)
+	}
+	group := walTombstone(3, 2)
+	log = appendEntry(log, &group)
+	for _, p := range []consensus.Prepare{reprepared(3), reprepared(4)} {
+		log = appendEntry(log, &p)
+	}
+	whole := append([]byte(nil), log...)
+	bare := walTombstone(4, 0)
+	withBare := appendEntry(append([]byte(nil), whole...), &bare)
+	damaged := append([]byte(nil), whole...)
+	damaged[len(damaged)-30] ^= 1
+	return [][]byte{whole, whole[:len(whole)-10], withBare, damaged}
+}
+
+// refScanSingleFile is the single-file WAL's scan before segments (the
+// whole file in memory): the latest record per op in op order, or a
+// refusal, and where a torn tail starts (-1 when none).
+func refScanSingleFile(data []byte) (entries []consensus.Prepare, tornAt int, refused, tombstones bool) {
+	byOp := map[uint64]consensus.Prepare{}
+	tornAt = -1
+	for off := 0; off < len(data); {
+		p, n, err := parseEntry(data[off:])
+		if err != nil {
+			if _, _, found := findValidEntry(data, off+1); found || completeRecord(data[off:]) {
+				return nil, -1, true, tombstones
+			}
+			tornAt = off
+			break
+		}
+		if _, tomb := walTombstoneCount(&p); tomb {
+			tombstones = true
+		}
+		byOp[p.Header.Op] = p
+		off += n
+	}
+	ops := make([]uint64, 0, len(byOp))
+	for op := range byOp {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	for _, op := range ops {
+		entries = append(entries, byOp[op])
+	}
+	return entries, tornAt, false, tombstones
+}
+
+// FuzzWALScanMatchesSingleFileScan: for a log without tombstones, the
+// streamed open of a single-file WAL (migrated to segment 0) accepts,
+// refuses and cuts exactly as the in-memory scan it replaced.
+func FuzzWALScanMatchesSingleFileScan(f *testing.F) {
+	var valid []byte
+	for _, p := range prepares(1, 3) {
+		valid = appendEntry(valid, &p)
+	}
+	f.Add(valid)
+	f.Add(valid[:len(valid)-5])
+	f.Add(append(append([]byte(nil), valid...), 'L', 'W', 'A', 'L'))
+	mid := append([]byte(nil), valid...)
+	mid[30] ^= 1
+	f.Add(mid)
+	f.Add(append(append([]byte(nil), valid...), make([]byte, 64)...))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		want, tornAt, refused, tombstones := refScanSingleFile(data)
+		if tombstones {
+			return
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, walFileName), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w, got, err := OpenWAL(dir)
+		if refused {
+			if !errors.Is(err, ErrWALCorrupt) {
+				t.Fatalf("the in-memory scan refuses, the open says %v", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("the in-memory scan accepts, the open refuses: %v", err)
+		}
+		defer w.Close()
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Fatalf("recovered %d entries, the in-memory scan %d", len(got), len(want))
+		}
+		if at, _ := w.TornTail(); (tornAt >= 0 && at != int64(tornAt)) || (tornAt < 0 && w.TornTailFile() != "") {
+			t.Fatalf("torn tail at %d, the in-memory scan %d", at, tornAt)
 		}
 	})
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,10 +26,9 @@ const (
 	walMagic         uint32 = 0x4C41574C // "LWAL"
 	walHeaderBytes          = 24
 	WALEntryBytesMax        = 64 << 20
-	// walFileBytesMax bounds the file read at open; checkpoints keep the
-	// metadata WAL far below it.
-	walFileBytesMax = 4 << 30
-	walFileName     = "journal.wal"
+	// walFileName is the single-file WAL of earlier releases; OpenWAL
+	// renames it to segment 0 (wal_segment.go).
+	walFileName = "journal.wal"
 )
 
 // ErrWALPoisoned is returned after a failed write left the file in an
@@ -38,120 +37,252 @@ var ErrWALPoisoned = errors.New("metadata WAL poisoned by an earlier write failu
 
 type walEntryLoc struct {
 	op     uint64
+	seg    uint64 // segment seq
 	offset int64
 	size   int64 // header + payload
 }
 
-// WAL is the append-only metadata journal (metadata/journal.wal). Entries
-// may be appended in any op order (journal repair fills gaps later); a
-// later record for an op supersedes an earlier one. One writer; methods
-// are serialized by a mutex.
-type WAL struct {
-	mu       sync.Mutex
-	dir      string
-	path     string
-	f        *os.File
-	size     int64
-	records  []walEntryLoc          // every record, in file order
-	live     map[uint64]walEntryLoc // op → its latest record
-	poisoned bool
-	// tornAt, tornBytes: the torn tail the open cut (TornTail).
-	tornAt, tornBytes int64
+// walSeg is one retained segment file.
+type walSeg struct {
+	seq     uint64
+	path    string
+	f       *os.File
+	size    int64
+	records int    // records written in it (tombstones included)
+	live    int    // entries of w.live located in it
+	maxOp   uint64 // highest op of any prepare record in it (hasOps)
+	hasOps  bool
 }
 
-// OpenWAL opens (creating if needed) dir/journal.wal, scans it and returns
-// the recovered entries (latest record per op) in op order. A damaged tail
-// (no complete valid entry after the damage) is truncated and fsynced;
-// damage followed by a valid entry is interior corruption and refuses to
-// open.
+// WAL is the append-only metadata journal: segment files
+// metadata/journal-<seq>.wal (wal_segment.go). Entries may be appended in
+// any op order (journal repair fills gaps later); a later record for an op
+// supersedes an earlier one, and a tombstone removes the ops at and above
+// its own. One writer; methods are serialized by a mutex.
+type WAL struct {
+	mu   sync.Mutex
+	dir  string
+	segs []*walSeg // retained segments in seq order; the last is the active one
+	// live maps op → its latest record; lo and hi bound its ops (lo ≤
+	// every op ≤ hi, not necessarily tight), so range removals cost the
+	// range or the map, whichever is smaller.
+	live     map[uint64]walEntryLoc
+	lo, hi   uint64
+	size     int64 // bytes over all segments
+	poisoned bool
+	// tornPath, tornAt, tornBytes: the torn tail the open cut (TornTail).
+	tornPath          string
+	tornAt, tornBytes int64
+	// ioRead, ioWritten count the bytes this WAL read and wrote since it
+	// was opened (the open's scan included): a test hook for cost.
+	ioRead, ioWritten int64
+}
+
+// OpenWAL opens (creating if needed) the WAL segments in dir, scans them
+// and returns the recovered entries (latest record per op, after
+// tombstones) in op order. A single-file WAL of an earlier release
+// (dir/journal.wal) is renamed to segment 0 first. The scan streams each
+// file through a bounded buffer. A torn tail (an incomplete last record,
+// or an incomplete tombstone group, of the last segment, with no complete
+// valid record after it) is truncated and fsynced; damage followed by a
+// valid record, a complete record that fails verification, or damage in
+// a sealed segment refuses to open (ErrWALCorrupt).
 func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(dir, walFileName)
-	// A leftover temp file is an unfinished rewrite: the original is intact.
-	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("remove stale %s.tmp: %w", path, err)
+	legacy := filepath.Join(dir, walFileName)
+	// A leftover temp file is an unfinished rewrite of the single-file WAL
+	// of earlier releases: the original is intact.
+	if err := os.Remove(legacy + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("remove stale %s.tmp: %w", legacy, err)
 	}
-	_, statErr := os.Stat(path)
-	created := errors.Is(statErr, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	files, err := listWALSegments(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open WAL %s: %w", path, err)
+		return nil, nil, err
 	}
-	if created {
-		// fdatasync of later appends does not persist the directory entry.
+	if len(files) == 1 && files[0].legacy {
+		// Migration: the old single file is a valid segment as it stands.
+		seg0 := filepath.Join(dir, walSegmentName(0))
+		if err := os.Rename(legacy, seg0); err != nil {
+			return nil, nil, fmt.Errorf("migrate %s to %s: %w", legacy, seg0, err)
+		}
 		if err := syncDir(dir); err != nil {
-			f.Close()
 			return nil, nil, err
 		}
+		files[0] = walSegFile{seq: 0, path: seg0}
 	}
-	w := &WAL{dir: dir, path: path, f: f, live: make(map[uint64]walEntryLoc)}
-	recovered, err := w.scan()
+	w := &WAL{dir: dir, live: make(map[uint64]walEntryLoc)}
+	if len(files) == 0 {
+		if err := w.createSegmentLocked(1); err != nil {
+			return nil, nil, err
+		}
+		return w, nil, nil
+	}
+	for _, sf := range files {
+		f, err := os.OpenFile(sf.path, os.O_RDWR, 0o644)
+		if err != nil {
+			w.closeFiles()
+			return nil, nil, fmt.Errorf("open WAL segment %s: %w", sf.path, err)
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			w.closeFiles()
+			return nil, nil, fmt.Errorf("stat WAL segment %s: %w", sf.path, err)
+		}
+		w.segs = append(w.segs, &walSeg{seq: sf.seq, path: sf.path, f: f, size: st.Size()})
+	}
+	recovered, err := w.scan(files)
 	if err != nil {
-		f.Close()
+		w.closeFiles()
 		return nil, nil, err
 	}
 	return w, recovered, nil
 }
 
-func (w *WAL) scan() ([]consensus.Prepare, error) {
-	st, err := w.f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat WAL %s: %w", w.path, err)
+func (w *WAL) closeFiles() {
+	for _, s := range w.segs {
+		s.f.Close()
 	}
-	if st.Size() > walFileBytesMax {
-		return nil, fmt.Errorf("WAL %s is %d bytes, above the %d-byte bound", w.path, st.Size(), int64(walFileBytesMax))
-	}
-	data := make([]byte, st.Size())
-	if _, err := io.ReadFull(io.NewSectionReader(w.f, 0, st.Size()), data); err != nil {
-		return nil, fmt.Errorf("read WAL %s: %w", w.path, err)
-	}
+}
+
+func (w *WAL) scan(files []walSegFile) ([]consensus.Prepare, error) {
 	byOp := make(map[uint64]consensus.Prepare)
-	off := 0
-	for off < len(data) {
-		p, n, perr := parseEntry(data[off:])
-		if perr != nil {
-			if at, op, found := findValidEntry(data, off+1); found {
-				return nil, fmt.Errorf("%w: WAL %s interior corruption at byte %d (%v): a valid entry (op %d) follows at byte %d; refusing to open (remedy: wipe the metadata directory and rejoin by state transfer; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
-					ErrWALCorrupt, w.path, off, perr, op, at)
+	dmg, err := scanWAL(files, func(r walRecord) {
+		s := w.segs[r.seg]
+		s.records++
+		if r.tombstone {
+			for _, op := range w.removeRangeLocked(r.prepare.Header.Op, math.MaxUint64) {
+				delete(byOp, op)
 			}
-			if completeRecord(data[off:]) {
-				// Every Append is fdatasynced before it returns: a whole record
-				// that fails verification was synced and then damaged.
-				return nil, fmt.Errorf("%w: WAL %s: the record at byte %d (op %d by its header, %d bytes) is complete but fails verification (%v): damage to synced data, not a torn tail; refusing to open (remedy: restore the file; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
-					ErrWALCorrupt, w.path, off, binary.LittleEndian.Uint64(data[off+8:]), len(data)-off, perr)
-			}
-			w.tornAt, w.tornBytes = int64(off), int64(len(data)-off)
-			if err := w.f.Truncate(int64(off)); err != nil {
-				return nil, fmt.Errorf("truncate torn WAL tail at byte %d: %w", off, err)
-			}
-			if err := w.f.Sync(); err != nil {
-				return nil, fmt.Errorf("fsync WAL after tail truncation: %w", err)
-			}
-			break
+			return
 		}
-		loc := walEntryLoc{op: p.Header.Op, offset: int64(off), size: int64(n)}
-		w.records = append(w.records, loc)
-		w.live[loc.op] = loc
-		byOp[loc.op] = p
-		off += n
+		op := r.prepare.Header.Op
+		if !s.hasOps || op > s.maxOp {
+			s.maxOp, s.hasOps = op, true
+		}
+		w.setLiveLocked(walEntryLoc{op: op, seg: s.seq, offset: r.offset, size: r.size})
+		byOp[op] = r.prepare
+	})
+	for _, s := range w.segs {
+		w.ioRead += s.size // the scan read every byte of every segment
 	}
-	w.size = int64(off)
-	recovered := make([]consensus.Prepare, 0, len(byOp))
-	for _, op := range sortedOps(w.live) {
+	if err != nil {
+		return nil, err
+	}
+	if dmg != nil {
+		if err := w.damageLocked(dmg); err != nil {
+			return nil, err
+		}
+	}
+	w.size = 0
+	for _, s := range w.segs {
+		w.size += s.size
+	}
+	ops := make([]uint64, 0, len(w.live))
+	for op := range w.live {
+		ops = append(ops, op)
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
+	recovered := make([]consensus.Prepare, 0, len(ops))
+	for _, op := range ops {
 		recovered = append(recovered, byOp[op])
 	}
 	return recovered, nil
 }
 
-func sortedOps(m map[uint64]walEntryLoc) []uint64 {
-	ops := make([]uint64, 0, len(m))
-	for op := range m {
-		ops = append(ops, op)
+// damageLocked refuses a damaged log with the operator's remedy, or cuts
+// a torn tail of the last segment (and fsyncs it).
+func (w *WAL) damageLocked(d *walDamage) error {
+	s := w.segs[d.seg]
+	switch d.kind {
+	case walInterior:
+		where := fmt.Sprintf("at byte %d", d.nextAt)
+		if d.nextSeg != d.seg {
+			where = fmt.Sprintf("at byte %d of %s", d.nextAt, w.segs[d.nextSeg].path)
+		}
+		return fmt.Errorf("%w: WAL %s interior corruption at byte %d (%v): a valid entry (op %d) follows %s; refusing to open (remedy: wipe the metadata directory and rejoin by state transfer; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
+			ErrWALCorrupt, s.path, d.at, d.perr, d.nextOp, where)
+	case walCompleteDamage:
+		// Every Append is fdatasynced before it returns: a whole record
+		// that fails verification was synced and then damaged.
+		return fmt.Errorf("%w: WAL %s: the record at byte %d (op %d by its header, %d bytes) is complete but fails verification (%v): damage to synced data, not a torn tail; refusing to open (remedy: restore the file; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
+			ErrWALCorrupt, s.path, d.at, d.headerOp, d.segSize-d.at, d.perr)
+	case walSealedDamage:
+		return fmt.Errorf("%w: WAL %s: the record at byte %d fails verification (%v) in a sealed segment (%s follows; a segment is started only after its predecessor's appends were synced): damage to synced data, not a torn tail; refusing to open (remedy: restore the file; a single node: `iggy-server repair --truncate-metadata-wal` drops it and everything after it)",
+			ErrWALCorrupt, s.path, d.at, d.perr, filepath.Base(w.segs[d.seg+1].path))
 	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
-	return ops
+	w.tornPath, w.tornAt, w.tornBytes = s.path, d.cut, s.size-d.cut
+	if err := s.f.Truncate(d.cut); err != nil {
+		return fmt.Errorf("truncate torn WAL tail of %s at byte %d: %w", s.path, d.cut, err)
+	}
+	if err := s.f.Sync(); err != nil {
+		return fmt.Errorf("fsync WAL %s after tail truncation: %w", s.path, err)
+	}
+	s.size = d.cut
+	return nil
+}
+
+// setLiveLocked makes loc the latest record of its op.
+func (w *WAL) setLiveLocked(loc walEntryLoc) {
+	if old, held := w.live[loc.op]; held {
+		w.segBySeq(old.seg).live--
+	}
+	if len(w.live) == 0 {
+		w.lo, w.hi = loc.op, loc.op
+	}
+	w.lo, w.hi = min(w.lo, loc.op), max(w.hi, loc.op)
+	w.live[loc.op] = loc
+	w.segBySeq(loc.seg).live++
+}
+
+// removeRangeLocked drops the live ops in [from, to] from memory and
+// returns them, walking the range or the map, whichever is shorter.
+func (w *WAL) removeRangeLocked(from, to uint64) []uint64 {
+	if len(w.live) == 0 {
+		return nil
+	}
+	from, to = max(from, w.lo), min(to, w.hi)
+	if from > to {
+		return nil
+	}
+	var gone []uint64
+	drop := func(op uint64) {
+		if loc, held := w.live[op]; held {
+			w.segBySeq(loc.seg).live--
+			delete(w.live, op)
+			gone = append(gone, op)
+		}
+	}
+	if to-from < uint64(len(w.live)) {
+		for op := from; ; op++ {
+			drop(op)
+			if op == to {
+				break
+			}
+		}
+	} else {
+		for op := range w.live {
+			if op >= from && op <= to {
+				drop(op)
+			}
+		}
+	}
+	switch {
+	case len(w.live) == 0:
+		w.lo, w.hi = 0, 0
+	case from == w.lo: // to < hi, or the map would be empty
+		w.lo = to + 1
+	case to == w.hi: // from > lo
+		w.hi = from - 1
+	}
+	return gone
+}
+
+// segBySeq finds a retained segment (segments are contiguous from segs[0]).
+func (w *WAL) segBySeq(seq uint64) *walSeg {
+	return w.segs[seq-w.segs[0].seq]
 }
 
 // parseEntry validates and decodes the entry at the start of b.
@@ -204,9 +335,6 @@ func completeRecord(b []byte) bool {
 	return false
 }
 
-// TornTail reports the torn tail OpenWAL cut: its byte position and length (0, 0 when none).
-func (w *WAL) TornTail() (at, bytes int64) { return w.tornAt, w.tornBytes }
-
 // ErrWALCorrupt matches the errors of a WAL whose synced records are damaged.
 var ErrWALCorrupt = errors.New("metadata WAL corrupt")
 
@@ -243,9 +371,100 @@ func appendEntry(buf []byte, p *consensus.Prepare) []byte {
 	return buf
 }
 
+// TornTail reports the torn tail OpenWAL cut: its byte position and length (0, 0 when none).
+func (w *WAL) TornTail() (at, bytes int64) { return w.tornAt, w.tornBytes }
+
+// TornTailFile names the segment whose torn tail OpenWAL cut ("" when none).
+func (w *WAL) TornTailFile() string { return w.tornPath }
+
+// createSegmentLocked creates segment seq (empty), fsyncs the directory so
+// its entry survives a crash (fdatasync of later appends does not persist
+// it), and makes it the active segment. A failed directory fsync poisons
+// the WAL: whether the file exists after a crash is unknown.
+func (w *WAL) createSegmentLocked(seq uint64) error {
+	path := filepath.Join(w.dir, walSegmentName(seq))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("create WAL segment %s: %w", path, err)
+	}
+	if err := syncDir(w.dir); err != nil {
+		f.Close()
+		w.poisoned = true
+		return fmt.Errorf("WAL segment %s: %w", path, err)
+	}
+	w.segs = append(w.segs, &walSeg{seq: seq, path: path, f: f})
+	return nil
+}
+
+// writeLocked writes buf (records whole records) at the end of the active
+// segment, first starting a new segment when the active one is at a
+// bound, and fdatasyncs it. It returns the segment and the offset buf
+// starts at. A failed write is cut back (poisoned if that fails too); a
+// failed fdatasync poisons.
+func (w *WAL) writeLocked(buf []byte, records int, what string) (*walSeg, int64, error) {
+	s := w.segs[len(w.segs)-1]
+	if s.size > 0 && (s.records >= walSegmentRecordsMax || s.size >= walSegmentBytesMax) {
+		if err := w.createSegmentLocked(s.seq + 1); err != nil {
+			return nil, 0, fmt.Errorf("WAL %s: %w", what, err)
+		}
+		s = w.segs[len(w.segs)-1]
+	}
+	at := s.size
+	if _, err := s.f.WriteAt(buf, at); err != nil {
+		if terr := s.f.Truncate(at); terr != nil {
+			w.poisoned = true
+		}
+		return nil, 0, fmt.Errorf("WAL %s: %w", what, err)
+	}
+	w.ioWritten += int64(len(buf))
+	syncStart := time.Now()
+	if err := datasync(s.f); err != nil {
+		// After a failed fdatasync the page cache state is unknown: poison.
+		w.poisoned = true
+		return nil, 0, fmt.Errorf("WAL fdatasync (%s): %w", what, err)
+	}
+	ObserveSync(SyncMetadataWAL, syncStart)
+	s.size += int64(len(buf))
+	s.records += records
+	w.size += int64(len(buf))
+	return s, at, nil
+}
+
+// encodeEntries appends entries to buf as records, checking each
+// against the entry bound and the tombstone marks, and returns their
+// locations relative to the start of buf.
+func encodeEntries(buf []byte, entries []consensus.Prepare, what string) ([]byte, []walEntryLoc, error) {
+	locs := make([]walEntryLoc, 0, len(entries))
+	for i := range entries {
+		op := entries[i].Header.Op
+		if prepareFixedBytes+len(entries[i].Body)+walHeaderBytes > WALEntryBytesMax {
+			return nil, nil, fmt.Errorf("WAL %s: op %d is %d bytes, above the %d-byte entry bound", what, op, len(entries[i].Body), WALEntryBytesMax)
+		}
+		if _, tomb := walTombstoneCount(&entries[i]); tomb {
+			return nil, nil, fmt.Errorf("WAL %s: op %d carries the tombstone marks", what, op)
+		}
+		start := len(buf)
+		buf = appendEntry(buf, &entries[i])
+		locs = append(locs, walEntryLoc{op: op, offset: int64(start), size: int64(len(buf) - start)})
+	}
+	return buf, locs, nil
+}
+
+// recordLocked makes the records written at (s, base) live.
+func (w *WAL) recordLocked(s *walSeg, base int64, locs []walEntryLoc) {
+	for _, loc := range locs {
+		loc.seg, loc.offset = s.seq, base+loc.offset
+		if !s.hasOps || loc.op > s.maxOp {
+			s.maxOp, s.hasOps = loc.op, true
+		}
+		w.setLiveLocked(loc)
+	}
+}
+
 // Append writes entries (any op order; a record for an op already held
-// supersedes it) and fdatasyncs once. On a failed write the tail is cut
-// back; if that fails, or fdatasync fails, the WAL is poisoned.
+// supersedes it) at the end of the active segment and fdatasyncs once.
+// On a failed write the tail is cut back; if that fails, or fdatasync
+// fails, the WAL is poisoned.
 func (w *WAL) Append(entries ...consensus.Prepare) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -255,36 +474,16 @@ func (w *WAL) Append(entries ...consensus.Prepare) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	var buf []byte
-	locs := make([]walEntryLoc, 0, len(entries))
-	for i := range entries {
-		op := entries[i].Header.Op
-		if prepareFixedBytes+len(entries[i].Body)+walHeaderBytes > WALEntryBytesMax {
-			return fmt.Errorf("WAL append: op %d is %d bytes, above the %d-byte entry bound", op, len(entries[i].Body), WALEntryBytesMax)
-		}
-		start := len(buf)
-		buf = appendEntry(buf, &entries[i])
-		locs = append(locs, walEntryLoc{op: op, offset: w.size + int64(start), size: int64(len(buf) - start)})
+	what := fmt.Sprintf("append ops %d..%d", entries[0].Header.Op, entries[len(entries)-1].Header.Op)
+	buf, locs, err := encodeEntries(nil, entries, what)
+	if err != nil {
+		return err
 	}
-	first, last := locs[0].op, locs[len(locs)-1].op
-	if _, err := w.f.WriteAt(buf, w.size); err != nil {
-		if terr := w.f.Truncate(w.size); terr != nil {
-			w.poisoned = true
-		}
-		return fmt.Errorf("WAL append ops %d..%d: %w", first, last, err)
+	s, base, err := w.writeLocked(buf, len(locs), what)
+	if err != nil {
+		return err
 	}
-	syncStart := time.Now()
-	if err := datasync(w.f); err != nil {
-		// After a failed fdatasync the page cache state is unknown: poison.
-		w.poisoned = true
-		return fmt.Errorf("WAL fdatasync ops %d..%d: %w", first, last, err)
-	}
-	ObserveSync(SyncMetadataWAL, syncStart)
-	w.size += int64(len(buf))
-	for _, loc := range locs {
-		w.records = append(w.records, loc)
-		w.live[loc.op] = loc
-	}
+	w.recordLocked(s, base, locs)
 	return nil
 }
 
@@ -304,11 +503,18 @@ func (w *WAL) Ops() (first, last uint64, ok bool) {
 	return first, last, ok
 }
 
-// Size returns the file size in bytes.
+// Size returns the bytes held in all segments.
 func (w *WAL) Size() int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.size
+}
+
+// Segments returns how many segment files the WAL holds.
+func (w *WAL) Segments() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.segs)
 }
 
 // Read returns the latest entry for op (ok false if not held).
@@ -320,9 +526,10 @@ func (w *WAL) Read(op uint64) (consensus.Prepare, bool, error) {
 		return consensus.Prepare{}, false, nil
 	}
 	b := make([]byte, loc.size)
-	if _, err := w.f.ReadAt(b, loc.offset); err != nil {
+	if _, err := w.segBySeq(loc.seg).f.ReadAt(b, loc.offset); err != nil {
 		return consensus.Prepare{}, false, fmt.Errorf("WAL read op %d: %w", op, err)
 	}
+	w.ioRead += loc.size
 	p, _, err := parseEntry(b)
 	if err != nil {
 		return consensus.Prepare{}, false, fmt.Errorf("WAL read op %d: %w", op, err)
@@ -330,130 +537,59 @@ func (w *WAL) Read(op uint64) (consensus.Prepare, bool, error) {
 	return p, true, nil
 }
 
-// TruncateFrom removes every entry with op >= from (a divergent suffix).
-// When those records form the file's tail the file is cut and fsynced;
-// otherwise the kept entries are rewritten (see rewriteLocked).
-func (w *WAL) TruncateFrom(from uint64) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.poisoned {
-		return ErrWALPoisoned
-	}
-	cut := -1
-	for i, r := range w.records {
-		if r.op >= from {
-			if cut < 0 {
-				cut = i
-			}
-		} else if cut >= 0 {
-			// A kept op was written after a dropped one: not a clean tail.
-			return w.rewriteLocked(func(op uint64) bool { return op < from }, nil, "truncate")
-		}
-	}
-	if cut < 0 {
-		return nil
-	}
-	at := w.records[cut].offset
-	if err := w.f.Truncate(at); err != nil {
-		w.poisoned = true
-		return fmt.Errorf("WAL truncate from op %d: %w", from, err)
-	}
-	if err := w.f.Sync(); err != nil {
-		w.poisoned = true
-		return fmt.Errorf("WAL fsync after truncate from op %d: %w", from, err)
-	}
-	w.size = at
-	w.records = w.records[:cut]
-	w.live = make(map[uint64]walEntryLoc, len(w.records))
-	for _, r := range w.records {
-		w.live[r.op] = r
-	}
-	return nil
-}
-
-// Compact drops every entry with op <= upToOp (covered by a checkpoint)
-// and superseded records, rewriting the rest.
+// Compact releases every entry with op <= upToOp (covered by a
+// checkpoint): they leave the WAL's view at once, and every leading
+// segment that then holds no live entry is deleted, oldest first, each
+// unlink followed by a directory fsync (so a crash leaves a suffix of the
+// log, never a hole). When the active segment is among them a fresh one
+// is started first. No record is read or rewritten: the cost is the files
+// deleted. Entries <= upToOp in retained segments come back at the next
+// open until their segment goes (the node ignores entries below its
+// snapshot op).
 func (w *WAL) Compact(upToOp uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.poisoned {
 		return ErrWALPoisoned
 	}
-	drop := len(w.records) != len(w.live) // superseded records
-	for op := range w.live {
-		drop = drop || op <= upToOp
+	w.removeRangeLocked(0, upToOp)
+	n := 0
+	for n < len(w.segs) && w.segs[n].live == 0 && w.segs[n].size > 0 {
+		n++
 	}
-	if !drop {
+	if n == 0 {
 		return nil
 	}
-	return w.rewriteLocked(func(op uint64) bool { return op > upToOp }, nil, "compact")
-}
-
-// rewriteLocked keeps the latest record of every op passing keep, plus
-// extra (a record of extra supersedes a kept one of the same op; within
-// extra the last wins), in op order: written to journal.wal.tmp, fsynced,
-// renamed over the WAL, dir fsynced. The old file stays intact until the
-// rename, so a crash leaves either the old or the new file. A failure
-// poisons the WAL: after a rename whose directory fsync failed, the open
-// handle would point at the replaced file.
-func (w *WAL) rewriteLocked(keep func(op uint64) bool, extra []consensus.Prepare, what string) error {
-	fresh := make(map[uint64]*consensus.Prepare, len(extra))
-	for i := range extra {
-		op := extra[i].Header.Op
-		if prepareFixedBytes+len(extra[i].Body)+walHeaderBytes > WALEntryBytesMax {
-			return fmt.Errorf("WAL %s: op %d is %d bytes, above the %d-byte entry bound", what, op, len(extra[i].Body), WALEntryBytesMax)
-		}
-		fresh[op] = &extra[i]
-	}
-	ops := make([]uint64, 0, len(w.live)+len(fresh))
-	for op := range w.live {
-		if _, replaced := fresh[op]; keep(op) && !replaced {
-			ops = append(ops, op)
+	if n == len(w.segs) {
+		if err := w.createSegmentLocked(w.segs[n-1].seq + 1); err != nil {
+			return fmt.Errorf("WAL compact up to op %d: %w", upToOp, err)
 		}
 	}
-	for op := range fresh {
-		ops = append(ops, op)
-	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
-	var buf []byte
-	records := make([]walEntryLoc, 0, len(ops))
-	for _, op := range ops {
-		start := len(buf)
-		if p, ok := fresh[op]; ok {
-			buf = appendEntry(buf, p)
-		} else {
-			loc := w.live[op]
-			rec := make([]byte, loc.size)
-			if _, err := w.f.ReadAt(rec, loc.offset); err != nil {
-				return fmt.Errorf("WAL %s: read op %d: %w", what, op, err)
-			}
-			buf = append(buf, rec...)
+	for n > 0 {
+		s := w.segs[0]
+		s.f.Close()
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			w.poisoned = true
+			return fmt.Errorf("WAL compact up to op %d: remove %s: %w", upToOp, s.path, err)
 		}
-		records = append(records, walEntryLoc{op: op, offset: int64(start), size: int64(len(buf) - start)})
-	}
-	if err := replaceFile(w.path, buf); err != nil {
-		w.poisoned = true
-		return fmt.Errorf("WAL %s: %w", what, err)
-	}
-	f, err := os.OpenFile(w.path, os.O_RDWR, 0o644)
-	if err != nil {
-		w.poisoned = true
-		return fmt.Errorf("WAL %s: reopen %s: %w", what, w.path, err)
-	}
-	w.f.Close()
-	w.f = f
-	w.size = int64(len(buf))
-	w.records = records
-	w.live = make(map[uint64]walEntryLoc, len(records))
-	for _, r := range records {
-		w.live[r.op] = r
+		if err := syncDir(w.dir); err != nil {
+			w.poisoned = true
+			return fmt.Errorf("WAL compact up to op %d: %w", upToOp, err)
+		}
+		w.segs = w.segs[1:]
+		w.size -= s.size
+		n--
 	}
 	return nil
 }
 
-// Close closes the file.
+// Close closes the segment files.
 func (w *WAL) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.f.Close()
+	var errs []error
+	for _, s := range w.segs {
+		errs = append(errs, s.f.Close())
+	}
+	return errors.Join(errs...)
 }

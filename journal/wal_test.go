@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -30,6 +31,20 @@ func prepares(from, to uint64) []consensus.Prepare {
 		out = append(out, prep(op, fmt.Sprintf("body-of-op-%d", op)))
 	}
 	return out
+}
+
+// segPath is the path of WAL segment seq in dir (a fresh WAL starts at 1).
+func segPath(dir string, seq uint64) string { return filepath.Join(dir, walSegmentName(seq)) }
+
+// recordStarts lists the byte positions of the records in a segment's
+// bytes, by their framing.
+func recordStarts(t *testing.T, data []byte) []int64 {
+	t.Helper()
+	var starts []int64
+	for off := 0; off+walHeaderBytes <= len(data); off += walHeaderBytes + int(binary.LittleEndian.Uint32(data[off+4:])) {
+		starts = append(starts, int64(off))
+	}
+	return starts
 }
 
 func openWAL(t *testing.T, dir string) (*WAL, []consensus.Prepare) {
@@ -77,14 +92,14 @@ func TestWALTornTailEveryOffset(t *testing.T) {
 	if err := w.Append(prepares(1, 3)...); err != nil {
 		t.Fatal(err)
 	}
-	lastStart := w.records[2].offset
-	full, err := os.ReadFile(filepath.Join(src, walFileName))
+	full, err := os.ReadFile(segPath(src, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
+	lastStart := recordStarts(t, full)[2]
 	for cut := lastStart; cut < int64(len(full)); cut++ {
 		dir := t.TempDir()
-		path := filepath.Join(dir, walFileName)
+		path := segPath(dir, 1)
 		if err := os.WriteFile(path, full[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +129,7 @@ func TestWALGarbageTailTruncated(t *testing.T) {
 	}
 	size := w.Size()
 	w.Close()
-	f, _ := os.OpenFile(filepath.Join(dir, walFileName), os.O_APPEND|os.O_WRONLY, 0)
+	f, _ := os.OpenFile(segPath(dir, 1), os.O_APPEND|os.O_WRONLY, 0)
 	f.Write([]byte("LWAL\xff\xff\xff\xffgarbage that is not an entry"))
 	f.Close()
 	w2, rec := openWAL(t, dir)
@@ -131,13 +146,13 @@ func TestWALInteriorCorruptionRefuses(t *testing.T) {
 	if err := w.Append(prepares(1, 3)...); err != nil {
 		t.Fatal(err)
 	}
-	firstSize := w.records[0].size
-	full, _ := os.ReadFile(filepath.Join(src, walFileName))
+	full, _ := os.ReadFile(segPath(src, 1))
+	firstSize := recordStarts(t, full)[1]
 	for i := int64(0); i < firstSize; i++ {
 		dir := t.TempDir()
 		bad := append([]byte(nil), full...)
 		bad[i] ^= 0x01
-		path := filepath.Join(dir, walFileName)
+		path := segPath(dir, 1)
 		os.WriteFile(path, bad, 0o644)
 		_, _, err := OpenWAL(dir)
 		if err == nil || !strings.Contains(err.Error(), "interior corruption") {
@@ -160,8 +175,9 @@ func TestWALDamagedLastEntriesAreCorruptionNotATornTail(t *testing.T) {
 	if err := w.Append(prepares(1, 3)...); err != nil {
 		t.Fatal(err)
 	}
-	second, last := w.records[1], w.records[2]
-	full, _ := os.ReadFile(filepath.Join(src, walFileName))
+	full, _ := os.ReadFile(segPath(src, 1))
+	starts := recordStarts(t, full)
+	second, last := walEntryLoc{offset: starts[1]}, walEntryLoc{offset: starts[2]}
 	lengthField := func(i int64, rec walEntryLoc) bool { return i >= rec.offset+4 && i < rec.offset+8 }
 	for _, tc := range []struct {
 		name  string
@@ -180,10 +196,10 @@ func TestWALDamagedLastEntriesAreCorruptionNotATornTail(t *testing.T) {
 			}
 			bad[i] ^= 0x01
 		}
-		path := filepath.Join(dir, walFileName)
+		path := segPath(dir, 1)
 		os.WriteFile(path, bad, 0o644)
 		_, _, err := OpenWAL(dir)
-		if !errors.Is(err, ErrWALCorrupt) || !strings.Contains(err.Error(), walFileName) || !strings.Contains(err.Error(), "byte") {
+		if !errors.Is(err, ErrWALCorrupt) || !strings.Contains(err.Error(), walSegmentName(1)) || !strings.Contains(err.Error(), "byte") {
 			t.Fatalf("%s: open: %v, want corruption naming the file and byte", tc.name, err)
 		}
 		if st, _ := os.Stat(path); st.Size() != int64(len(full)) {
@@ -192,7 +208,7 @@ func TestWALDamagedLastEntriesAreCorruptionNotATornTail(t *testing.T) {
 	}
 	// A zero-filled tail (a torn append's unwritten page) is cut and reported.
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, walFileName), append(append([]byte(nil), full...), make([]byte, 4096)...), 0o644)
+	os.WriteFile(segPath(dir, 1), append(append([]byte(nil), full...), make([]byte, 4096)...), 0o644)
 	w2, rec := openWAL(t, dir)
 	if at, n := w2.TornTail(); len(rec) != 3 || at != int64(len(full)) || n != 4096 {
 		t.Fatalf("zero-filled tail: %d entries, torn tail at %d (%d bytes)", len(rec), at, n)
@@ -230,15 +246,15 @@ func TestWALTruncateAndCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	if _, err := os.Stat(filepath.Join(dir, walFileName+".tmp")); !os.IsNotExist(err) {
-		t.Fatalf("compact left a temp file: %v", err)
-	}
+	// Compaction deletes whole segments only: ops 1..4 share the one
+	// segment with the rest, so they come back at the open (the node drops
+	// entries below its snapshot op); everything from 5 on is as left.
 	_, rec := openWAL(t, dir)
 	var ops []uint64
 	for _, p := range rec {
 		ops = append(ops, p.Header.Op)
 	}
-	if !reflect.DeepEqual(ops, []uint64{5, 6, 7, 8, 9}) || string(rec[3].Body) != "divergent-replacement" {
+	if !reflect.DeepEqual(ops, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9}) || string(rec[7].Body) != "divergent-replacement" {
 		t.Fatalf("recovered ops %v", ops)
 	}
 	// Compacting everything leaves an empty, usable WAL.
@@ -252,8 +268,9 @@ func TestWALTruncateAndCompact(t *testing.T) {
 	}
 }
 
-// TestWALStaleCompactTemp: a crash during Compact leaves journal.wal.tmp;
-// the original is intact and the temp is discarded at open.
+// TestWALStaleCompactTemp: a crash during a rewrite of the single-file WAL
+// of earlier releases left journal.wal.tmp; the original is intact and the
+// temp is discarded at open.
 func TestWALStaleCompactTemp(t *testing.T) {
 	dir := t.TempDir()
 	w, _ := openWAL(t, dir)
@@ -299,7 +316,7 @@ func TestWALOutOfOrderAndSupersede(t *testing.T) {
 		t.Fatalf("recovered %v, want %v", got, want)
 	}
 	// Truncating from 4 is not a file tail here (3 and 2 were written after
-	// 5): the kept entries are rewritten.
+	// 5): the tombstone removes 4 and 5 and keeps 3 and 2.
 	if err := w.TruncateFrom(4); err != nil {
 		t.Fatal(err)
 	}

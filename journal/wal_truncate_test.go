@@ -1,10 +1,10 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -75,22 +75,23 @@ func TestWALTruncateAndAppend(t *testing.T) {
 }
 
 // TestWALTruncateAndAppendCrashAtEachStep recreates what the disk holds
-// when the process dies at each step of the rewrite (temp file created,
-// partly written, fully written and fsynced, renamed) and reopens: the WAL
-// is always exactly the journal before the call or after it, never the
-// truncated journal without the re-appended entries.
+// when the process dies while the tombstone group (tombstone + re-appended
+// entries, one write) is being written: the segment holds the old bytes
+// plus any prefix of the group, or the group followed by a zero-filled
+// page. Every reopen gives exactly the journal before the call or after
+// it, never the truncated journal without the re-appended entries.
 func TestWALTruncateAndAppendCrashAtEachStep(t *testing.T) {
 	oldDir := t.TempDir()
 	w := divergentWAL(t, oldDir)
 	w.Close()
-	oldBytes, err := os.ReadFile(filepath.Join(oldDir, walFileName))
+	oldBytes, err := os.ReadFile(segPath(oldDir, 1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, before := openWAL(t, oldDir)
 
 	newDir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(newDir, walFileName), oldBytes, 0o644); err != nil {
+	if err := os.WriteFile(segPath(newDir, 1), oldBytes, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wn, _ := openWAL(t, newDir)
@@ -98,36 +99,45 @@ func TestWALTruncateAndAppendCrashAtEachStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	wn.Close()
-	newBytes, err := os.ReadFile(filepath.Join(newDir, walFileName))
+	newBytes, err := os.ReadFile(segPath(newDir, 1))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Equal(newBytes[:len(oldBytes)], oldBytes) {
+		t.Fatal("the truncation rewrote bytes already on disk")
 	}
 	_, after := openWAL(t, newDir)
 	if reflect.DeepEqual(opsOf(before), opsOf(after)) {
 		t.Fatal("test setup: the call changed nothing")
 	}
-
 	type crashState struct {
-		name       string
-		wal, tmp   []byte // journal.wal and journal.wal.tmp contents
-		tmpPresent bool
-		wantAfter  bool // the journal after the call (else before it)
+		name      string
+		seg       []byte
+		wantAfter bool
 	}
-	states := []crashState{{name: "before the temp file", wal: oldBytes}}
-	for _, n := range []int{0, 1, walHeaderBytes - 1, walHeaderBytes, len(newBytes) / 2, len(newBytes) - 1, len(newBytes)} {
-		states = append(states, crashState{name: fmt.Sprintf("temp file holds %d of %d bytes", n, len(newBytes)),
-			wal: oldBytes, tmp: newBytes[:n], tmpPresent: true})
+	var states []crashState
+	for n := len(oldBytes); n <= len(newBytes); n++ {
+		states = append(states, crashState{fmt.Sprintf("segment holds %d of %d bytes", n, len(newBytes)), newBytes[:n], n == len(newBytes)})
 	}
-	states = append(states, crashState{name: "after the rename", wal: newBytes, wantAfter: true})
+	for _, n := range []int{len(oldBytes), len(newBytes)} {
+		// the file grew but the pages never reached the disk: zeros
+		torn := append(append([]byte(nil), newBytes[:n]...), make([]byte, len(newBytes)-len(oldBytes)+512)...)
+		states = append(states, crashState{fmt.Sprintf("%d bytes then zeros", n), torn, n == len(newBytes)})
+	}
+	// The group's entries reached the disk but its tombstone did not: a
+	// valid record follows damage, interior corruption as for any write
+	// whose pages persisted out of order; refused, never half applied.
+	holed := append([]byte(nil), newBytes...)
+	copy(holed[len(oldBytes):], make([]byte, walHeaderBytes))
+	dir := t.TempDir()
+	os.WriteFile(segPath(dir, 1), holed, 0o644)
+	if _, _, err := OpenWAL(dir); !errors.Is(err, ErrWALCorrupt) {
+		t.Fatalf("tombstone lost, entries kept: open %v, want ErrWALCorrupt", err)
+	}
 	for _, st := range states {
 		dir := t.TempDir()
-		if err := os.WriteFile(filepath.Join(dir, walFileName), st.wal, 0o644); err != nil {
+		if err := os.WriteFile(segPath(dir, 1), st.seg, 0o644); err != nil {
 			t.Fatal(err)
-		}
-		if st.tmpPresent {
-			if err := os.WriteFile(filepath.Join(dir, walFileName+".tmp"), st.tmp, 0o644); err != nil {
-				t.Fatal(err)
-			}
 		}
 		w, rec, err := OpenWAL(dir)
 		if err != nil {
@@ -145,31 +155,25 @@ func TestWALTruncateAndAppendCrashAtEachStep(t *testing.T) {
 }
 
 // TestWALTruncateAndAppendFailureKeepsOldJournal injects a real failure
-// (the temp file cannot be created): the call fails, the WAL refuses
-// further writes until reopened, and the file still holds the old journal.
+// (the segment's file descriptor is gone, so the write fails and so does
+// cutting it back): the call fails, the WAL refuses further writes until
+// reopened, and the disk still holds the old journal.
 func TestWALTruncateAndAppendFailureKeepsOldJournal(t *testing.T) {
 	dir := t.TempDir()
 	w := divergentWAL(t, dir)
 	w.Close()
 	_, before := openWAL(t, dir)
 	w, _ = openWAL(t, dir)
-	obstacle := filepath.Join(dir, walFileName+".tmp")
-	if err := os.MkdirAll(filepath.Join(obstacle, "occupied"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	w.segs[len(w.segs)-1].f.Close()
 	if err := w.TruncateAndAppend(4, []consensus.Prepare{reprepared(4)}); err == nil {
-		t.Fatal("truncate-and-append succeeded without a temp file")
+		t.Fatal("truncate-and-append succeeded on a closed file")
 	}
 	if err := w.Append(reprepared(7)); !errors.Is(err, ErrWALPoisoned) {
-		t.Fatalf("append after a failed rewrite: %v, want ErrWALPoisoned", err)
-	}
-	w.Close()
-	if err := os.RemoveAll(obstacle); err != nil {
-		t.Fatal(err)
+		t.Fatalf("append after a failed write: %v, want ErrWALPoisoned", err)
 	}
 	_, rec := openWAL(t, dir)
 	if !reflect.DeepEqual(rec, before) {
-		t.Fatalf("after the failed rewrite recovered %v\nwant %v", opsOf(rec), opsOf(before))
+		t.Fatalf("after the failed write recovered %v\nwant %v", opsOf(rec), opsOf(before))
 	}
 }
 

@@ -156,7 +156,9 @@ type recovered struct {
 	entries    []consensus.Prepare
 	// superblockDamage: a damaged older superblock copy was booted past.
 	superblockDamage string
-	// walTornAt, walTornBytes: the torn (never acknowledged) WAL tail cut.
+	// walTornFile, walTornAt, walTornBytes: the torn (never acknowledged)
+	// WAL tail cut: the segment, position and bytes.
+	walTornFile             string
 	walTornAt, walTornBytes int64
 }
 

@@ -49,8 +49,8 @@ func (g *scriptedGroup) Advance(consensus.Ready) {
 }
 
 // crashObserver wraps the real storage and, after every durable call,
-// records the journal a crash at that moment would leave: journal.wal
-// (and any journal.wal.tmp) copied aside and reopened by the journal.
+// records the journal a crash at that moment would leave: its segment
+// files copied aside and reopened by the journal.
 type crashObserver struct {
 	*metaStorage
 	t      *testing.T
@@ -77,8 +77,13 @@ func (c *crashObserver) TruncateAndAppend(from uint64, es []consensus.Prepare) e
 func journalOnDisk(t *testing.T, dir string) []string {
 	t.Helper()
 	crashed := t.TempDir()
-	for _, name := range []string{"journal.wal", "journal.wal.tmp"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+	names, err := filepath.Glob(filepath.Join(dir, "journal*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range names {
+		name := filepath.Base(path)
+		b, err := os.ReadFile(path)
 		if os.IsNotExist(err) {
 			continue
 		}

@@ -160,7 +160,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if recovered.walTornBytes > 0 {
 		log.Warn("metadata journal: cut a torn tail (an append that never completed, so never acknowledged)",
-			"file", filepath.Join(n.dataDir, "metadata", "journal.wal"), "position", recovered.walTornAt,
+			"file", recovered.walTornFile, "position", recovered.walTornAt,
 			"dropped_bytes", recovered.walTornBytes)
 	}
 	n.metaWAL.Store(store.wal)

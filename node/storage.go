@@ -16,7 +16,7 @@ import (
 const metaLockFileName = ".lock"
 
 // metaStorage is the metadata group's durable state in <system.path>/metadata:
-// journal.wal (fsync per append), superblock.{a,b}, snapshot.bin, and the
+// the WAL segments journal-<seq>.wal (fsync per append), superblock.{a,b}, snapshot.bin, and the
 // .lock file held (flock) for the process's lifetime.
 type metaStorage struct {
 	dir        string
@@ -76,6 +76,7 @@ func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec reco
 	}
 	st.wal = wal
 	rec.walTornAt, rec.walTornBytes = wal.TornTail()
+	rec.walTornFile = wal.TornTailFile()
 	rec.entries = entriesFromSnapshotOp(entries, snap)
 	return st, rec, nil
 }

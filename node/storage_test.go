@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -82,5 +83,41 @@ func TestRunRefusesDataDirInUse(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("first server: %v", err)
+	}
+}
+
+// TestMetaStorageOpensSingleFileJournal: a metadata directory written by
+// the single-file journal (metadata/journal.wal, the same record bytes)
+// opens: the file becomes segment 0, its entries come back, and the
+// journal goes on in segments.
+func TestMetaStorageOpensSingleFileJournal(t *testing.T) {
+	dir := t.TempDir()
+	store, _ := openTestStorage(t, dir)
+	for op := uint64(1); op <= 5; op++ {
+		if err := store.Append(fakePrepare(op, 100+op)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+	segs, _ := filepath.Glob(filepath.Join(dir, "journal-*.wal"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %v", segs)
+	}
+	if err := os.Rename(segs[0], filepath.Join(dir, "journal.wal")); err != nil {
+		t.Fatal(err)
+	}
+	store, rec := openTestStorage(t, dir)
+	defer store.Close()
+	if len(rec.entries) != 5 || rec.entries[4].Header.Checksum != 105 {
+		t.Fatalf("recovered %d entries from journal.wal", len(rec.entries))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "journal.wal")); !os.IsNotExist(err) {
+		t.Fatalf("journal.wal left in place: %v", err)
+	}
+	if err := store.Append(fakePrepare(6, 106)); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalOnDisk(t, dir); len(got) != 6 {
+		t.Fatalf("after an append the journal holds %v", got)
 	}
 }

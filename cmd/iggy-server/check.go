@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -175,14 +176,18 @@ func checkDataDir(out io.Writer, dir string) (int, error) {
 
 func repairDataDir(out io.Writer, dir string, truncateWAL, cutPartitions bool) error {
 	if truncateWAL {
-		at, dropped, err := journal.TruncateWALAtDamage(filepath.Join(dir, "metadata"))
+		cut, err := journal.TruncateWALAtDamage(filepath.Join(dir, "metadata"))
 		switch {
 		case err != nil:
 			return fmt.Errorf("repair metadata journal: %w", err)
-		case at < 0:
-			fmt.Fprintln(out, "metadata/journal.wal: sound, nothing cut")
+		case cut == nil:
+			fmt.Fprintln(out, "metadata journal: sound, nothing cut")
 		default:
-			fmt.Fprintf(out, "metadata/journal.wal: cut at byte %d, %d bytes dropped\n", at, dropped)
+			fmt.Fprintf(out, "metadata/%s: cut at byte %d, %d bytes dropped", cut.File, cut.At, cut.Dropped)
+			if len(cut.Removed) > 0 {
+				fmt.Fprintf(out, " (later segments removed: %s)", strings.Join(cut.Removed, ", "))
+			}
+			fmt.Fprintln(out)
 		}
 	}
 	if cutPartitions {

@@ -1,0 +1,425 @@
+package journal
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// The metadata WAL is a sequence of segment files in the metadata
+// directory, journal-<seq>.wal with seq a 20-digit decimal that grows by
+// one per new file. Records never span files; the concatenation of the
+// retained segments in seq order is the log. A segment is closed for
+// appends (sealed) once it reaches walSegmentRecordsMax records or
+// walSegmentBytesMax bytes; the next append opens seq+1. Compaction
+// deletes whole leading segments; a truncation appends a tombstone.
+const (
+	walSegmentPrefix = "journal-"
+	walSegmentSuffix = ".wal"
+	// walSegmentRecordsMax and walSegmentBytesMax seal the active segment:
+	// an append that finds it at either bound goes to a new segment. One
+	// append (its batch is never split) may carry a segment past them. 256
+	// records is half the node's checkpoint interval (512 ops), so a
+	// checkpoint's compaction frees whole files and about two checkpoint
+	// windows stay on disk.
+	walSegmentRecordsMax = 256
+	walSegmentBytesMax   = 4 << 20
+	// walScanBufferBytes is the read-ahead of the open's streaming scan;
+	// besides it the scan holds one record (≤ WALEntryBytesMax) at a time.
+	walScanBufferBytes = 1 << 20
+)
+
+// walSegmentName is the file name of segment seq.
+func walSegmentName(seq uint64) string {
+	return fmt.Sprintf("%s%020d%s", walSegmentPrefix, seq, walSegmentSuffix)
+}
+
+// walSegFile names one segment on disk. The single-file WAL of earlier
+// releases (journal.wal) is listed as seq 0 with legacy set.
+type walSegFile struct {
+	seq    uint64
+	path   string
+	legacy bool
+}
+
+// listWALSegments lists dir's WAL files in seq order. Segments are created
+// at seq+1 and deleted from the front only, so the retained seqs are
+// contiguous: a gap means a file was removed by hand, and the log would
+// silently miss its records, so it refuses (ErrWALCorrupt). journal.wal
+// next to numbered segments cannot come from this code either (the open
+// renames it before creating any) and refuses as well.
+func listWALSegments(dir string) ([]walSegFile, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list WAL directory %s: %w", dir, err)
+	}
+	var segs []walSegFile
+	legacy := false
+	for _, e := range ents {
+		name := e.Name()
+		if name == walFileName {
+			legacy = true
+			continue
+		}
+		if !strings.HasPrefix(name, walSegmentPrefix) || !strings.HasSuffix(name, walSegmentSuffix) {
+			continue
+		}
+		digits := strings.TrimSuffix(strings.TrimPrefix(name, walSegmentPrefix), walSegmentSuffix)
+		seq, perr := strconv.ParseUint(digits, 10, 64)
+		if perr != nil || len(digits) != 20 {
+			continue
+		}
+		segs = append(segs, walSegFile{seq: seq, path: filepath.Join(dir, name)})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].seq < segs[j].seq })
+	if legacy {
+		if len(segs) > 0 {
+			return nil, fmt.Errorf("%w: %s holds both the single-file WAL %s and WAL segments (%s…): refusing to guess which is current (remedy: wipe the metadata directory and rejoin by state transfer, or remove the stale one)",
+				ErrWALCorrupt, dir, walFileName, filepath.Base(segs[0].path))
+		}
+		return []walSegFile{{seq: 0, path: filepath.Join(dir, walFileName), legacy: true}}, nil
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i].seq != segs[i-1].seq+1 {
+			return nil, fmt.Errorf("%w: WAL segment %s is missing (between %s and %s): its records would be silently lost; refusing to open (remedy: restore the file; or wipe the metadata directory and rejoin by state transfer)",
+				ErrWALCorrupt, walSegmentName(segs[i-1].seq+1), filepath.Base(segs[i-1].path), filepath.Base(segs[i].path))
+		}
+	}
+	return segs, nil
+}
+
+// A tombstone is a record in the ordinary entry format (so every scan,
+// check and repair verifies it like any other) whose prepare is marked by
+// view MaxUint32, operation Reserved, checksum walTombstoneChecksum and a
+// body of walTombstoneMark ‖ count u32. Replaying it removes every op >=
+// its op held by the records before it. count records follow it as one
+// write (a truncation and its re-appended entries): the scan applies the
+// group only when all of them are present and valid; a group cut by a
+// torn tail is dropped whole, tombstone included, so a crash never leaves
+// the truncation without the re-appended entries. Append refuses a
+// prepare carrying the marks.
+const (
+	walTombstoneView     = math.MaxUint32
+	walTombstoneChecksum = 0x454E4F5453424D4F // "OMBSTONE"
+)
+
+var walTombstoneMark = []byte("LWAL-TOMBSTONE/1")
+
+func walTombstone(from uint64, count int) consensus.Prepare {
+	body := append([]byte(nil), walTombstoneMark...)
+	body = binary.LittleEndian.AppendUint32(body, uint32(count))
+	return consensus.Prepare{Header: consensus.PrepareHeader{
+		View: walTombstoneView, Op: from, Operation: consensus.OperationReserved, Checksum: walTombstoneChecksum,
+	}, Body: body}
+}
+
+// walTombstoneCount reports whether p is a tombstone and how many records
+// its group holds after it.
+func walTombstoneCount(p *consensus.Prepare) (count int, ok bool) {
+	h := &p.Header
+	if h.View != walTombstoneView || h.Operation != consensus.OperationReserved || h.Checksum != walTombstoneChecksum ||
+		len(p.Body) != len(walTombstoneMark)+4 || !bytes.HasPrefix(p.Body, walTombstoneMark) {
+		return 0, false
+	}
+	return int(binary.LittleEndian.Uint32(p.Body[len(walTombstoneMark):])), true
+}
+
+// walRecord is one verified record the scan hands over, in log order.
+type walRecord struct {
+	seg          int // index into the scanned segments
+	offset, size int64
+	prepare      consensus.Prepare
+	tombstone    bool
+}
+
+// walDamage kinds.
+const (
+	walTorn           = iota // an append that never completed: cut at cut
+	walInterior              // a valid record follows the damage
+	walCompleteDamage        // whole by its framing, fails verification
+	walSealedDamage          // damage in a segment a later one follows
+)
+
+// walDamage describes the first record of the log that does not verify.
+type walDamage struct {
+	kind     int
+	seg      int   // index of the damaged segment
+	at       int64 // byte of the first bad record
+	cut      int64 // where a repair (or, for a torn tail, the open) cuts: at, or the start of its tombstone group
+	segSize  int64
+	perr     error
+	headerOp uint64 // op by the damaged record's header (complete damage)
+	// the valid record found after the damage (interior)
+	nextSeg int
+	nextAt  int64
+	nextOp  uint64
+}
+
+// scanWAL reads segs in order with a bounded streaming reader (never a
+// whole file in memory: a walScanBufferBytes read-ahead and one record),
+// calling visit for every record of the log in order; a tombstone group is
+// handed over only once complete. It stops at the first record that does
+// not verify and classifies it (nil when the log is sound).
+func scanWAL(segs []walSegFile, visit func(walRecord)) (*walDamage, error) {
+	var rec []byte
+	var br *bufio.Reader
+	for i := range segs {
+		f, err := os.Open(segs[i].path)
+		if err != nil {
+			return nil, fmt.Errorf("open WAL segment %s: %w", segs[i].path, err)
+		}
+		dmg, err := scanWALSegment(f, i, segs, visit, &br, &rec)
+		f.Close()
+		if err != nil || dmg != nil {
+			return dmg, err
+		}
+	}
+	return nil, nil
+}
+
+func scanWALSegment(f *os.File, idx int, segs []walSegFile, visit func(walRecord), brp **bufio.Reader, rec *[]byte) (*walDamage, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("stat WAL segment %s: %w", segs[idx].path, err)
+	}
+	size := st.Size()
+	if *brp == nil {
+		*brp = bufio.NewReaderSize(io.NewSectionReader(f, 0, size), walScanBufferBytes)
+	} else {
+		(*brp).Reset(io.NewSectionReader(f, 0, size))
+	}
+	br := *brp
+	var group []walRecord // a tombstone group being read
+	want := 0
+	off := int64(0)
+	for off < size {
+		b, perr := readWALRecord(br, size-off, rec)
+		var p consensus.Prepare
+		n := 0
+		if perr == nil {
+			p, n, perr = parseEntry(b)
+		}
+		if perr == nil && len(group) > 0 {
+			if _, tomb := walTombstoneCount(&p); tomb {
+				perr = fmt.Errorf("a tombstone inside the tombstone group at byte %d (%d of %d records read)", group[0].offset, len(group)-1, want)
+			}
+		}
+		if perr != nil {
+			cut := off
+			if len(group) > 0 {
+				cut = group[0].offset
+			}
+			return classifyWALDamage(f, idx, segs, off, cut, size, perr)
+		}
+		r := walRecord{seg: idx, offset: off, size: int64(n), prepare: p}
+		count, tomb := walTombstoneCount(&p)
+		r.tombstone = tomb
+		switch {
+		case tomb && count > 0:
+			group, want = append(group[:0], r), count
+		case len(group) > 0:
+			group = append(group, r)
+			if len(group) == want+1 {
+				for _, g := range group {
+					visit(g)
+				}
+				group = group[:0]
+			}
+		default:
+			visit(r)
+		}
+		off += int64(n)
+	}
+	if len(group) > 0 {
+		// The file ends inside a group: its write never completed (torn,
+		// if nothing follows) or the sealed segment was cut.
+		return classifyWALDamage(f, idx, segs, off, group[0].offset, size,
+			fmt.Errorf("the tombstone group at byte %d holds %d of its %d records", group[0].offset, len(group)-1, want))
+	}
+	return nil, nil
+}
+
+// readWALRecord reads the next record (header and payload) from br, left
+// bytes remaining in the file; the bytes stay valid until the next call.
+// Framing that cannot be a record is an error without reading further.
+func readWALRecord(br *bufio.Reader, left int64, rec *[]byte) ([]byte, error) {
+	if left < walHeaderBytes {
+		return nil, fmt.Errorf("%d bytes left, short of a %d-byte header", left, walHeaderBytes)
+	}
+	if cap(*rec) < walHeaderBytes {
+		*rec = make([]byte, walHeaderBytes, 64<<10)
+	}
+	b := (*rec)[:walHeaderBytes]
+	if _, err := io.ReadFull(br, b); err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	if m := le.Uint32(b); m != walMagic {
+		return nil, fmt.Errorf("bad magic %08x", m)
+	}
+	payloadLen := int64(le.Uint32(b[4:]))
+	if payloadLen > WALEntryBytesMax-walHeaderBytes {
+		return nil, fmt.Errorf("payload length %d above bound", payloadLen)
+	}
+	if left-walHeaderBytes < payloadLen {
+		return nil, fmt.Errorf("payload length %d exceeds the %d bytes left", payloadLen, left-walHeaderBytes)
+	}
+	total := walHeaderBytes + int(payloadLen)
+	if cap(*rec) < total {
+		grown := make([]byte, total)
+		copy(grown, b)
+		*rec = grown
+	}
+	b = (*rec)[:total]
+	if _, err := io.ReadFull(br, b[walHeaderBytes:]); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// classifyWALDamage decides what the bad record at (segment idx, byte at)
+// is, reading only the rest of the log (this path runs once, on damage):
+// a valid record anywhere after it ⇒ interior corruption; a record whole
+// by its framing (completeRecord) ⇒ synced data damaged; damage in a
+// segment that a later segment follows ⇒ a sealed file damaged (a segment
+// is created only after its predecessor's last append was synced); else
+// a torn tail of the last segment.
+func classifyWALDamage(f *os.File, idx int, segs []walSegFile, at, cut, size int64, perr error) (*walDamage, error) {
+	d := &walDamage{seg: idx, at: at, cut: cut, segSize: size, perr: perr}
+	if nat, op, found, err := findValidEntryIn(f, at+1, size); err != nil {
+		return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
+	} else if found {
+		d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, idx, nat, op
+		return d, nil
+	}
+	for j := idx + 1; j < len(segs); j++ {
+		g, err := os.Open(segs[j].path)
+		if err != nil {
+			return nil, fmt.Errorf("open WAL segment %s: %w", segs[j].path, err)
+		}
+		st, err := g.Stat()
+		var nat int64
+		var op uint64
+		var found bool
+		if err == nil {
+			nat, op, found, err = findValidEntryIn(g, 0, st.Size())
+		}
+		g.Close()
+		if err != nil {
+			return nil, fmt.Errorf("scan WAL segment %s: %w", segs[j].path, err)
+		}
+		if found {
+			d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, j, nat, op
+			return d, nil
+		}
+	}
+	complete, op, err := completeRecordIn(f, at, size)
+	if err != nil {
+		return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
+	}
+	switch {
+	case complete:
+		d.kind, d.headerOp = walCompleteDamage, op
+	case idx < len(segs)-1:
+		d.kind = walSealedDamage
+	default:
+		d.kind = walTorn
+	}
+	return d, nil
+}
+
+// findValidEntryIn is findValidEntry over bytes [from, size) of f, read
+// in walScanBufferBytes chunks: the first position holding the magic where
+// a complete valid record starts.
+func findValidEntryIn(f *os.File, from, size int64) (at int64, op uint64, found bool, err error) {
+	magic := binary.LittleEndian.AppendUint32(nil, walMagic)
+	buf := make([]byte, walScanBufferBytes)
+	var rec []byte
+	for pos := from; pos+walHeaderBytes <= size; {
+		n := min(int64(len(buf)), size-pos)
+		chunk := buf[:n]
+		if _, err := f.ReadAt(chunk, pos); err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, false, err
+		}
+		for i := 0; ; {
+			k := bytes.Index(chunk[i:], magic)
+			if k < 0 {
+				break
+			}
+			cand := pos + int64(i+k)
+			i += k + 1
+			if cand+walHeaderBytes > size {
+				break
+			}
+			var head [walHeaderBytes]byte
+			if _, err := f.ReadAt(head[:], cand); err != nil {
+				return 0, 0, false, err
+			}
+			total := walHeaderBytes + int64(binary.LittleEndian.Uint32(head[4:]))
+			if total > WALEntryBytesMax || cand+total > size {
+				continue
+			}
+			if int64(cap(rec)) < total {
+				rec = make([]byte, total)
+			}
+			rec = rec[:total]
+			if _, err := f.ReadAt(rec, cand); err != nil {
+				return 0, 0, false, err
+			}
+			if p, _, perr := parseEntry(rec); perr == nil {
+				return cand, p.Header.Op, true, nil
+			}
+		}
+		if pos+n >= size {
+			break
+		}
+		pos += n - int64(len(magic)-1) // a magic straddling the chunk end is seen next time
+	}
+	return 0, 0, false, nil
+}
+
+// completeRecordIn is completeRecord over bytes [at, size) of f, streamed:
+// the declared length fits the bound and the file, and the bytes are not
+// all zero. It also returns the op the header names.
+func completeRecordIn(f *os.File, at, size int64) (bool, uint64, error) {
+	if size-at < walHeaderBytes {
+		return false, 0, nil
+	}
+	var head [walHeaderBytes]byte
+	if _, err := f.ReadAt(head[:], at); err != nil {
+		return false, 0, err
+	}
+	n := int64(binary.LittleEndian.Uint32(head[4:]))
+	op := binary.LittleEndian.Uint64(head[8:])
+	if n > WALEntryBytesMax-walHeaderBytes || walHeaderBytes+n > size-at {
+		return false, op, nil
+	}
+	buf := make([]byte, min(walScanBufferBytes, size-at))
+	for pos := at; pos < size; {
+		chunk := buf[:min(int64(len(buf)), size-pos)]
+		if _, err := f.ReadAt(chunk, pos); err != nil && !errors.Is(err, io.EOF) {
+			return false, 0, err
+		}
+		for _, v := range chunk {
+			if v != 0 {
+				return true, op, nil
+			}
+		}
+		pos += int64(len(chunk))
+	}
+	return false, op, nil
+}
