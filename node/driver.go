@@ -383,7 +383,7 @@ func (d *driver) install(s consensus.Snapshot) error {
 
 // apply implements readySteps: each committed op is applied, its reply
 // body kept for a local proposal and recorded in the client table's ring.
-func (d *driver) apply(committed []consensus.Prepare) {
+func (d *driver) apply(committed []consensus.Prepare) error {
 	for _, p := range committed {
 		local := d.byKey[proposalKey{p.Header.Client, p.Header.Request, p.Header.Operation}]
 		body := d.app.applyCommitted(p, local)
@@ -393,6 +393,7 @@ func (d *driver) apply(committed []consensus.Prepare) {
 		d.group.RecordReply(p.Header.Client, p.Header.Request, body)
 		d.appliedOp = p.Header.Op
 	}
+	return nil
 }
 
 // reply implements readySteps: it answers this node's waiting proposals.

@@ -300,6 +300,8 @@ func Run(ctx context.Context, opts Options) error {
 	case err := <-driverErr:
 		driverDone = true
 		runErr = fmt.Errorf("metadata group stopped: %w", err)
+	case err := <-n.plane.fatal:
+		runErr = fmt.Errorf("partition plane stopped: %w", err)
 	case err := <-serveErr:
 		serveErr <- err
 		runErr = fmt.Errorf("client listener stopped: %w", err)

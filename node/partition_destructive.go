@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/binary"
+	"github.com/lodestream/lodestream/consensus"
 	"time"
 
 	"github.com/lodestream/lodestream/metadata"
@@ -75,7 +76,8 @@ func (s *partitionShard) proposeWatermarks(e *partitionEntry) {
 }
 
 // applyPurge carries out a committed purge on this replica.
-func (s *partitionShard) applyPurge(e *partitionEntry, body []byte) partitionOutcome {
+func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) partitionOutcome {
+	body := p.Body
 	if len(body) != 16 {
 		return partitionOutcome{code: wire.ErrInvalidCommand}
 	}
@@ -85,18 +87,21 @@ func (s *partitionShard) applyPurge(e *partitionEntry, body []byte) partitionOut
 	}
 	if _, err := e.log.Purge(); err != nil {
 		s.log.Error("purge partition", "dir", e.dir, "generation", gen, "err", err)
-		return partitionOutcome{code: wire.ErrCannotDeletePartitionDirectory}
+		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
 	}
 	e.lastTimestamp = 0
 	m := e.marker
 	m.PurgeGeneration, m.DeletedUpTo = gen, upTo
-	s.recordMarker(e, m)
+	if err := s.recordMarker(e, m); err != nil {
+		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
+	}
 	return partitionOutcome{code: wire.OK}
 }
 
 // applyCut carries out a committed DeleteSegments watermark or retention
 // cut on this replica.
-func (s *partitionShard) applyCut(e *partitionEntry, body []byte) partitionOutcome {
+func (s *partitionShard) applyCut(e *partitionEntry, p *consensus.Prepare) partitionOutcome {
+	body := p.Body
 	if len(body) != 8 {
 		return partitionOutcome{code: wire.ErrInvalidCommand}
 	}
@@ -107,7 +112,7 @@ func (s *partitionShard) applyCut(e *partitionEntry, body []byte) partitionOutco
 	res, err := e.log.DeleteSegmentsBefore(before)
 	if err != nil {
 		s.log.Error("delete segments", "dir", e.dir, "before_offset", before, "err", err)
-		return partitionOutcome{code: wire.ErrCannotDeletePartition}
+		return e.storageFailure(wire.ErrCannotDeletePartition, p, err)
 	}
 	if res.SegmentsDeleted > 0 {
 		s.log.Info("deleted segments", "dir", e.dir, "before_offset", before, "segments", res.SegmentsDeleted,
@@ -115,17 +120,27 @@ func (s *partitionShard) applyCut(e *partitionEntry, body []byte) partitionOutco
 	}
 	m := e.marker
 	m.DeletedUpTo = before
-	s.recordMarker(e, m)
+	if err := s.recordMarker(e, m); err != nil {
+		return e.storageFailure(wire.ErrCannotDeletePartition, p, err)
+	}
 	return partitionOutcome{code: wire.OK}
 }
 
 // recordMarker makes the marker durable and publishes what was applied.
-func (s *partitionShard) recordMarker(e *partitionEntry, m partitionMarker) {
+// A cluster replica that cannot write it stalls the op (the caller's
+// storageFailure): a replay after a restart above the checkpoint would
+// otherwise carry the purge or cut out again, over what was appended
+// since. A single node (no replays) logs it and goes on.
+func (s *partitionShard) recordMarker(e *partitionEntry, m partitionMarker) error {
 	if err := writeMarker(e.dir, m); err != nil {
 		s.log.Error("record partition watermarks", "dir", e.dir, "err", err)
+		if e.superblock != nil {
+			return err
+		}
 	}
 	e.marker = m
 	e.publishWatermarks()
+	return nil
 }
 
 // publishWatermarks (shard goroutine) publishes the marker for readers on

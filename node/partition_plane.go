@@ -93,7 +93,8 @@ type partitionEntry struct {
 	checkpointDedupDirty bool
 	dedup                dedupTable
 	transfer             *partitionTransfer
-	alignRetryAt         time.Time // no hand-over before (partition_align.go)
+	fence                partitionFence // storage failed (partition_fence.go)
+	alignRetryAt         time.Time      // no hand-over before (partition_align.go)
 	// Resting (partition_rest.go).
 	resting      bool
 	quietTicks   uint32
@@ -189,6 +190,8 @@ func syncDirectory(dir string) error {
 
 // partitionPlane owns every partition of this node.
 type partitionPlane struct {
+	// fatal: a shard's storage stayed fenced past superblock_wedged_fatal_timeout.
+	fatal   chan error
 	log     *slog.Logger
 	root    string // <data>/streams
 	shards  []*partitionShard
@@ -246,9 +249,11 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 	if topo.clustered {
 		p.identity.Cluster = bus.ClusterID(clusterCfg.Name)
 	}
+	p.fatal = make(chan error, 1)
 	for i := 0; i < shardCount; i++ {
 		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
 		sh.identity, sh.replicaCount, sh.self = p.identity, topo.count, topo.self
+		sh.fatal, sh.wedgedTimeout = p.fatal, clusterCfg.SuperblockWedgedFatalTimeout.Duration
 		if topo.clustered {
 			sh.records = &p.peers
 		}

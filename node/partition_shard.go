@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,9 @@ type partitionProposal struct {
 type partitionOutcome struct {
 	code       wire.ErrorCode
 	baseOffset uint64
+	// stall (apply, cluster mode): the op could not be carried out on this
+	// replica's storage; it must not count as applied.
+	stall error
 	// bodyReleased (set by propose): the shard and consensus keep no
 	// reference to the proposal's body (consensus copied it at Propose, or
 	// it never got there), so the caller may reuse its buffer. False when
@@ -111,6 +115,9 @@ type partitionShard struct {
 	waiting    map[uint64]*partitionProposal
 	touched    []*partitionEntry
 	results    map[uint64]partitionOutcome // op -> outcome of the group being processed
+
+	wedgedTimeout time.Duration // 0: a fenced group never stops the process
+	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
 }
 
 func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
@@ -218,8 +225,12 @@ func (s *partitionShard) run(ctx context.Context) {
 			return
 		case <-ticker.C():
 			now := s.clock.NowMicros()
+			nowT := time.UnixMicro(int64(now))
 			led := s.restingLed
 			for e := range s.awake {
+				if e.fence.fenced() {
+					s.checkWedged(e, nowT)
+				}
 				if e.primary.Load() {
 					led++
 				}
@@ -381,6 +392,11 @@ func (s *partitionShard) admit(p *partitionProposal) {
 			return
 		}
 	}
+	if e.fence.fenced() {
+		// Storage failing (partition_fence.go): retryable, nothing entered a pipeline.
+		p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
+		return
+	}
 	if !e.group.IsPrimary() && e.group.Status() == consensus.StatusNormal {
 		// A backup: the write belongs on the group's primary (58, never
 		// entered a pipeline). During a view change it waits in the backlog:
@@ -491,10 +507,11 @@ func (s *partitionShard) processTouched() {
 	var batch []batchItem
 	var inBatch []*partitionEntry
 	stalled := make(map[*partitionEntry]bool)
+	now := time.UnixMicro(int64(s.clock.NowMicros()))
 	for round := 0; round < partitionReadyRoundsMax; round++ {
 		batch, inBatch = batch[:0], inBatch[:0]
 		for _, e := range live {
-			if !stalled[e] && e.group.HasReady() {
+			if !stalled[e] && e.group.HasReady() && e.fence.mayCarryOut(now) {
 				batch = append(batch, batchItem{g: e.group, steps: e})
 				inBatch = append(inBatch, e)
 			}
@@ -507,10 +524,11 @@ func (s *partitionShard) processTouched() {
 			if err != nil {
 				stalled[e] = true
 				if !errors.Is(err, errInstallPending) {
-					s.log.Error("partition group Ready not carried out", "dir", e.dir, "err", err)
+					s.fenceGroup(e, err, false)
 				}
 				continue
 			}
+			s.liftFence(e)
 			s.checkpoint(e)
 			s.promoteBacklog(e)
 		}
@@ -551,26 +569,36 @@ func (e *partitionEntry) install(snap consensus.Snapshot) error {
 
 // apply implements readySteps: each committed op is carried out on the
 // partition's log (results kept for the replies), then a persisted topic's
-// log is synced once for the whole Ready.
-func (e *partitionEntry) apply(committed []consensus.Prepare) {
+// log is synced once for the whole Ready. A cluster replica that cannot
+// carry out a committed op stops there (out.stall): the Ready is tried
+// again under a fence (partition_fence.go), never skipped, so its files
+// stay those of its peers. A failed sync makes the Ready's writes
+// ambiguous (57: they may still become visible) and fences the group until
+// a restart.
+func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 	s := e.shard
 	appended := false
 	for i := range committed {
 		out, wrote := s.apply(e, &committed[i])
+		if out.stall != nil {
+			clear(s.results)
+			return out.stall
+		}
 		appended = appended || wrote
 		s.results[committed[i].Header.Op] = out
 		e.appliedOp = committed[i].Header.Op
 	}
 	if appended && e.persisted {
 		if err := e.log.Sync(); err != nil {
-			s.log.Error("sync partition log", "dir", e.dir, "err", err)
 			for op, out := range s.results {
 				if out.code == wire.OK {
-					s.results[op] = partitionOutcome{code: wire.ErrCannotAppendMessage}
+					s.results[op] = partitionOutcome{code: wire.ErrTransientNotCommitted}
 				}
 			}
+			s.fenceGroup(e, fmt.Errorf("sync the partition log: %w", err), true)
 		}
 	}
+	return nil
 }
 
 // reply implements readySteps: it answers the waiting proposals.
@@ -637,9 +665,9 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 	case wire.OpSendMessages:
 		return s.applySend(e, p)
 	case partitionOpPurge:
-		return s.applyPurge(e, p.Body), false
+		return s.applyPurge(e, p), false
 	case partitionOpCut:
-		return s.applyCut(e, p.Body), false
+		return s.applyCut(e, p), false
 	case wire.OpStoreConsumerOffset:
 		kind, id, offset, ok := decodeOffsetOp(p.Body, true)
 		if !ok {
@@ -647,7 +675,7 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 		}
 		if err := e.log.StoreConsumerOffset(kind, id, offset); err != nil {
 			s.log.Error("store consumer offset", "dir", e.dir, "err", err)
-			return partitionOutcome{code: wire.ErrCannotWriteToFile}, false
+			return e.storageFailure(wire.ErrCannotWriteToFile, p, err), false
 		}
 		return partitionOutcome{code: wire.OK}, false
 	case wire.OpDeleteConsumerOffset:
@@ -660,7 +688,7 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 				return partitionOutcome{code: wire.ErrConsumerOffsetNotFound}, false
 			}
 			s.log.Error("delete consumer offset", "dir", e.dir, "err", err)
-			return partitionOutcome{code: wire.ErrCannotDeleteConsumerOffsetFile}, false
+			return e.storageFailure(wire.ErrCannotDeleteConsumerOffsetFile, p, err), false
 		}
 		return partitionOutcome{code: wire.OK}, false
 	}
@@ -711,7 +739,7 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 	}
 	if _, err := e.log.Append(p.Body); err != nil {
 		s.log.Error("append committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
-		return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
+		return e.storageFailure(wire.ErrCannotAppendMessage, p, err), false
 	}
 	e.lastTimestamp = max(e.lastTimestamp, h.BaseTimestamp)
 	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, true
@@ -738,6 +766,18 @@ func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h
 		}
 	}
 	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, false
+}
+
+// storageFailure answers a committed op this replica's storage could not
+// carry out. A single node answers code (the write was rolled back; its
+// one replica decides alone). A cluster replica must not skip it while
+// its peers applied it: it stalls (partitionOutcome.stall).
+func (e *partitionEntry) storageFailure(code wire.ErrorCode, p *consensus.Prepare, err error) partitionOutcome {
+	out := partitionOutcome{code: code}
+	if e.superblock != nil {
+		out.stall = fmt.Errorf("carry out committed op %d: %w", p.Header.Op, err)
+	}
+	return out
 }
 
 // Offset op bodies (ours, inside a partition prepare): [kind u8][id u32]

@@ -20,19 +20,26 @@ import (
 //
 // The metadata loop and the partition shards differ only in their steps:
 // the metadata group persists to its WAL and superblock and installs
-// snapshots; a partition group (one replica until cluster part 2) keeps its
-// journal in memory and makes the committed batch durable as it applies it.
+// snapshots; a partition group persists to its prepare WAL and superblock
+// (cluster mode) and makes the committed batch durable as it applies it.
+//
+// apply may fail (a partition replica that cannot append a committed
+// batch): the Ready then stays un-advanced although its messages left and
+// some of its ops were applied; carrying it out again sends them again
+// (the protocol tolerates duplicates) and applies those ops again, which
+// the state machine recognises as replays.
 type readySteps interface {
 	persist(rd *consensus.Ready) error
 	send(msgs []consensus.Message)
 	install(s consensus.Snapshot) error
-	apply(committed []consensus.Prepare)
+	apply(committed []consensus.Prepare) error
 	reply(replies []consensus.Reply)
 }
 
 // carryOut takes the group's next Ready through the steps and advances it.
-// An error (storage failed) leaves the Ready un-advanced: nothing it holds
-// was sent, applied or answered.
+// A persist error (storage failed) leaves the Ready un-advanced with
+// nothing it holds sent, applied or answered; an apply error leaves it
+// un-advanced and unanswered (see readySteps).
 func carryOut(g consensus.Group, steps readySteps) error {
 	rd := g.Ready()
 	if err := steps.persist(&rd); err != nil {
@@ -44,7 +51,9 @@ func carryOut(g consensus.Group, steps readySteps) error {
 			return err
 		}
 	}
-	steps.apply(rd.Committed)
+	if err := steps.apply(rd.Committed); err != nil {
+		return err
+	}
 	steps.reply(rd.Replies)
 	g.Advance(rd)
 	return nil
@@ -94,7 +103,10 @@ func carryOutBatch(items []batchItem) (errs []error) {
 				continue
 			}
 		}
-		it.steps.apply(rd.Committed)
+		if err := it.steps.apply(rd.Committed); err != nil {
+			errs[i] = err
+			continue
+		}
 		it.steps.reply(rd.Replies)
 		it.g.Advance(*rd)
 	}

@@ -21,8 +21,9 @@ import (
 // stops with errStorageWedged, and the process exits with
 // ExitStorageWedged.
 
-// ExitStorageWedged is the exit status of a process whose metadata storage
-// stayed unwritable for superblock_wedged_fatal_timeout.
+// ExitStorageWedged is the exit status of a process whose metadata storage,
+// or a partition's (partition_fence.go), stayed unwritable for
+// superblock_wedged_fatal_timeout.
 const ExitStorageWedged = 4
 
 const storageRetryInterval = time.Second
@@ -32,13 +33,18 @@ var errMetadataFenced = errors.New("metadata storage is failing (full disk?): wr
 
 // wedgedError stops the node when the fence outlived the timeout.
 type wedgedError struct {
+	scope   string // what is wedged; "" = the metadata storage
 	since   time.Duration
 	lastErr error
 }
 
 func (e *wedgedError) Error() string {
-	return fmt.Sprintf("metadata storage wedged: writes have failed for %s (superblock_wedged_fatal_timeout), last error: %v",
-		e.since.Round(time.Second), e.lastErr)
+	scope := e.scope
+	if scope == "" {
+		scope = "metadata storage"
+	}
+	return fmt.Sprintf("%s wedged: writes have failed for %s (superblock_wedged_fatal_timeout), last error: %v",
+		scope, e.since.Round(time.Second), e.lastErr)
 }
 func (e *wedgedError) Unwrap() error { return e.lastErr }
 
