@@ -46,6 +46,7 @@ type PrepareLog struct {
 	// dirty: the last file was written since the last Sync; dirDirty: a
 	// file was created or removed since.
 	dirty, dirDirty bool
+	rotateBytes     int64 // SetRotateBytes; default prepareLogRotateBytes
 }
 
 type prepareFile struct {
@@ -56,8 +57,9 @@ type prepareFile struct {
 
 const (
 	prepareLogSuffix = ".pwal"
-	// prepareLogRotateBytes: Reclaim starts a new file once the last one
-	// is this big, so whole files can be deleted as checkpoints pass.
+	// prepareLogRotateBytes: by default Reclaim starts a new file once the
+	// last one is this big, so whole files can be deleted as checkpoints
+	// pass (SetRotateBytes lowers it).
 	prepareLogRotateBytes = 1 << 20
 	// prepareLogFilesMax bounds the files one log may hold at open.
 	prepareLogFilesMax        = 4096
@@ -79,7 +81,7 @@ func OpenPrepareLog(dir string, fromOp uint64) (*PrepareLog, []consensus.Prepare
 	if err := ensureDir(dir); err != nil {
 		return nil, nil, err
 	}
-	l := &PrepareLog{dir: dir}
+	l := &PrepareLog{dir: dir, rotateBytes: prepareLogRotateBytes}
 	seqs, err := l.listFiles()
 	if err != nil {
 		return nil, nil, err
@@ -233,22 +235,41 @@ func appendTruncRecord(buf []byte, from uint64) []byte {
 }
 
 // Write records a Ready's journal work: if from != 0, every op >= from is
-// removed first, then entries are appended. Not synced (see Sync).
+// removed first, then entries are appended, starting a new file whenever
+// the last one reached the rotation size (so reclaiming whole files
+// stays precise). Not synced (see Sync).
 func (l *PrepareLog) Write(from uint64, entries []consensus.Prepare) error {
 	if l.poisoned != nil {
 		return l.poisoned
 	}
-	if from == 0 && len(entries) == 0 {
-		return nil
-	}
 	var buf []byte
+	var maxOp uint64
 	if from != 0 {
 		buf = appendTruncRecord(buf, from)
 	}
-	var maxOp uint64
 	for i := range entries {
+		if n := len(l.files); len(buf) > 0 && n > 0 && l.files[n-1].bytes+int64(len(buf)) >= l.rotateBytes {
+			if err := l.writeLast(buf, maxOp); err != nil {
+				return err
+			}
+			buf, maxOp = buf[:0], 0
+		}
 		buf = appendEntry(buf, &entries[i])
 		maxOp = max(maxOp, entries[i].Header.Op)
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	return l.writeLast(buf, maxOp)
+}
+
+// writeLast appends buf (whole records, entries up to maxOp) to the last
+// file, after starting a new one if the last one is full.
+func (l *PrepareLog) writeLast(buf []byte, maxOp uint64) error {
+	if n := len(l.files); n > 0 && l.files[n-1].bytes >= l.rotateBytes {
+		if err := l.rotate(); err != nil {
+			return err
+		}
 	}
 	if err := l.openLast(); err != nil {
 		return err
@@ -326,17 +347,10 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 	if l.poisoned != nil || len(l.files) == 0 {
 		return l.poisoned
 	}
-	if last := l.files[len(l.files)-1]; last.bytes >= prepareLogRotateBytes || (last.maxOp < checkpointOp && last.bytes > 0) {
-		// A persisted topic synced every write already (dirty is false);
-		// a replicated topic's writes were never promised a sync.
-		if l.f != nil {
-			if err := l.f.Close(); err != nil {
-				return fmt.Errorf("close prepare WAL file %s: %w", l.path(last.seq), err)
-			}
-			l.f = nil
+	if last := l.files[len(l.files)-1]; last.bytes >= l.rotateBytes || (last.maxOp < checkpointOp && last.bytes > 0) {
+		if err := l.rotate(); err != nil {
+			return err
 		}
-		l.dirty = false
-		l.files = append(l.files, prepareFile{seq: last.seq + 1})
 	}
 	removed := 0
 	for removed < len(l.files)-1 && l.files[removed].maxOp < checkpointOp {
@@ -350,6 +364,28 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 		l.dirDirty = true
 		l.files = append(l.files[:0], l.files[removed:]...)
 	}
+	return nil
+}
+
+// SetRotateBytes sets the file size at which Reclaim starts a new file
+// (at most the default: a file must stay readable whole at open).
+func (l *PrepareLog) SetRotateBytes(n int64) {
+	l.rotateBytes = min(max(n, 4<<10), prepareLogRotateBytes)
+}
+
+// rotate closes the last file; the next write starts a new one. A
+// persisted topic synced every write already (dirty is false); a
+// replicated topic's writes were never promised a sync.
+func (l *PrepareLog) rotate() error {
+	last := l.files[len(l.files)-1]
+	if l.f != nil {
+		if err := l.f.Close(); err != nil {
+			return fmt.Errorf("close prepare WAL file %s: %w", l.path(last.seq), err)
+		}
+		l.f = nil
+	}
+	l.dirty = false
+	l.files = append(l.files, prepareFile{seq: last.seq + 1})
 	return nil
 }
 

@@ -67,6 +67,7 @@ func (s *partitionShard) fenceGroup(e *partitionEntry, err error, sticky bool) {
 		p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted, bodyReleased: true})
 	}
 	e.backlog = nil
+	e.noteInflightEnded()
 }
 
 // liftFence: the group's Ready went through again.

@@ -147,6 +147,36 @@ func (b *loopbackBus) Connected(uint8) bool            { return true }
 func (b *loopbackBus) Stats() bus.Stats                { return bus.Stats{} }
 func (b *loopbackBus) Close() error                    { return nil }
 
+// loopbackCluster runs three clustered partition planes in this process,
+// joined by a loopbackBus, each serving one replicated partition (replica
+// 0 its first primary).
+func loopbackCluster(t *testing.T, cfg partitionGroupConfig) []*partitionEntry {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	defaults, err := config.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb := &loopbackBus{planes: map[uint8]*partitionPlane{}}
+	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
+	k := partitionKey{1, 1, 0}
+	entries := make([]*partitionEntry, 3)
+	for i := uint8(0); i < 3; i++ {
+		p := newPartitionPlane(log, t.TempDir(), 1, cfg, topology{clustered: true, self: i, count: 3}, defaults.Cluster)
+		p.peers.set(lb, i)
+		lb.planes[i] = p
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { p.shards[0].run(ctx); close(done) }()
+		t.Cleanup(func() { cancel(); <-done })
+		entries[i] = p.open(k, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}, live: true})
+		if entries[i].log == nil || entries[i].group == nil {
+			t.Fatalf("replica %d: %v", i, entries[i].quarantine)
+		}
+	}
+	return entries
+}
+
 // appendFailingStore makes Append fail while failAppend is set.
 type appendFailingStore struct {
 	partitionStore
@@ -167,31 +197,9 @@ func (s *appendFailingStore) Append(b []byte) (partitions.BatchLocation, error) 
 // fences the group and carries the same Ready out again once the disk
 // takes writes; its log then ends byte for byte where the primary's does.
 func TestClusterReplicaThatCannotAppendStallsThenCatchesUp(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	defaults, err := config.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb := &loopbackBus{planes: map[uint8]*partitionPlane{}}
-	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
-	k := partitionKey{1, 1, 0}
-	entries := make([]*partitionEntry, 3)
-	for i := uint8(0); i < 3; i++ {
-		// Journals hold every op of the test: the loopback bus carries no
-		// fetch frames, so the replica must catch up by repair, not transfer.
-		p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 64},
-			topology{clustered: true, self: i, count: 3}, defaults.Cluster)
-		p.peers.set(lb, i)
-		lb.planes[i] = p
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { p.shards[0].run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
-		entries[i] = p.open(k, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}, live: true})
-		if entries[i].log == nil || entries[i].group == nil {
-			t.Fatalf("replica %d: %v", i, entries[i].quarantine)
-		}
-	}
+	// Journals hold every op of the test: the loopback bus carries no
+	// fetch frames, so the replica must catch up by repair, not transfer.
+	entries := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 64})
 	faulty := &appendFailingStore{partitionStore: entries[2].log}
 	entries[2].shard.do(func() { entries[2].log = faulty })
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("m")}})

@@ -106,6 +106,7 @@ type partitionEntry struct {
 	stampNext      uint64
 	stampTimestamp uint64
 	inflight       int                  // proposals handed to the group and not yet answered
+	walQueuedBytes uint64               // their bodies' bytes not yet in the prepare WAL (partition_wal.go)
 	backlog        []*partitionProposal // held while inflight is at the group's window
 	lastTimestamp  uint64               // monotone append time (µs)
 	marker         partitionMarker

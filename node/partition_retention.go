@@ -26,7 +26,8 @@ func (n *Node) partitionGroupConfig() partitionGroupConfig {
 	if depth == 0 || depth > partitionPrepareDepth {
 		depth = partitionPrepareDepth
 	}
-	return partitionGroupConfig{prepareQueueDepth: depth, journalSlots: max(partitionJournalSlots, 2*depth)}
+	return partitionGroupConfig{prepareQueueDepth: depth, journalSlots: max(partitionJournalSlots, 2*depth),
+		walBytesMax: n.cfg.Partition.WALBytesMax.Bytes()}
 }
 
 // applyRetention (the retention job, every second) deletes expired sealed

@@ -33,6 +33,9 @@ type partitionGroup = drivenGroup
 type partitionGroupConfig struct {
 	prepareQueueDepth uint32
 	journalSlots      uint32
+	// walBytesMax ([partition] wal_bytes_max) bounds a group's retained
+	// prepare WAL plus its in-flight prepares, bodies included; 0 = none.
+	walBytesMax uint64
 }
 
 // partitionProposal is one partition-plane write waiting for its outcome.
@@ -404,10 +407,10 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
 		return
 	}
-	if len(e.backlog) > 0 || e.inflight >= s.inflightMax() || !s.stampReady(e) {
-		// The group's window is full, or the primary cannot stamp yet: wait
-		// here rather than have consensus refuse the request (58) under a
-		// burst or a view change.
+	if len(e.backlog) > 0 || e.inflight >= s.inflightMax() || !s.stampReady(e) || !s.walRoom(e, len(p.body)) {
+		// The group's window is full, the prepare WAL at its bound, or the
+		// primary cannot stamp yet: wait here rather than have consensus
+		// refuse the request (58) under a burst or a view change.
 		if len(e.backlog) >= partitionBacklogMax {
 			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
 			return
@@ -436,6 +439,7 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.nextTag++
 	s.waiting[s.nextTag] = p
 	e.inflight++
+	e.walQueuedBytes += uint64(len(p.body))
 	e.group.SetNow(s.clock.NowMicros())
 	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag,
 		Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
@@ -459,7 +463,7 @@ func (s *partitionShard) promoteBacklog(e *partitionEntry) {
 		return
 	}
 	n := 0
-	for n < len(e.backlog) && e.inflight < s.inflightMax() && s.stampReady(e) {
+	for n < len(e.backlog) && e.inflight < s.inflightMax() && s.stampReady(e) && s.walRoom(e, len(e.backlog[n].body)) {
 		s.proposeNow(e, e.backlog[n])
 		e.backlog[n] = nil
 		n++
@@ -488,7 +492,7 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	for _, p := range e.backlog {
 		p.reply(partitionOutcome{code: code})
 	}
-	e.backlog, e.inflight = nil, 0
+	e.backlog, e.inflight, e.walQueuedBytes = nil, 0, 0
 }
 
 // processTouched drains the touched groups' Readys through the one Ready
@@ -611,6 +615,7 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 		}
 		delete(s.waiting, r.Tag)
 		e.inflight--
+		e.noteInflightEnded()
 		if r.Kind != consensus.ReplyCommitted {
 			// The offsets stamped after this one may now leave a hole:
 			// stamp again from the log once everything in flight applied.
@@ -640,7 +645,7 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 // in-memory journal may reuse the slots of applied ops; in cluster mode
 // the next Ready's superblock records it with the frontier.
 func (s *partitionShard) checkpoint(e *partitionEntry) {
-	if !e.group.NeedsCheckpoint() {
+	if !e.group.NeedsCheckpoint() && !s.walPressure(e) {
 		return
 	}
 	frontier := e.log.NextOffset()

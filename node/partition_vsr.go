@@ -197,6 +197,9 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 		dedup = e.checkpointDedup
 	}
 	sb, dir, op := e.superblock, e.dir, e.checkpointOp
+	if e.group.IsPrimary() {
+		e.noteWritten(entries)
+	}
 	return func() error {
 		if wal != nil && (from != 0 || len(entries) > 0) {
 			if err := wal.Write(from, entries); err != nil {

@@ -37,7 +37,7 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (ent
 	path := partitionWALPath(e.dir)
 	wal, entries, err := journal.OpenPrepareLog(path, fromOp)
 	if err == nil {
-		e.wal = wal
+		p.useWAL(e, wal)
 		return entries, false, nil
 	}
 	if !errors.Is(err, journal.ErrPrepareLogDamaged) {
@@ -55,7 +55,7 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (ent
 	if err != nil {
 		return nil, false, err
 	}
-	e.wal = wal
+	p.useWAL(e, wal)
 	return nil, true, nil
 }
 
@@ -69,8 +69,18 @@ func (p *partitionPlane) resetPartitionWAL(e *partitionEntry) error {
 	if err != nil {
 		return err
 	}
-	e.wal = wal
+	p.useWAL(e, wal)
 	return nil
+}
+
+// useWAL installs an opened WAL; its files rotate at an eighth of
+// wal_bytes_max (at most 1 MiB), so reclaiming whole files keeps the
+// retained bytes within the bound.
+func (p *partitionPlane) useWAL(e *partitionEntry, wal *journal.PrepareLog) {
+	if limit := p.shards[0].cfg.walBytesMax; limit > 0 {
+		wal.SetRotateBytes(int64(limit / 8))
+	}
+	e.wal = wal
 }
 
 // closeWAL closes the group's WAL (shutdown, removal, a failed start).
@@ -89,5 +99,52 @@ func pruneDamagedWALs(dir string) {
 	for len(aside) > damagedWALKeep { // Glob sorts: oldest first (same-width nanosecond stamps)
 		_ = os.RemoveAll(aside[0])
 		aside = aside[1:]
+	}
+}
+
+// walRoom: a proposal of n body bytes fits under [partition] wal_bytes_max
+// (the retained prepare WAL plus what is in flight). One proposal is
+// always let through when nothing is in flight (the bound is at least one
+// whole prepare), so a group never stalls on its own bound.
+func (s *partitionShard) walRoom(e *partitionEntry, n int) bool {
+	limit := s.cfg.walBytesMax
+	if limit == 0 || e.inflight == 0 {
+		return true
+	}
+	return e.walRetained()+e.walQueuedBytes+uint64(n) <= limit
+}
+
+// walPressure: the retained WAL passed half its bound; a checkpoint at
+// what is applied (before the core asks for one) lets the next superblock
+// reclaim it.
+func (s *partitionShard) walPressure(e *partitionEntry) bool {
+	limit := s.cfg.walBytesMax
+	if limit == 0 || e.wal == nil || e.walRetained() <= limit/2 {
+		return false
+	}
+	cm := e.group.CommitMin()
+	return cm > e.checkpointOp && e.appliedOp == cm
+}
+
+func (e *partitionEntry) walRetained() uint64 {
+	if e.wal == nil {
+		return 0
+	}
+	return uint64(e.wal.Bytes())
+}
+
+// noteWritten (prepareWrite, shard goroutine): a primary's Ready carries
+// its own proposals as entries; once they are in the WAL they count there.
+func (e *partitionEntry) noteWritten(entries []consensus.Prepare) {
+	for i := range entries {
+		e.walQueuedBytes -= min(e.walQueuedBytes, uint64(len(entries[i].Body)))
+	}
+}
+
+// noteInflightEnded: with nothing in flight nothing is queued for the WAL
+// (a proposal that ended without being written leaves no count behind).
+func (e *partitionEntry) noteInflightEnded() {
+	if e.inflight == 0 {
+		e.walQueuedBytes = 0
 	}
 }
