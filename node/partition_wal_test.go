@@ -1,8 +1,8 @@
 package node
 
 import (
-	"os"
 	"context"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -69,7 +69,9 @@ func TestPartitionWALBytesMaxBoundsRetainedAndInFlight(t *testing.T) {
 	for i, e := range entries {
 		var retained uint64
 		var cp, cm, rec, op uint64
-		e.shard.do(func() { retained, cp, cm, rec, op = e.walRetained(), e.checkpointOp, e.group.CommitMin(), e.walReclaimed, e.group.Op() })
+		e.shard.do(func() {
+			retained, cp, cm, rec, op = e.walRetained(), e.checkpointOp, e.group.CommitMin(), e.walReclaimed, e.group.Op()
+		})
 		if retained > limit {
 			des, _ := os.ReadDir(partitionWALPath(e.dir))
 			for _, de := range des {
