@@ -64,7 +64,10 @@ type partitionEntry struct {
 	// quarantine is the error that keeps this partition out of service.
 	quarantine error
 	persisted  bool // topic durability = persisted: sync before replying
-	shard      *partitionShard
+	// offsetsPersisted: consumer_offset_durability = persisted (a
+	// durability class of its own, partition_wal.go barrierNeeded).
+	offsetsPersisted bool
+	shard            *partitionShard
 
 	// Owned by reconcile (under reconcileMu): the watermarks last handed to
 	// the shard, so unrelated metadata changes cost no shard round trip.

@@ -223,7 +223,9 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		key: k, revision: d.part.CreatedRevision, dir: p.partitionDir(k),
 		// enforce_fsync (upstream: fsync each flush) implies syncing before the reply.
 		persisted: d.topic.Options.Durability == metadata.DurabilityPersisted || d.topic.Options.EnforceFsync,
-		shard:     p.shardFor(k),
+		offsetsPersisted: d.topic.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted ||
+			d.topic.Options.EnforceFsync,
+		shard: p.shardFor(k),
 	}
 	if err := p.prepareDir(e, d.part); err != nil {
 		e.quarantine = err

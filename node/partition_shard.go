@@ -528,7 +528,8 @@ func (s *partitionShard) processTouched() {
 			if err != nil {
 				stalled[e] = true
 				if !errors.Is(err, errInstallPending) {
-					s.fenceGroup(e, err, false)
+					var ff *fsyncFailed
+					s.fenceGroup(e, err, errors.As(err, &ff))
 				}
 				continue
 			}
@@ -592,7 +593,10 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 		s.results[committed[i].Header.Op] = out
 		e.appliedOp = committed[i].Header.Op
 	}
-	if appended && e.persisted {
+	if appended && e.persisted && e.wal == nil {
+		// A single node: no WAL, the segment sync is the barrier. (A
+		// cluster replica synced the WAL before its PrepareOk; its log is
+		// synced before each checkpoint, partition_vsr.go.)
 		if err := e.log.Sync(); err != nil {
 			for op, out := range s.results {
 				if out.code == wire.OK {

@@ -177,7 +177,8 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 	if e.superblock == nil {
 		return nil, nil // a single node: no superblock, no WAL
 	}
-	wal, from, entries, syncWAL := e.wal, rd.Truncate, rd.Entries, e.persisted
+	wal, from, entries := e.wal, rd.Truncate, rd.Entries
+	syncWAL := e.barrierNeeded(entries)
 	var st *journal.SuperblockState
 	if rd.Superblock != nil {
 		if rd.Superblock.CheckpointOp != e.checkpointOp {
@@ -197,6 +198,11 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 		dedup = e.checkpointDedup
 	}
 	sb, dir, op := e.superblock, e.dir, e.checkpointOp
+	// A persisted topic's log is synced lazily in a cluster (the WAL holds
+	// what was acknowledged): before a superblock names a checkpoint whose
+	// frontier it must hold, and so before the WAL history is reclaimed.
+	syncLog := st != nil && wal != nil && e.persisted
+	log := e.log
 	if e.group.IsPrimary() {
 		e.noteWritten(entries)
 	}
@@ -207,12 +213,17 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 			}
 			if syncWAL {
 				if err := wal.Sync(); err != nil {
-					return err
+					return &fsyncFailed{err}
 				}
 			}
 		}
 		if st == nil {
 			return nil
+		}
+		if syncLog {
+			if err := log.Sync(); err != nil {
+				return &fsyncFailed{fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err)}
+			}
 		}
 		if dedup != nil {
 			if err := writeDedupFile(dir, op, dedup); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/wire"
 )
 
 // A partition group's prepare WAL (cluster mode, journal.PrepareLog) lives
@@ -148,3 +149,32 @@ func (e *partitionEntry) noteInflightEnded() {
 		e.walQueuedBytes = 0
 	}
 }
+
+// barrierNeeded: a Ready's entries need the WAL synced before their
+// PrepareOk leaves. Each entry has the durability class of what it
+// writes: sends, purges and cuts the topic's durability, offset stores
+// and deletes its consumer_offset_durability. One sync covers every
+// entry of the Ready (a shared barrier persists weaker co-batched entries
+// too, which promises nothing more for them).
+func (e *partitionEntry) barrierNeeded(entries []consensus.Prepare) bool {
+	for i := range entries {
+		switch wire.Operation(entries[i].Header.Operation) {
+		case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
+			if e.offsetsPersisted {
+				return true
+			}
+		default:
+			if e.persisted {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fsyncFailed marks a failed fsync: its fence lasts until a restart
+// (partition_fence.go).
+type fsyncFailed struct{ err error }
+
+func (f *fsyncFailed) Error() string { return f.err.Error() }
+func (f *fsyncFailed) Unwrap() error { return f.err }
