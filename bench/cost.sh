@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# bench/cost.sh: what a write costs, measured side by side in one run
+# (issue 8 point 10, issue 9 point 8). For each setup (a single node, a
+# 3-node loopback cluster) and each topic durability (replicated,
+# persisted) it starts fresh servers, runs
+#   iggy-bench --total-data $DATA --durability D pinned-producer
+# against the metadata primary, and reports produce MB/s, batch p50/p99
+# and server CPU-seconds per acknowledged GB (utime + stime from
+# /proc/<pid>/stat, every server process summed). With RATE=1 it then runs
+# each cluster durability again at half its measured throughput
+# (--rate-limit) for the half-load p99. Last, the data disk's sequential
+# write bandwidth: dd bs=1M count=2048 conv=fdatasync.
+#
+#   bench/cost.sh                 # DATA=1GB
+#   DATA=256MB RATE=1 bench/cost.sh
+#
+# Everything listens on 127.0.0.61 (loopback) and lives under a temp
+# directory removed at the end; every process started is stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${DATA:-1GB}
+RATE=${RATE:-0}
+IP=127.0.0.61
+WORK=$(mktemp -d /tmp/lodestream-cost.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+go build -o "$WORK/bin/" ./cmd/iggy-server ./cmd/iggy-bench
+TCK=$(getconf CLK_TCK)
+
+cat >"$WORK/cluster.toml" <<EOF
+[cluster]
+enabled = true
+name = "cost-bench"
+[tcp]
+address = "$IP:18090"
+[http]
+enabled = false
+[quic]
+enabled = false
+[websocket]
+enabled = false
+EOF
+for i in 0 1 2; do
+  cat >>"$WORK/cluster.toml" <<EOF
+[[cluster.nodes]]
+name = "node-$i"
+ip = "$IP"
+replica_id = $i
+ports = { tcp = $((18090 + i)), http = $((13000 + i)), quic = $((18080 + i)), websocket = $((18190 + i)), tcp_replica = $((19090 + i)) }
+EOF
+done
+
+start() { # setup -> sets SERVERS (pids)
+  SERVERS=()
+  local setup=$1 dir="$WORK/data-$RANDOM"
+  if [ "$setup" = single ]; then
+    IGGY_TCP_ADDRESS=$IP:18090 IGGY_HTTP_ENABLED=false IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=false \
+      IGGY_SYSTEM_PATH="$dir/0" IGGY_SYSTEM_LOGGING_LEVEL=warn \
+      "$WORK/bin/iggy-server" --with-default-root-credentials >"$dir.0.log" 2>&1 &
+    SERVERS+=($!)
+  else
+    for i in 0 1 2; do
+      IGGY_CONFIG_PATH="$WORK/cluster.toml" IGGY_SYSTEM_PATH="$dir/$i" IGGY_SYSTEM_LOGGING_LEVEL=warn \
+        "$WORK/bin/iggy-server" --replica-id "$i" --with-default-root-credentials >"$dir.$i.log" 2>&1 &
+      SERVERS+=($!)
+    done
+  fi
+  PIDS+=("${SERVERS[@]}")
+  # Ready when the primary answers a bench ping-sized run: wait for its port.
+  for _ in $(seq 1 300); do
+    (exec 3<>"/dev/tcp/$IP/18090") 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 3 # the cluster elects and every node catches up
+}
+
+stop() {
+  for p in "${SERVERS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${SERVERS[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+
+cpu_ticks() {
+  local sum=0
+  for p in "${SERVERS[@]}"; do
+    read -r -a f <"/proc/$p/stat"
+    sum=$((sum + f[13] + f[14]))
+  done
+  echo "$sum"
+}
+
+# run setup durability rate -> prints one table row
+run() {
+  local setup=$1 durability=$2 rate=$3
+  start "$setup"
+  local before after out="$WORK/bench.json"
+  before=$(cpu_ticks)
+  "$WORK/bin/iggy-bench" --address "$IP:18090" --total-data "$DATA" --warmup 1s --no-progress --json \
+    --durability "$durability" --rate-limit "$rate" pinned-producer >"$out"
+  after=$(cpu_ticks)
+  stop
+  [ -s "$out" ] || { echo "iggy-bench printed nothing ($setup $durability); server logs: $WORK" >&2; tail -5 "$WORK"/data-*.log >&2; return 1; }
+  python3 - "$setup" "$durability" "$rate" "$before" "$after" "$TCK" "$out" <<'PY'
+import json, sys
+setup, durability, rate, before, after, tck, path = sys.argv[1:]
+d = json.load(open(path))
+a = d["aggregate"]
+p = d["params"]
+gb = p["producers"] * p["message_batches_per_producer"] * p["messages_per_batch"] * p["message_size_bytes"] / 1e9
+cpu = (int(after) - int(before)) / int(tck)
+lat = a["batch_latency"]
+print(f"| {setup} | {durability} | {rate if rate != '0' else 'max'} | {a['mb_per_second']:.0f} MB/s | "
+      f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} ms | {cpu / gb:.1f} CPU-s/GB | complete={d['complete']} |")
+PY
+}
+
+echo "| setup | durability | rate | produce | batch p50 / p99 | server CPU per acked GB | |"
+echo "|---|---|---|---|---|---|---|"
+declare -A MAX
+for setup in single cluster3; do
+  for durability in replicated persisted; do
+    row=$(run "$setup" "$durability" 0)
+    echo "$row"
+    MAX[$setup-$durability]=$(echo "$row" | awk -F'|' '{print $5}' | awk '{print $1}')
+  done
+done
+if [ "$RATE" = 1 ]; then
+  for durability in replicated persisted; do
+    half=$(python3 -c "print(max(1, ${MAX[cluster3-$durability]} / 2))")
+    run cluster3 "$durability" "$half"
+  done
+fi
+echo
+echo "dd on the data disk ($WORK):"
+dd if=/dev/zero of="$WORK/dd.bin" bs=1M count=2048 conv=fdatasync 2>&1 | tail -1
+rm -f "$WORK/dd.bin"
