@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/zeebo/xxh3"
 )
 
 // PrepareLog is a partition group's prepare WAL (cluster mode): every
@@ -47,6 +49,7 @@ type PrepareLog struct {
 	// file was created or removed since.
 	dirty, dirDirty bool
 	rotateBytes     int64 // SetRotateBytes; default prepareLogRotateBytes
+	w               *bufio.Writer
 }
 
 type prepareFile struct {
@@ -237,35 +240,71 @@ func appendTruncRecord(buf []byte, from uint64) []byte {
 // Write records a Ready's journal work: if from != 0, every op >= from is
 // removed first, then entries are appended, starting a new file whenever
 // the last one reached the rotation size (so reclaiming whole files
-// stays precise). Not synced (see Sync).
+// stays precise). Record headers are built in one small buffer and the
+// bodies written from where they are (no copy of a batch into a record
+// buffer). Not synced (see Sync).
 func (l *PrepareLog) Write(from uint64, entries []consensus.Prepare) error {
 	if l.poisoned != nil {
 		return l.poisoned
 	}
-	var buf []byte
-	var maxOp uint64
-	if from != 0 {
-		buf = appendTruncRecord(buf, from)
-	}
-	for i := range entries {
-		if n := len(l.files); len(buf) > 0 && n > 0 && l.files[n-1].bytes+int64(len(buf)) >= l.rotateBytes {
-			if err := l.writeLast(buf, maxOp); err != nil {
-				return err
-			}
-			buf, maxOp = buf[:0], 0
-		}
-		buf = appendEntry(buf, &entries[i])
-		maxOp = max(maxOp, entries[i].Header.Op)
-	}
-	if len(buf) == 0 {
+	if from == 0 && len(entries) == 0 {
 		return nil
 	}
-	return l.writeLast(buf, maxOp)
+	// Exact capacity: the head slices below stay valid (no reallocation).
+	heads := make([]byte, 0, walHeaderBytes+len(entries)*(walHeaderBytes+prepareFixedBytes))
+	var pieces [][]byte
+	var size int64
+	var maxOp uint64
+	if from != 0 {
+		heads = appendTruncRecord(heads, from)
+		pieces, size = append(pieces, heads), walHeaderBytes
+	}
+	for i := range entries {
+		if n := len(l.files); size > 0 && n > 0 && l.files[n-1].bytes+size >= l.rotateBytes {
+			if err := l.writeLast(pieces, size, maxOp); err != nil {
+				return err
+			}
+			pieces, size, maxOp = pieces[:0], 0, 0
+		}
+		start := len(heads)
+		heads = appendEntryHead(heads, &entries[i])
+		pieces = append(pieces, heads[start:len(heads):len(heads)])
+		if body := entries[i].Body; len(body) > 0 {
+			pieces = append(pieces, body)
+		}
+		size += int64(len(heads)-start) + int64(len(entries[i].Body))
+		maxOp = max(maxOp, entries[i].Header.Op)
+	}
+	return l.writeLast(pieces, size, maxOp)
 }
 
-// writeLast appends buf (whole records, entries up to maxOp) to the last
-// file, after starting a new one if the last one is full.
-func (l *PrepareLog) writeLast(buf []byte, maxOp uint64) error {
+// appendEntryHead appends the record header and the encoded prepare
+// header of p: with p.Body after it, the bytes appendEntry produces.
+func appendEntryHead(buf []byte, p *consensus.Prepare) []byte {
+	start := len(buf)
+	buf = append(buf, make([]byte, walHeaderBytes)...)
+	body := p.Body
+	buf = appendPrepare(buf, &consensus.Prepare{Header: p.Header})
+	le := binary.LittleEndian
+	le.PutUint32(buf[len(buf)-4:], uint32(len(body))) // body_len, the last header field
+	le.PutUint32(buf[start:], walMagic)
+	le.PutUint32(buf[start+4:], uint32(len(buf)-start-walHeaderBytes+len(body)))
+	le.PutUint64(buf[start+8:], p.Header.Op)
+	h := xxh3.New()
+	h.Write(buf[start : start+16])
+	h.Write(buf[start+walHeaderBytes:])
+	h.Write(body)
+	le.PutUint64(buf[start+16:], h.Sum64())
+	return buf
+}
+
+// writeLast appends pieces (whole records, size bytes, entries up to
+// maxOp) to the last file, after starting a new one if the last one is
+// full; small pieces are coalesced, large ones written as they are.
+func (l *PrepareLog) writeLast(pieces [][]byte, size int64, maxOp uint64) error {
+	if size == 0 {
+		return nil
+	}
 	if n := len(l.files); n > 0 && l.files[n-1].bytes >= l.rotateBytes {
 		if err := l.rotate(); err != nil {
 			return err
@@ -275,15 +314,28 @@ func (l *PrepareLog) writeLast(buf []byte, maxOp uint64) error {
 		return err
 	}
 	last := &l.files[len(l.files)-1]
-	if _, err := l.f.Write(buf); err != nil {
-		// The file may hold part of buf: cut it back, or stop using it.
+	if l.w == nil {
+		l.w = bufio.NewWriterSize(l.f, 64<<10)
+	}
+	l.w.Reset(l.f)
+	var err error
+	for _, piece := range pieces {
+		if _, err = l.w.Write(piece); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = l.w.Flush()
+	}
+	if err != nil {
+		// The file may hold part of the records: cut it back, or stop using it.
 		if terr := l.f.Truncate(last.bytes); terr != nil {
 			l.poisoned = fmt.Errorf("prepare WAL %s poisoned: write failed (%v) and its tail could not be cut: %w", l.dir, err, terr)
 		}
 		l.f.Seek(last.bytes, io.SeekStart)
 		return fmt.Errorf("write prepare WAL %s: %w", l.dir, err)
 	}
-	last.bytes += int64(len(buf))
+	last.bytes += size
 	last.maxOp = max(last.maxOp, maxOp)
 	l.dirty = true
 	return nil
