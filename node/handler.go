@@ -42,7 +42,14 @@ func (n *Node) logoutReplicated(v sessionView, request uint64) {
 		Client: v.client, Session: v.fence, Request: request,
 		Operation: consensus.OperationLogout, UserID: v.userID,
 	})
-	if out.kind != consensus.ReplyCommitted && !errors.Is(out.err, errDriverStopped) {
+	switch {
+	case out.kind == consensus.ReplyCommitted || errors.Is(out.err, errDriverStopped):
+	case out.err == nil && (out.kind == consensus.ReplyEvictSessionTooLow || out.kind == consensus.ReplyEvictNoSession):
+		// The client re-registered under its client id (the leader-aware
+		// client keeps it across reconnects): the newer session superseded
+		// this one, nothing is left to log out.
+		n.log.Debug("session logout superseded by a newer session", "conn", v.connID, "kind", out.kind)
+	default:
 		n.log.Warn("session logout not committed", "conn", v.connID, "kind", out.kind, "err", out.err)
 	}
 }
