@@ -171,28 +171,31 @@ func (p *partitionPlane) reconcileAfter(state *metadata.State, cmd metadata.Comm
 			p.reconcileTopic(state, topicKey{res.Topic.StreamID, res.Topic.ID})
 			return
 		}
-	case metadata.CreatePartitions:
-		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
-			p.reconcileTopic(state, k)
-			return
-		}
-	case metadata.DeletePartitions:
-		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
-			p.reconcileTopic(state, k)
-			return
-		}
-	case metadata.PurgeTopic:
-		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
-			p.reconcileTopic(state, k)
-			return
-		}
-	case metadata.TruncatePartition:
-		if k, ok := resolvedTopic(state, c.Stream, c.Topic); ok {
-			p.reconcileTopic(state, k)
-			return
+	default:
+		if stream, topic, scoped := topicScoped(cmd); scoped {
+			if k, ok := resolvedTopic(state, stream, topic); ok {
+				p.reconcileTopic(state, k)
+				return
+			}
 		}
 	}
 	p.reconcile(state)
+}
+
+// topicScoped names the topic of a command that changes only that
+// topic's partitions.
+func topicScoped(cmd metadata.Command) (stream, topic metadata.Ident, ok bool) {
+	switch c := cmd.(type) {
+	case metadata.CreatePartitions:
+		return c.Stream, c.Topic, true
+	case metadata.DeletePartitions:
+		return c.Stream, c.Topic, true
+	case metadata.PurgeTopic:
+		return c.Stream, c.Topic, true
+	case metadata.TruncatePartition:
+		return c.Stream, c.Topic, true
+	}
+	return metadata.Ident{}, metadata.Ident{}, false
 }
 
 func resolvedTopic(state *metadata.State, stream, topic metadata.Ident) (topicKey, bool) {
