@@ -450,7 +450,8 @@ func (l *PrepareLog) Bytes() int64 {
 	return n
 }
 
-// Close closes the open file.
+// Close closes the open file; the log stays usable (the next Write
+// reopens its last file). What was written and not synced stays so.
 func (l *PrepareLog) Close() error {
 	if l.f == nil {
 		return nil

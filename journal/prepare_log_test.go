@@ -312,3 +312,22 @@ func FuzzOpenPrepareLog(f *testing.F) {
 		}
 	})
 }
+
+// TestPrepareLogCloseReleasesTheFileAndWritesGoOn: an idle group closes
+// its WAL; the next write reopens the last file and appends after it.
+func TestPrepareLogCloseReleasesTheFileAndWritesGoOn(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	if err := l.Write(0, plRange(1, 2, 1, 50)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil || l.f != nil {
+		t.Fatalf("close: %v (file still open: %v)", err, l.f != nil)
+	}
+	if err := l.Write(0, plRange(3, 4, 1, 50)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, got := openPL(t, dir, 0)
+	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1, 3: 1, 4: 1})
+}

@@ -57,6 +57,13 @@ func (s *partitionShard) noteQuiet(e *partitionEntry) {
 	if e.quietTicks >= s.restAfterTicks && s.mayRest(e, now) {
 		e.resting = true
 		delete(s.awake, e) // (deleting during the tick's range over awake is allowed)
+		// A resting group holds no WAL descriptor: the next write reopens
+		// the file (a persisted write was synced already).
+		if e.wal != nil {
+			if err := e.wal.Close(); err != nil {
+				s.log.Warn("close a resting partition's prepare WAL", "dir", e.dir, "err", err)
+			}
+		}
 		if e.primary.Load() {
 			s.restingLed++
 		}
