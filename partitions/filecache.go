@@ -109,13 +109,13 @@ func (c *FileCache) Register(path string, flag int, syncOnEvict bool) *CachedFil
 
 // Create opens path now with createFlag (O_CREATE, O_EXCL, O_TRUNC as needed), so creation errors
 // surface at once, and keeps it as a cached file reopened later with createFlag minus those flags.
-// A newly created file counts as dirty (its first Sync makes it durable).
+// The new file is not dirty: its directory entry is the caller's to sync (a directory fsync).
 func (c *FileCache) Create(path string, createFlag int, perm os.FileMode, syncOnEvict bool) (*CachedFile, error) {
 	h := c.Register(path, createFlag, syncOnEvict)
 	if _, err := h.acquire(createFlag, perm); err != nil {
 		return nil, err
 	}
-	h.release(true)
+	h.release(false)
 	return h, nil
 }
 
