@@ -201,19 +201,38 @@ func fdsEveryPartition(t *testing.T, addr string, topics []uint32, fn func(c *cl
 
 func fdsPayload(topic, p uint32, n int) string { return fmt.Sprintf("t%d-p%d-m%d", topic, p, n) }
 
+// fdsRetry repeats call while it answers 58: a partition still being
+// opened (after its creation, or at boot while the openers work through
+// thousands of partitions) answers 58 once a request waited 10 s for it.
+func fdsRetry(ctx context.Context, call func() error) error {
+	for {
+		err := call()
+		if client.CodeOf(err) != wire.ErrTransientNotAccepted || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func fdsSend(ctx context.Context, c *client.Client, topic, p uint32, n int) error {
-	_, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(topic),
-		wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: p},
-		[]wire.BatchMessageInput{{Payload: []byte(fdsPayload(topic, p, n))}})
-	return err
+	return fdsRetry(ctx, func() error {
+		_, err := c.SendMessages(ctx, wire.NumericID(0), wire.NumericID(topic),
+			wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: p},
+			[]wire.BatchMessageInput{{Payload: []byte(fdsPayload(topic, p, n))}})
+		return err
+	})
 }
 
 // fdsPoll checks that the partition holds exactly messages 0..want-1.
 func fdsPoll(ctx context.Context, c *client.Client, topic, p uint32, want int) error {
-	r, err := c.PollMessages(ctx, wire.PollMessagesRequest{
-		Consumer: wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(1)},
-		Stream:   wire.NumericID(0), Topic: wire.NumericID(topic), Partition: wire.SomePartition(p),
-		Strategy: wire.PollingStrategy{Kind: wire.PollFirst}, Count: 10})
+	var r *wire.PollMessagesReply
+	err := fdsRetry(ctx, func() (err error) {
+		r, err = c.PollMessages(ctx, wire.PollMessagesRequest{
+			Consumer: wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(1)},
+			Stream:   wire.NumericID(0), Topic: wire.NumericID(topic), Partition: wire.SomePartition(p),
+			Strategy: wire.PollingStrategy{Kind: wire.PollFirst}, Count: 10})
+		return err
+	})
 	if err != nil {
 		return err
 	}
