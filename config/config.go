@@ -74,17 +74,21 @@ type HeartbeatConfig struct {
 
 // SystemConfig is [system].
 type SystemConfig struct {
-	Path       string           `toml:"path"`
-	Runtime    PathConfig       `toml:"runtime"`
-	Logging    LoggingConfig    `toml:"logging"`
-	Encryption EncryptionConfig `toml:"encryption"`
-	Stream     PathConfig       `toml:"stream"`
-	Topic      PathConfig       `toml:"topic"`
-	Partition  SystemPartition  `toml:"partition"`
-	Segment    SegmentConfig    `toml:"segment"`
-	Recovery   RecoveryConfig   `toml:"recovery"`
-	MemoryPool MemoryPoolConfig `toml:"memory_pool"`
-	Sharding   ShardingConfig   `toml:"sharding"`
+	Path string `toml:"path"`
+	// OpenFilesMax bounds the partition segment files held open at once
+	// (the open-file cache, issue 15 point 8); 0 derives it from
+	// RLIMIT_NOFILE (partitions.AutoOpenFilesMax).
+	OpenFilesMax uint64           `toml:"open_files_max"`
+	Runtime      PathConfig       `toml:"runtime"`
+	Logging      LoggingConfig    `toml:"logging"`
+	Encryption   EncryptionConfig `toml:"encryption"`
+	Stream       PathConfig       `toml:"stream"`
+	Topic        PathConfig       `toml:"topic"`
+	Partition    SystemPartition  `toml:"partition"`
+	Segment      SegmentConfig    `toml:"segment"`
+	Recovery     RecoveryConfig   `toml:"recovery"`
+	MemoryPool   MemoryPoolConfig `toml:"memory_pool"`
+	Sharding     ShardingConfig   `toml:"sharding"`
 }
 
 // PathConfig is a section holding one relative directory name.

@@ -37,6 +37,7 @@ func TestDefaultsDecodeAndValidate(t *testing.T) {
 		got, want any
 	}{
 		{"system.path", cfg.System.Path, "local_data"},
+		{"system.open_files_max", cfg.System.OpenFilesMax, uint64(0)},
 		{"tcp.enabled", cfg.TCP.Enabled, true},
 		{"tcp.address", cfg.TCP.Address, "127.0.0.1:8090"},
 		{"tcp.connections_max", cfg.TCP.ConnectionsMax, uint64(4096)},

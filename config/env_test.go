@@ -44,6 +44,7 @@ func TestEnvScalarAndNestedOverrides(t *testing.T) {
 		"IGGY_CLUSTER_SUPERBLOCK_WEDGED_FATAL_TIMEOUT": "disabled",
 		"IGGY_SYSTEM_PARTITION_VALIDATE_CHECKSUM":      "false",
 		"IGGY_TCP_TLS_ENABLED":                         "",
+		"IGGY_SYSTEM_OPEN_FILES_MAX":                   "2048",
 		"IGGY_ROOT_USERNAME":                           "admin",
 		"IGGY_TEST_VERBOSE":                            "1",
 		"HOME":                                         "/root",
@@ -71,6 +72,7 @@ func TestEnvScalarAndNestedOverrides(t *testing.T) {
 		{"cluster.superblock_wedged_fatal_timeout", cfg.Cluster.SuperblockWedgedFatalTimeout.IsZero(), true},
 		{"system.partition.validate_checksum", cfg.System.Partition.ValidateChecksum, false},
 		{"tcp.tls.enabled (empty = unset)", cfg.TCP.TLS.Enabled, false},
+		{"system.open_files_max", cfg.System.OpenFilesMax, uint64(2048)},
 	}
 	for _, check := range checks {
 		if check.got != check.want {

@@ -42,8 +42,12 @@ const (
 	reconcilePeriodicIntervalMax  = 30 * time.Second
 	websocketWriteBufferDefault   = 128 * KiB
 	tcpConnectionsMax             = 1 << 20
-	sendQueueBytesMin             = 64 * KiB
-	loginTrackedEntriesMax        = 1 << 20
+	// OpenFilesMaxMin and OpenFilesMaxMax bound system.open_files_max (the
+	// minimum is partitions.OpenFilesMin).
+	OpenFilesMaxMin        = 16
+	OpenFilesMaxMax        = 1 << 30
+	sendQueueBytesMin      = 64 * KiB
+	loginTrackedEntriesMax = 1 << 20
 )
 
 // EncryptionKeyRule is the rule for system.encryption.key (upstream's
@@ -113,6 +117,10 @@ func (c *Config) validateSystem(v *violations) {
 	}
 	if _, err := ParseLogLevel(c.System.Logging.Level); err != nil {
 		v.add("%v", err)
+	}
+	if n := c.System.OpenFilesMax; n != 0 && (n < OpenFilesMaxMin || n > OpenFilesMaxMax) {
+		v.add("system.open_files_max = %d: must be 0 (derived from the descriptor limit) or between %d and %d",
+			n, OpenFilesMaxMin, OpenFilesMaxMax)
 	}
 	if c.ConsumerGroup.RebalancingTimeout.Duration != RebalancingTimeoutDefault {
 		v.add("consumer_group.rebalancing_timeout = %s: only the default %s is accepted: this server rebalances a consumer group in the same committed operation as the membership change (no pending revocation waits for a previous owner's commit), so there is no deadline to configure; remove the key",

@@ -87,6 +87,10 @@ func TestValidateRulesCheckedEvenWhenClusterDisabled(t *testing.T) {
 func TestValidateConnectionLimits(t *testing.T) {
 	runRules(t, singleNode, []rule{
 		{"connections_max 1 ok", func(c *Config) { c.TCP.ConnectionsMax = 1; c.TCP.ConnectionsPerAddressMax = 1 }, ""},
+		{"open_files_max 0 (derived) ok", func(c *Config) { c.System.OpenFilesMax = 0 }, ""},
+		{"open_files_max 16 ok", func(c *Config) { c.System.OpenFilesMax = 16 }, ""},
+		{"open_files_max 15", func(c *Config) { c.System.OpenFilesMax = 15 },
+			"system.open_files_max = 15: must be 0 (derived from the descriptor limit) or between 16 and 1073741824"},
 		{"connections_max 0", func(c *Config) { c.TCP.ConnectionsMax = 0 }, "tcp.connections_max = 0: must be between 1 and 1048576"},
 		{"connections_max too large", func(c *Config) { c.TCP.ConnectionsMax = 1<<20 + 1 }, "tcp.connections_max = 1048577: must be between 1 and 1048576"},
 		{"per address equals max ok", func(c *Config) { c.TCP.ConnectionsPerAddressMax = 4096 }, ""},

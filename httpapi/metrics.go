@@ -190,6 +190,12 @@ var (
 	descBusSent        = prometheus.NewDesc("iggy_replica_bus_frames_sent_total", "Replica-bus frames written to peers.", nil, nil)
 	descBusReceived    = prometheus.NewDesc("iggy_replica_bus_frames_received_total", "Replica-bus frames received and delivered.", nil, nil)
 	descBusInvalid     = prometheus.NewDesc("iggy_replica_bus_frames_invalid_total", "Replica-bus frames received and dropped as invalid.", nil, nil)
+
+	descOpenFiles         = prometheus.NewDesc("iggy_open_files", "Partition segment files the open-file cache holds open now.", nil, nil)
+	descOpenFilesMax      = prometheus.NewDesc("iggy_open_files_max", "The open-file cache's bound (system.open_files_max, or derived from RLIMIT_NOFILE).", nil, nil)
+	descOpenFileOpens     = prometheus.NewDesc("iggy_open_file_opens_total", "Segment files the open-file cache opened (first opens and reopens).", nil, nil)
+	descOpenFileEvictions = prometheus.NewDesc("iggy_open_file_evictions_total", "Idle segment files the open-file cache closed to make room (synced first when their topic is persisted and they were written).", nil, nil)
+	descOpenFileWaits     = prometheus.NewDesc("iggy_open_file_waits_total", "Times an open waited because every cached descriptor was in use.", nil, nil)
 )
 
 func (nodeCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -197,7 +203,8 @@ func (nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 		descGroupLag, descConnections, descSessions, descRefused, descUnrouted, descStreams, descTopics, descPartitions,
 		descSegments, descMessages, descUsers, descClients, descGroups, descMessageBytes, descPartGroups,
 		descPartViewChange, descPartViewMax, descPartLagSum, descPartLagMax, descPartLagTop, descWALBytes, descBusQueue,
-		descBusDropped, descBusSent, descBusReceived, descBusInvalid} {
+		descBusDropped, descBusSent, descBusReceived, descBusInvalid, descOpenFiles, descOpenFilesMax, descOpenFileOpens,
+		descOpenFileEvictions, descOpenFileWaits} {
 		ch <- d
 	}
 }
@@ -251,6 +258,13 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			strconv.FormatUint(uint64(p.Partition), 10), role)
 	}
 	gauge(descWALBytes, float64(o.MetadataWALBytes))
+	if f := o.OpenFiles; f != nil {
+		gauge(descOpenFiles, float64(f.Open))
+		gauge(descOpenFilesMax, float64(f.Max))
+		counter(descOpenFileOpens, float64(f.Opens))
+		counter(descOpenFileEvictions, float64(f.Evictions))
+		counter(descOpenFileWaits, float64(f.Waits))
+	}
 	if b := o.Bus; b != nil {
 		for peer, depth := range o.BusQueueDepths {
 			gauge(descBusQueue, float64(depth), strconv.FormatUint(uint64(peer), 10))

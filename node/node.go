@@ -199,6 +199,7 @@ func Run(ctx context.Context, opts Options) error {
 	// then every partition metadata knows is opened or created.
 	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig(),
 		topo, cfg.Cluster)
+	n.plane.files = newOpenFileCache(cfg, log)
 	shardCtx, stopShards := context.WithCancel(context.Background())
 	var shardsWG sync.WaitGroup
 	for _, sh := range n.plane.shards {

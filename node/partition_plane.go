@@ -235,6 +235,9 @@ type partitionPlane struct {
 	// storageLost: this node's metadata storage was lost (storage_lost.go);
 	// set before the gate opens.
 	storageLost bool
+	// files bounds the segment files held open ([system] open_files_max,
+	// partition_fds.go); nil: the process-wide partitions.SharedFileCache.
+	files *partitions.FileCache
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,
@@ -358,5 +361,9 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// Offsets never re-issued after a crash (issue 15 point 5). A
 		// replica's offsets come from its group's log, the same on every node.
 		ReserveOffsets: !p.clustered(),
+		// One descriptor bound for every partition of the node; a persisted
+		// topic's files are synced before the cache closes them.
+		Files:       p.files,
+		SyncOnEvict: t.Options.Durability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/transport/bus"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -106,6 +107,9 @@ type Observation struct {
 	// on a single node).
 	Bus            *bus.Stats
 	BusQueueDepths map[uint8]int
+	// OpenFiles is the partition open-file cache's figures (nil without a
+	// partition plane).
+	OpenFiles *partitions.FileCacheStats
 }
 
 // PartitionLagTopN bounds the partition groups Observe names one by one.
@@ -159,6 +163,10 @@ func (n *Node) Observe() Observation {
 				}
 			}
 		}
+	}
+	if n.plane != nil && n.plane.files != nil {
+		st := n.plane.files.Stats()
+		o.OpenFiles = &st
 	}
 	o.PartitionWritesRefused = n.partitionWritesRefused.Load()
 	o.UnroutedReplicaFrames = n.unroutedReplicaMessages.Load()

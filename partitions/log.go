@@ -111,11 +111,13 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
 // createSegment creates empty .log and .index files for a new active segment starting at start.
 func (l *Log) createSegment(start uint64) (*segment, error) {
-	logFile, err := os.OpenFile(segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	logFile, err := l.opts.Files.Create(segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644,
+		l.opts.SyncOnEvict)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", start, err)
 	}
-	indexFile, err := os.OpenFile(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	indexFile, err := l.opts.Files.Create(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644,
+		l.opts.SyncOnEvict)
 	if err != nil {
 		logFile.Close()
 		os.Remove(logFile.Name())

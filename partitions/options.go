@@ -49,6 +49,12 @@ type Options struct {
 	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
 	// offsets come from its group's log instead.
 	ReserveOffsets bool
+	// Files is the open-file cache the log's segment files go through (filecache.go): shared by every
+	// log of a node so their descriptors stay under one bound. nil: SharedFileCache().
+	Files *FileCache
+	// SyncOnEvict: the cache fdatasyncs a segment file written since the last Sync before it closes
+	// it (persisted topics), and the next Sync reports that sync's error.
+	SyncOnEvict bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -63,6 +69,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Files == nil {
+		o.Files = SharedFileCache()
 	}
 	if o.SegmentSizeBytes < segmentSizeBytesMin {
 		return o, fmt.Errorf("partition options: segment size %d bytes is below the %d-byte minimum",

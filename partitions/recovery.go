@@ -176,10 +176,9 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 	if l.readOnly {
 		mode = os.O_RDONLY
 	}
-	f, err := os.OpenFile(segmentLogPath(l.dir, start), mode, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open segment %s: %w", name, err)
-	}
+	// The walk reads through the open-file cache like any read, so a boot never holds more than its
+	// bound however many segments the node has.
+	f := l.opts.Files.Register(segmentLogPath(l.dir, start), mode, l.opts.SyncOnEvict)
 	s := &segment{startOffset: start, nextOffset: start, logFile: f}
 	fail := func(err error) (*segment, error) {
 		s.close()
@@ -187,7 +186,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 	}
 	info, err := f.Stat()
 	if err != nil {
-		return fail(fmt.Errorf("stat segment %s: %w", name, err))
+		return fail(fmt.Errorf("open segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
 	var damage *segmentDamage
@@ -252,7 +251,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		if err := f.Truncate(int64(damage.position)); err != nil {
 			return fail(fmt.Errorf("truncate torn tail of %s at %d: %w", name, damage.position, err))
 		}
-		if err := datasync(f); err != nil {
+		if err := f.Sync(); err != nil {
 			return fail(fmt.Errorf("sync truncated %s: %w", name, err))
 		}
 	}
@@ -260,11 +259,8 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		return fail(err)
 	}
 	if last && !l.readOnly {
-		idx, err := os.OpenFile(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			return fail(fmt.Errorf("open index of active segment %d: %w", start, err))
-		}
-		s.indexFile = idx
+		// reconcileIndex left the file in place; it is opened on the first append.
+		s.indexFile = l.opts.Files.Register(segmentIndexPath(l.dir, start), os.O_RDWR, l.opts.SyncOnEvict)
 	}
 	return s, nil
 }
@@ -313,7 +309,7 @@ func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) 
 // findVerifiedBatchAfter looks for any fully verified batch starting after position from whose base
 // offset is at least minOffset. Finding one means the damage at from is interior corruption, not a
 // torn append. Candidate positions are filtered on cheap header checks before a full verification.
-func findVerifiedBatchAfter(f *os.File, from, size, minOffset uint64) (uint64, bool, error) {
+func findVerifiedBatchAfter(f io.ReaderAt, from, size, minOffset uint64) (uint64, bool, error) {
 	const chunkBytes = 1 << 20
 	minRecord := uint64(wire.BatchHeaderSize + wire.BatchMessageHeaderSize + 1)
 	buf := make([]byte, chunkBytes+wire.BatchHeaderSize)
@@ -345,7 +341,7 @@ func findVerifiedBatchAfter(f *os.File, from, size, minOffset uint64) (uint64, b
 }
 
 // batchBaseOffsetAt reads the base_offset of the (verified) batch at pos.
-func batchBaseOffsetAt(f *os.File, pos uint64) (uint64, error) {
+func batchBaseOffsetAt(f io.ReaderAt, pos uint64) (uint64, error) {
 	var b [16]byte
 	if _, err := f.ReadAt(b[:], int64(pos)); err != nil {
 		return 0, fmt.Errorf("read batch header at %d: %w", pos, err)

@@ -116,10 +116,8 @@ func TestFailedIndexWriteLeavesTheLogWritable(t *testing.T) {
 	fillLog(t, l, 2, 3, 50)
 	s := l.active()
 	writable := s.indexFile
-	readOnly, err := os.Open(writable.Name()) // writes through it fail, as on a full disk
-	if err != nil {
-		t.Fatal(err)
-	}
+	// Writes through a read-only handle fail, as on a full disk.
+	readOnly := l.opts.Files.Register(writable.Name(), os.O_RDONLY, false)
 	s.indexFile = readOnly
 	if _, err := l.Append(makeBatch(t, l.NextOffset(), 3, 50, 5000)); err == nil {
 		t.Fatal("append with a failing index write succeeded")

@@ -3,7 +3,6 @@ package partitions
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,10 +47,10 @@ type segment struct {
 	messages     uint64
 	timestampMax uint64 // largest base_timestamp in the segment (0 when empty)
 	index        []indexEntry
-	lastIndexed  uint64 // position of the last indexed batch
-	logFile      *os.File
-	indexFile    *os.File // open only while the segment is active
-	dirty        bool     // written since the last sync
+	lastIndexed  uint64      // position of the last indexed batch
+	logFile      *CachedFile // opened on demand by the log's FileCache
+	indexFile    *CachedFile // the active segment's only (nil once sealed)
+	dirty        bool        // written since the last sync
 	// damaged are the byte ranges recovery set apart (Options.ServeAroundDamage), ascending; reads
 	// that reach one answer its CorruptionError. forceIndex indexes the next batch (the first after a
 	// damaged range, so polls past the damage start there).
@@ -183,11 +182,11 @@ func (s *segment) sync() error {
 		return nil
 	}
 	defer journal.ObserveSync(journal.SyncSegment, time.Now())
-	if err := datasync(s.logFile); err != nil {
+	if err := s.logFile.Sync(); err != nil {
 		return fmt.Errorf("sync segment %d log: %w", s.startOffset, err)
 	}
 	if s.indexFile != nil {
-		if err := datasync(s.indexFile); err != nil {
+		if err := s.indexFile.Sync(); err != nil {
 			return fmt.Errorf("sync segment %d index: %w", s.startOffset, err)
 		}
 	}
