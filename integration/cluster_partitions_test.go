@@ -536,6 +536,38 @@ func TestClusterCorruptSegmentRefilledFromPeers(t *testing.T) {
 	c.expectSameSegments(0, 0, 2)
 }
 
+// TestClusterDamageFoundOnAReadIsRefilledWithoutARestart: a byte flipped
+// inside a sealed segment of a running replica (written through the page
+// cache, as bit rot found on a later read would be). The first poll that
+// reaches it is refused (never served); the replica then reopens the
+// partition, sets the damage aside and refills it from its peers without
+// a restart, serving every message again with its files byte-identical.
+func TestClusterDamageFoundOnAReadIsRefilledWithoutARestart(t *testing.T) {
+	c, leader := clusterWithTopic(t, 3, 1, u64Option("segment_size", 1<<20))
+	fillPartition(t, leader, id(0), id(0), 0, 30) // ≈3 MB: sealed segments
+	total := int(partitionStats(t, leader, id(0), id(0), 0).MessagesCount)
+	c.waitPartitionCount(2, 0, total, 15*time.Second)
+	first := filepath.Join(c.partitionDirOf(2, 0), "00000000000000000000.log")
+	f, err := os.OpenFile(first, os.O_RDWR, 0)
+	must(t, err)
+	st, err := f.Stat()
+	must(t, err)
+	b := make([]byte, 1)
+	_, err = f.ReadAt(b, st.Size()/2)
+	must(t, err)
+	b[0] ^= 0xFF
+	_, err = f.WriteAt(b, st.Size()/2)
+	must(t, err)
+	must(t, f.Close())
+
+	c.waitPartitionCount(2, 0, total, 30*time.Second)
+	logs := c.nodes[2].logs.String()
+	if !strings.Contains(logs, "damage found on a read") || !strings.Contains(logs, "setting the damage aside") {
+		t.Fatal("node 2 did not report the damage it found on a read and set aside")
+	}
+	c.expectSameSegments(0, 0, 2)
+}
+
 // TestClusterFollowerPollNeverCommitsOffsets (seed 000): a poll with
 // auto-commit served by a follower returns the messages but never moves
 // the durable consumer offset; the same poll on the primary does.

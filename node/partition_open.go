@@ -194,3 +194,40 @@ func notServedCode(opening bool, missing wire.ErrorCode) wire.ErrorCode {
 	}
 	return missing
 }
+
+// reopenDamaged (cluster mode): a read found damage in this replica's log.
+// The partition is closed and opened again, as at boot: the open sets the
+// damage aside (openLog) and the group rejoins with nothing applied,
+// refilling the rest by state transfer from a peer, without a restart of
+// the node. Writes waiting on the group are answered 57 (their outcome is
+// the group's), requests meanwhile wait for the open (awaitEntry).
+func (p *partitionPlane) reopenDamaged(e *partitionEntry) {
+	if !p.clustered() || !e.reopening.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		p.reconcileMu.Lock()
+		defer p.reconcileMu.Unlock()
+		d, ok := p.desiredOf(e.key)
+		p.mu.Lock()
+		_, busy := p.opening[e.key]
+		current := p.entries[e.key] == e
+		if !current || busy || !ok || d.part.CreatedRevision != e.revision {
+			p.mu.Unlock()
+			return // removed, re-created or being opened: metadata moves it anyway
+		}
+		p.opening[e.key] = make(chan struct{})
+		delete(p.entries, e.key)
+		p.mu.Unlock()
+		p.log.Warn("partition damage found on a read: reopening it to set the damage aside and refill it from the other replicas",
+			"dir", e.dir)
+		e.shard.do(func() {
+			e.shard.dropGroup(e, wire.ErrTransientNotCommitted)
+			_ = e.closeWAL()
+			if e.log != nil {
+				_ = e.log.Close()
+			}
+		})
+		p.opens.push(openJob{k: e.key, d: d})
+	}()
+}

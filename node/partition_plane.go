@@ -97,6 +97,7 @@ type partitionEntry struct {
 	dedup                dedupTable
 	transfer             *partitionTransfer
 	fence                partitionFence // storage failed (partition_fence.go)
+	reopening            atomic.Bool    // damage found on a read: being reopened (reopenDamaged)
 	alignRetryAt         time.Time      // no hand-over before (partition_align.go)
 	// Resting (partition_rest.go).
 	resting      bool

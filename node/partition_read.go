@@ -103,7 +103,9 @@ func (n *Node) poll(v sessionView, body []byte) pollAnswer {
 	if err != nil {
 		transport.ReleaseFrame(buf)
 		if errors.Is(err, partitions.ErrCorrupt) {
-			// Logged by the log (file, byte, offset; once per place): refused, never served.
+			// Logged by the log (file, byte, offset; once per place): refused,
+			// never served. A cluster replica refills it from its peers.
+			n.plane.reopenDamaged(e)
 			return pollAnswer{code: wire.ErrCannotReadMessage}
 		}
 		n.log.Warn("poll failed", "dir", e.dir, "err", err)

@@ -101,13 +101,22 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 		if vs.CheckpointOp > 0 {
 			if next := e.log.NextOffset(); next < st.OffsetFrontier {
 				// The superblock names data the log no longer holds (the
-				// page cache was lost under durability = replicated):
-				// rejoin with nothing applied and transfer it back.
+				// page cache was lost under durability = replicated, or
+				// damage was set aside): rejoin with nothing applied and
+				// transfer it back. Its WAL entries build on the lost prefix,
+				// so the WAL starts empty; if it still held prepares above
+				// the checkpoint (damage, not a lost page cache), this
+				// replica acknowledged prepares it now drops, and must not
+				// vote until the view's primary answers (StorageLost).
+				acked, err := p.walHoldsAbove(e, vs.CheckpointOp)
+				if err != nil {
+					return err
+				}
 				p.log.Warn("partition log ends below its recorded frontier: rejoining with nothing applied", "dir", e.dir,
-					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp)
+					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp,
+					"wal_held_acknowledged_prepares", acked)
+				restored.StorageLost = acked
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
-				// Its WAL entries build on the lost prefix (and the page cache
-				// that lost the log lost them too): start it empty.
 				if err := p.resetPartitionWAL(e); err != nil {
 					return err
 				}

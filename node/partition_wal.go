@@ -178,3 +178,19 @@ type fsyncFailed struct{ err error }
 
 func (f *fsyncFailed) Error() string { return f.err.Error() }
 func (f *fsyncFailed) Unwrap() error { return f.err }
+
+// walHoldsAbove reports whether the group's WAL holds a prepare above op
+// (a damaged WAL counts as holding one: what it held is unknown).
+func (p *partitionPlane) walHoldsAbove(e *partitionEntry, op uint64) (bool, error) {
+	wal, entries, err := journal.OpenPrepareLog(partitionWALPath(e.dir), op+1)
+	if wal != nil {
+		defer wal.Close()
+	}
+	if errors.Is(err, journal.ErrPrepareLogDamaged) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(entries) > 0, nil
+}
