@@ -7,8 +7,9 @@
 # against the metadata primary, and reports produce MB/s, batch p50/p99
 # and server CPU-seconds per acknowledged GB (utime + stime from
 # /proc/<pid>/stat, every server process summed). With RATE=1 it then runs
-# each cluster durability again at half its measured throughput
-# (--rate-limit) for the half-load p99. Last, the data disk's sequential
+# both durabilities of each setup again at the same load, half the slower
+# one's measured maximum (--rate-limit): p99 at the same load, and at half
+# the cluster's maximum. Last, the data disk's sequential
 # write bandwidth: dd bs=1M count=2048 conv=fdatasync.
 #
 #   bench/cost.sh                 # DATA=1GB
@@ -129,9 +130,12 @@ for setup in single cluster3; do
   done
 done
 if [ "$RATE" = 1 ]; then
-  for durability in replicated persisted; do
-    half=$(python3 -c "print(max(1, ${MAX[cluster3-$durability]} / 2))")
-    run cluster3 "$durability" "$half"
+  # The same load for both durabilities: half the slower one's maximum.
+  for setup in single cluster3; do
+    half=$(python3 -c "print(max(1, min(${MAX[$setup-replicated]}, ${MAX[$setup-persisted]}) / 2))")
+    for durability in replicated persisted; do
+      run "$setup" "$durability" "$half"
+    done
   done
 fi
 echo
