@@ -289,6 +289,24 @@ func (r *Replica) truncateFrom(from uint64) {
 		}
 	}
 	r.pending.Entries = kept
+	// Messages queued before the truncation may reveal the removed ops
+	// (a retransmitted Prepare, a PrepareOk, a repair answer): once this
+	// Ready persists the truncation they would claim ops the replica no
+	// longer holds. Messages are best effort; drop them. (A driver that
+	// carries Readys out while the replica keeps being stepped, an
+	// asynchronous persistence worker, queues such messages before a
+	// later StartView truncates.)
+	msgs := r.pending.Messages[:0]
+	for _, m := range r.pending.Messages {
+		if m.Prepare != nil && m.Prepare.Header.Op >= from &&
+			(m.Kind == MsgPrepare || m.Kind == MsgPrepareOk || m.Kind == MsgRepairPrepare) {
+			r.droppedMessages++
+			continue
+		}
+		msgs = append(msgs, m)
+	}
+	clear(r.pending.Messages[len(msgs):])
+	r.pending.Messages = msgs
 }
 
 // --- Tick ---

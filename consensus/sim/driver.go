@@ -37,6 +37,12 @@ type replicaDriver struct {
 
 	lastCheckpointOp uint64
 	incarnations     uint64
+
+	// held: a Ready persisted and not yet sent, applied or advanced
+	// (Scenario.HoldReadyChance), released at tick heldUntil.
+	held      *consensus.Ready
+	heldPlan  crashPlan
+	heldUntil uint64
 }
 
 // crashPoint says where in carrying out a Ready the node dies.
@@ -59,12 +65,37 @@ type crashPlan struct {
 // drain carries out Ready batches until the replica has none. It returns
 // false if the node crashed on the way.
 func (d *replicaDriver) drain() bool {
-	for i := 0; d.g != nil && d.g.HasReady(); i++ {
+	for i := 0; d.g != nil; i++ {
 		if i >= readyLoopMax {
 			d.w.fail(d.group, d.node, checkContract, "replica still HasReady after %d Ready batches", readyLoopMax)
 			return true
 		}
+		if d.held != nil {
+			if d.w.now < d.heldUntil {
+				return true // still being persisted: checkpoints wait for its Advance
+			}
+			rd, plan := d.held, d.heldPlan
+			d.held = nil
+			if !d.finish(rd, plan) {
+				return false
+			}
+			d.g.Advance(*rd)
+			continue
+		}
+		if !d.g.HasReady() {
+			break
+		}
 		rd := d.g.Ready()
+		if d.w.scn.HoldReadyChance > 0 && d.w.rng.chance(d.w.scn.HoldReadyChance) {
+			plan, ok := d.begin(&rd)
+			if !ok {
+				return false
+			}
+			d.held, d.heldPlan = &rd, plan
+			d.heldUntil = d.w.now + 1 + uint64(d.w.rng.intn(max(d.w.scn.HoldReadyTicksMax, 1)))
+			d.w.cov.HeldReadys++
+			continue
+		}
 		if !d.carryOut(&rd) {
 			return false
 		}
@@ -84,6 +115,13 @@ func (d *replicaDriver) drain() bool {
 // a snapshot, apply, reply. It returns false if the node crashed on the way
 // (the plan for this Ready may say so).
 func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
+	plan, ok := d.begin(rd)
+	return ok && d.finish(rd, plan)
+}
+
+// begin checks and persists a Ready (the first half of carryOut); false if
+// the node crashed on the way.
+func (d *replicaDriver) begin(rd *consensus.Ready) (crashPlan, bool) {
 	w := d.w
 	d.verifyChecksums(rd)
 	if rd.Truncate != 0 {
@@ -94,7 +132,14 @@ func (d *replicaDriver) carryOut(rd *consensus.Ready) bool {
 		w.trace(evJournal, d.node, d.group, rd.Entries[i].Header.Op, rd.Entries[i].Header.Checksum)
 	}
 	plan := w.planCrash(d.node, len(planWrites(rd)), len(rd.Messages))
-	if !d.persist(rd, plan) || !d.send(rd, plan) {
+	return plan, d.persist(rd, plan)
+}
+
+// finish sends, applies and answers a persisted Ready (the second half);
+// false if the node crashed on the way.
+func (d *replicaDriver) finish(rd *consensus.Ready, plan crashPlan) bool {
+	w := d.w
+	if !d.send(rd, plan) {
 		return false
 	}
 	d.apply(rd)

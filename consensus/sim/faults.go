@@ -60,6 +60,7 @@ func (w *world) crashNode(i int, why string) {
 	for gi, d := range nd.replicas {
 		d.g = nil
 		d.pending = nil
+		d.held = nil // persisted; never sent, applied or advanced
 		w.checkers[gi].onCrash(i)
 	}
 	nd.restartTick = w.now + 1 + uint64(w.rng.expTicks(w.scn.DownTicksMean, 20*int(w.scn.DownTicksMean)))

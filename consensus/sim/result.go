@@ -24,6 +24,7 @@ type Coverage struct {
 	CachedReplies     uint64     // deduplicated retries answered from the reply ring
 	Abandoned         uint64     // client requests given up (eviction, response budget)
 	Truncations       uint64     // Ready.Truncate: a divergent suffix removed
+	HeldReadys        uint64     // Readys persisted and held before their Advance (async profile)
 	Delivered         [32]uint64 // replica messages delivered, by kind
 }
 
@@ -43,6 +44,7 @@ func (c *Coverage) add(o Coverage) {
 	c.CachedReplies += o.CachedReplies
 	c.Abandoned += o.Abandoned
 	c.Truncations += o.Truncations
+	c.HeldReadys += o.HeldReadys
 	for i := range c.Delivered {
 		c.Delivered[i] += o.Delivered[i]
 	}

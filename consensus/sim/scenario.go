@@ -24,6 +24,13 @@ type Scenario struct {
 	// hand their group over to another replica (HandOver). Only the
 	// "handover" profile sets it, so the default sweep's draws are unchanged.
 	HandoverPerTick float64
+	// HoldReadyChance: per Ready, the driver persists it and holds the
+	// rest (send, apply, reply, Advance) for 1..HoldReadyTicksMax ticks
+	// while the replica keeps being ticked, stepped and proposed to: an
+	// asynchronous persistence worker (issue 9 point 3). Only the "async"
+	// profile sets it, so the default sweep's draws are unchanged.
+	HoldReadyChance   float64
+	HoldReadyTicksMax int
 
 	// Workload.
 	ClientsPerGroup    int
@@ -172,6 +179,18 @@ var Profiles = map[string]func(*Scenario){
 		s.FaultyStorage = make([]bool, s.Replicas) // sized for the new n
 		s.HandoverPerTick = 0.01
 		s.CrashPerTick = max(s.CrashPerTick, 0.0005)
+		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+	},
+	// async: the handover profile's cluster sizes and crash bound, with
+	// Readys held between their persist and their Advance (a replica is
+	// fed in between), as an asynchronous persistence worker would.
+	"async": func(s *Scenario) {
+		s.Replicas = []int{2, 3, 5}[s.Seed%3]
+		s.MaxDown = max((s.Replicas-1)/2, 1)
+		s.FaultyStorage = make([]bool, s.Replicas)
+		s.CrashPerTick = max(s.CrashPerTick, 0.0005)
+		s.HoldReadyChance = 0.3
+		s.HoldReadyTicksMax = 8
 		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
 	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
