@@ -578,6 +578,7 @@ func clusterCrashLoops(t *testing.T, rng *rand.Rand, loops int, tally *crashTall
 	for loop := 0; loop < loops; loop++ {
 		for _, kind := range []string{"backup", "primary", "all", "damaged-backup"} {
 			what := fmt.Sprintf("loop %d %s", loop, kind)
+			roundStart := time.Now()
 			primaries := c.crashPrimaries(m)
 			var victims []int
 			switch kind {
@@ -627,8 +628,14 @@ func clusterCrashLoops(t *testing.T, rng *rand.Rand, loops int, tally *crashTall
 				if !strings.Contains(logs, damage) {
 					t.Fatalf("%s: node %d's damage report does not name %s", what, victims[0], damage)
 				}
+				for _, line := range strings.Split(logs, "\n") {
+					if strings.Contains(line, damage) {
+						t.Logf("%s: node %d reported: %s", what, victims[0], line)
+					}
+				}
 				tally.damageReports++
 			}
+			t.Logf("%s: checked in %.1f s", what, time.Since(roundStart).Seconds())
 		}
 		tally.loops++
 	}
@@ -815,4 +822,57 @@ func (c *testCluster) sendAnywhereTopic(k tp, msgs []wire.BatchMessageInput, wit
 	}
 	c.t.Fatalf("no node accepted a send to %s within %s: %v", k, within, last)
 	return -1, wire.SendConfirmation{}
+}
+
+// TestClusterDamagedLastSyncedBatchIsReportedAsCorruption: the matrix's
+// damaged-backup cell flips a byte in a synced batch that is not the last
+// of its segment. Here it is the last: the batch of a persisted topic was
+// fdatasynced before its acknowledgement, so a byte gone bad in it is
+// damage to synced data, not a torn append, and must be reported as such
+// (file and offset), never cut as a torn tail; the replica then refills it
+// from its peers and ends byte-identical.
+//
+// FINDING (docs/crash-tests.md): it fails today. A cluster replica opens
+// its logs without ServeAroundDamage, so partitions/recovery.go takes the
+// "whole batch that fails its checksums" branch only on a single node; on
+// a replica the damaged last batch falls through to the torn-tail cut
+// ("truncating torn tail ... reason=InvalidMessageChecksum", a warning).
+// The replica refills it from its peers (the files end identical), so
+// nothing is lost, but synced damage is reported as a torn tail. Skipped
+// unless LODESTREAM_CRASH_FINDINGS=1 until partitions/ is fixed.
+func TestClusterDamagedLastSyncedBatchIsReportedAsCorruption(t *testing.T) {
+	if os.Getenv("LODESTREAM_CRASH_FINDINGS") == "" {
+		t.Skip("known finding (docs/crash-tests.md): a cluster replica cuts a damaged last synced batch as a torn tail; LODESTREAM_CRASH_FINDINGS=1 runs it")
+	}
+	c := startCluster(t, 3, "IGGY_PARTITION_SCRUB_BYTES_PER_SECOND=0")
+	leader := rootClient(t, c.addr(0))
+	createCrashTopics(t, leader)
+	k := tp{0, 0} // persisted
+	for i := 0; i < 10; i++ {
+		sendOK(t, leader, id(0), id(k.topic), partitionID(k.partition), makeMessages("synced", 10*i, 10))
+	}
+	c.waitPartitionCountOf(2, k, 100, 30*time.Second)
+	c.nodes[2].stop(syscall.SIGKILL)
+	seg := lastSegment(t, crashPartitionDir(c.nodes[2].dataDir, k))
+	batches := segmentBatches(t, seg)
+	last := batches[len(batches)-1]
+	flipInPlace(t, seg, int64(last.pos+256+48+2)) // the first message's payload
+	c.nodes[2].start()
+	c.waitCaughtUp(2, 60*time.Second)
+	c.waitPartitionCountOf(2, k, 100, 60*time.Second)
+	waitFor(t, "node 2's segment files to match node 0's", 60*time.Second, func() bool {
+		return sameSegments(crashSegmentFiles(t, c.nodes[0].dataDir, k), crashSegmentFiles(t, c.nodes[2].dataDir, k))
+	})
+	logs := c.nodes[2].logs.String()
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "torn tail") || strings.Contains(line, "damage") {
+			t.Logf("node 2: %s", line)
+		}
+	}
+	if strings.Contains(logs, "truncating torn tail") {
+		t.Errorf("node 2 cut the damaged synced batch at offset %d of %s as a torn tail instead of reporting it as corruption", last.base, filepath.Base(seg))
+	}
+	if !strings.Contains(logs, fmt.Sprintf("offset=%d", last.base)) || !strings.Contains(logs, "setting the damage aside") {
+		t.Errorf("node 2 did not report the damaged synced batch at offset %d as corruption", last.base)
+	}
 }
