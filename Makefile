@@ -7,7 +7,7 @@ RACE_PKGS ?= ./transport/... ./node/... ./httpapi/... ./client/... ./integration
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill client-failover nemesis soak
+.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -40,6 +40,14 @@ cluster-allkill:
 
 cluster-status:
 	deploy/cluster.sh status
+
+# The crash matrix (docs/crash-tests.md): SIGKILL of a singleton, a backup,
+# the primary and every node of a 3-replica cluster at seeded random moments
+# of a produce + consumer-offset stream, torn tails, a simulated power loss
+# and a flipped synced byte; LOOPS loops per cell (make test runs 1), totals
+# logged. CRASH_SEED=S replays a logged seed.
+crash:
+	LODESTREAM_CRASH_LOOPS=$(LOOPS) $(if $(CRASH_SEED),LODESTREAM_CRASH_SEED=$(CRASH_SEED)) $(GO) test -count=1 -timeout 60m ./integration/ -run 'TestCrashMatrix$$' -v
 
 # The exactly-once producer across failover (docs/client.md): kill -9 the
 # partition primary LOOPS times during a produce stream (go test runs 3), and
