@@ -845,32 +845,28 @@ func (c *testCluster) sendAnywhereTopic(k tp, msgs []wire.BatchMessageInput, wit
 
 // TestClusterDamagedLastSyncedBatchIsReportedAsCorruption: the matrix's
 // damaged-backup cell flips a byte in a synced batch that is not the last
-// of its segment. Here it is the last: the batch of a persisted topic was
-// fdatasynced before its acknowledgement, so a byte gone bad in it is
-// damage to synced data, not a torn append, and must be reported as such
-// (file and offset), never cut as a torn tail; the replica then refills it
-// from its peers and ends byte-identical.
-//
-// FINDING (docs/crash-tests.md): it fails today. A cluster replica opens
-// its logs without ServeAroundDamage, so partitions/recovery.go takes the
-// "whole batch that fails its checksums" branch only on a single node; on
-// a replica the damaged last batch falls through to the torn-tail cut
-// ("truncating torn tail ... reason=InvalidMessageChecksum", a warning).
-// The replica refills it from its peers (the files end identical), so
-// nothing is lost, but synced damage is reported as a torn tail. Skipped
-// unless LODESTREAM_CRASH_FINDINGS=1 until partitions/ is fixed.
+// of its segment. Here it is the last. A cluster replica of a persisted
+// topic syncs its segments before each checkpoint's superblock (the WAL
+// holds what is above it), so a batch below the checkpoint's frontier was
+// synced: a byte gone bad in it is damage to synced data, not a torn
+// append, and must be reported as such (file and offset), never cut as a
+// torn tail; the replica then refills it from its peers and ends
+// byte-identical. 32 sends make op 32 a checkpoint (every 16 ops), whose
+// frontier is the log's end. (Found by the crash matrix: before the
+// replica opened its logs with the frontier, partitions/recovery.go cut
+// such a batch as a torn tail.)
 func TestClusterDamagedLastSyncedBatchIsReportedAsCorruption(t *testing.T) {
-	if os.Getenv("LODESTREAM_CRASH_FINDINGS") == "" {
-		t.Skip("known finding (docs/crash-tests.md): a cluster replica cuts a damaged last synced batch as a torn tail; LODESTREAM_CRASH_FINDINGS=1 runs it")
-	}
 	c := startCluster(t, 3, "IGGY_PARTITION_SCRUB_BYTES_PER_SECOND=0")
 	leader := rootClient(t, c.addr(0))
 	createCrashTopics(t, leader)
 	k := tp{0, 0} // persisted
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 32; i++ {
 		sendOK(t, leader, id(0), id(k.topic), partitionID(k.partition), makeMessages("synced", 10*i, 10))
 	}
-	c.waitPartitionCountOf(2, k, 100, 30*time.Second)
+	c.waitPartitionCountOf(2, k, 320, 30*time.Second)
+	// Node 2 learns op 32 committed from the next commit heartbeat, then
+	// checkpoints it (segments synced, superblock written).
+	time.Sleep(3 * time.Second)
 	c.nodes[2].stop(syscall.SIGKILL)
 	seg := lastSegment(t, crashPartitionDir(c.nodes[2].dataDir, k))
 	batches := segmentBatches(t, seg)
@@ -878,7 +874,7 @@ func TestClusterDamagedLastSyncedBatchIsReportedAsCorruption(t *testing.T) {
 	flipInPlace(t, seg, int64(last.pos+256+48+2)) // the first message's payload
 	c.nodes[2].start()
 	c.waitCaughtUp(2, 60*time.Second)
-	c.waitPartitionCountOf(2, k, 100, 60*time.Second)
+	c.waitPartitionCountOf(2, k, 320, 60*time.Second)
 	waitFor(t, "node 2's segment files to match node 0's", 60*time.Second, func() bool {
 		return sameSegments(crashSegmentFiles(t, c.nodes[0].dataDir, k), crashSegmentFiles(t, c.nodes[2].dataDir, k))
 	})

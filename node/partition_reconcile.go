@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/lodestream/lodestream/journal"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -282,7 +283,16 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 // rest from the peers (issue 8 point 4). A single node has no peer to
 // refill from: its partition stays quarantined.
 func (p *partitionPlane) openLog(dir string, t metadata.Topic) (*partitions.Log, error) {
-	l, err := partitions.Open(dir, p.logOptions(t))
+	opts := p.logOptions(t)
+	if p.clustered() && (t.Options.Durability == metadata.DurabilityPersisted || t.Options.EnforceFsync) {
+		// Segments were synced up to the frontier the last checkpoint's
+		// superblock records (partition_vsr.go): damage below it is
+		// corruption, set aside below, never cut as a torn tail.
+		if _, st, err := journal.OpenSuperblock(dir, p.identity); err == nil && st != nil {
+			opts.SyncedBelow = st.OffsetFrontier
+		}
+	}
+	l, err := partitions.Open(dir, opts)
 	var q *partitions.QuarantineError
 	if err == nil || !p.clustered() || !errors.As(err, &q) {
 		return l, err
@@ -292,7 +302,7 @@ func (p *partitionPlane) openLog(dir string, t metadata.Topic) (*partitions.Log,
 	if serr := partitions.SetAsideDamage(q); serr != nil {
 		return nil, errors.Join(err, serr)
 	}
-	return partitions.Open(dir, p.logOptions(t))
+	return partitions.Open(dir, opts)
 }
 
 // lastAppendTime is the newest stored append time, so restarts keep

@@ -41,6 +41,10 @@ type Options struct {
 	// partition being quarantined. A single node sets it (it has no peer to refill from); a cluster
 	// replica leaves it off so the damage is set aside and refilled by state transfer.
 	ServeAroundDamage bool
+	// SyncedBelow: every batch starting below this offset was synced (a cluster replica of a
+	// persisted topic: the frontier its last checkpoint's superblock records). Damage to such a batch
+	// is corruption, reported as a QuarantineError, never cut as a torn tail. 0: unknown.
+	SyncedBelow uint64
 	// ReadOnly opens for inspection (the offline check): nothing on disk is changed — torn tails,
 	// index mismatches, stale files and corrupt offset files are only listed in Findings — and the
 	// log refuses writes.

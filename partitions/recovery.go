@@ -230,6 +230,10 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			pos = damage.position + damage.length
 			continue
 		}
+		if !l.opts.ServeAroundDamage && s.nextOffset < l.opts.SyncedBelow {
+			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
+				"%s, below offset %d that was synced (corruption, not a torn tail)", damage.reason, l.opts.SyncedBelow)))
+		}
 		if !last {
 			// A sealed segment damaged to its end: its remaining offsets are refused.
 			l.setApart(s, damagedRange{from: damage.position, to: size, firstOffset: s.nextOffset, endOffset: nextStart,
