@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -17,10 +18,14 @@ import (
 // for a replicated and a persisted topic: the partition groups' prepare
 // WAL (node/partition_wal.go) is what lets a full restart elect a head
 // that holds every committed op (page-cache writes survive SIGKILL).
-// LODESTREAM_ALLKILL_LOOPS sets the loops per durability (default 2;
+// LODESTREAM_ALLKILL_LOOPS sets the loops per durability (default 2, 1
+// under -race;
 // `make cluster-allkill LOOPS=N`); the totals are logged.
 func TestClusterAllNodesKilledMidProduce(t *testing.T) {
 	loops := 2
+	if slices.Contains(serverBuildFlags, "-race") {
+		loops = 1 // the race-built servers are slower; make test runs both builds
+	}
 	if v := os.Getenv("LODESTREAM_ALLKILL_LOOPS"); v != "" {
 		n, err := strconv.Atoi(v)
 		must(t, err)
