@@ -636,6 +636,8 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 			}
 			p.reply(out)
 		case consensus.ReplyNotAccepted, consensus.ReplyDropped:
+			// Never entered the journal, so never written to the WAL.
+			e.walQueuedBytes -= min(e.walQueuedBytes, uint64(len(p.body)))
 			p.reply(partitionOutcome{code: wire.ErrTransientNotAccepted})
 		default:
 			p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
