@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,8 +150,9 @@ func (b *loopbackBus) Close() error                    { return nil }
 
 // loopbackCluster runs three clustered partition planes in this process,
 // joined by a loopbackBus, each serving one replicated partition (replica
-// 0 its first primary).
-func loopbackCluster(t *testing.T, cfg partitionGroupConfig) []*partitionEntry {
+// 0 its first primary). stop(i) stops replica i's shard loop (its drain
+// closes the log and the WAL).
+func loopbackCluster(t *testing.T, cfg partitionGroupConfig) (entries []*partitionEntry, stop func(i int)) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	defaults, err := config.Defaults()
@@ -160,7 +162,8 @@ func loopbackCluster(t *testing.T, cfg partitionGroupConfig) []*partitionEntry {
 	lb := &loopbackBus{planes: map[uint8]*partitionPlane{}}
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
 	k := partitionKey{1, 1, 0}
-	entries := make([]*partitionEntry, 3)
+	entries = make([]*partitionEntry, 3)
+	stops := make([]func(), 3)
 	for i := uint8(0); i < 3; i++ {
 		p := newPartitionPlane(log, t.TempDir(), 1, cfg, topology{clustered: true, self: i, count: 3}, defaults.Cluster)
 		p.peers.set(lb, i)
@@ -168,13 +171,14 @@ func loopbackCluster(t *testing.T, cfg partitionGroupConfig) []*partitionEntry {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { p.shards[0].run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done })
+		stops[i] = sync.OnceFunc(func() { cancel(); <-done })
+		t.Cleanup(stops[i])
 		entries[i] = p.open(k, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}, live: true})
 		if entries[i].log == nil || entries[i].group == nil {
 			t.Fatalf("replica %d: %v", i, entries[i].quarantine)
 		}
 	}
-	return entries
+	return entries, func(i int) { stops[i]() }
 }
 
 // appendFailingStore makes Append fail while failAppend is set.
@@ -199,7 +203,7 @@ func (s *appendFailingStore) Append(b []byte) (partitions.BatchLocation, error) 
 func TestClusterReplicaThatCannotAppendStallsThenCatchesUp(t *testing.T) {
 	// Journals hold every op of the test: the loopback bus carries no
 	// fetch frames, so the replica must catch up by repair, not transfer.
-	entries := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 64})
+	entries, _ := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 64})
 	faulty := &appendFailingStore{partitionStore: entries[2].log}
 	entries[2].shard.do(func() { entries[2].log = faulty })
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("m")}})

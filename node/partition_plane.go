@@ -94,11 +94,16 @@ type partitionEntry struct {
 	checkpointDedup    []byte // the dedup table at checkpointOp, encoded
 	// checkpointDedupDirty: the table changed since dedup.table was written.
 	checkpointDedupDirty bool
-	dedup                dedupTable
-	transfer             *partitionTransfer
-	fence                partitionFence // storage failed (partition_fence.go)
-	reopening            atomic.Bool    // damage found on a read: being reopened (reopenDamaged)
-	alignRetryAt         time.Time      // no hand-over before (partition_align.go)
+	// The consumer offsets as of checkpointOp, to be written to
+	// checkpoint.offsets (dirty), and the ones last written there
+	// (partition_cp_offsets.go).
+	checkpointOffsets, writtenOffsets []partitions.ConsumerOffsetEntry
+	checkpointOffsetsDirty            bool
+	dedup                             dedupTable
+	transfer                          *partitionTransfer
+	fence                             partitionFence // storage failed (partition_fence.go)
+	reopening                         atomic.Bool    // damage found on a read: being reopened (reopenDamaged)
+	alignRetryAt                      time.Time      // no hand-over before (partition_align.go)
 	// Resting (partition_rest.go).
 	resting      bool
 	quietTicks   uint32

@@ -665,6 +665,7 @@ func (s *partitionShard) checkpoint(e *partitionEntry) {
 		return
 	}
 	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = op, frontier, cp.dedup
+	e.noteCheckpointOffsets(cp.offsets)
 	if e.dedup.changed {
 		e.dedup.changed, e.checkpointDedupDirty = false, true
 	}

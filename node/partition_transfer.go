@@ -108,6 +108,7 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	}
 	e.dedup = table
 	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = snap.Op, t.target.frontier, t.target.dedup
+	e.noteCheckpointOffsets(t.target.offsets)
 	s.log.Info("partition state transfer installed", "dir", e.dir, "op", snap.Op, "frontier", t.target.frontier,
 		"consumer_offsets", len(t.target.offsets))
 	return nil

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/lodestream/lodestream/partitions"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
@@ -125,6 +126,16 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				if err != nil {
 					p.log.Warn("partition retry table unreadable: replays of earlier sends are not recognised", "dir", e.dir, "err", err)
 				}
+				if offsets, ok, err := readCheckpointOffsets(e.dir, vs.CheckpointOp); err != nil {
+					p.log.Warn("partition checkpoint offsets unreadable: restarting with the offsets last applied", "dir", e.dir, "err", err)
+				} else if ok {
+					// Back to the checkpoint's offsets: the replay above it
+					// moves them forward again (finding 3, partition_cp_offsets.go).
+					if err := installConsumerOffsets(e.log, offsets); err != nil {
+						return err
+					}
+					e.writtenOffsets = offsets
+				}
 				cp := checkpointOf(e.log, st.OffsetFrontier)
 				cp.dedup = table.encode(nil)
 				data := cp.encode()
@@ -206,6 +217,12 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 	if e.checkpointDedupDirty {
 		dedup = e.checkpointDedup
 	}
+	var offsets []partitions.ConsumerOffsetEntry
+	writeOffsets := st != nil && e.checkpointOffsetsDirty
+	if writeOffsets {
+		offsets = e.checkpointOffsets
+	}
+	offsetsDurable := e.offsetsPersisted
 	sb, dir, op := e.superblock, e.dir, e.checkpointOp
 	// A persisted topic's log is synced lazily in a cluster (the WAL holds
 	// what was acknowledged): before a superblock names a checkpoint whose
@@ -239,6 +256,12 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 				return err
 			}
 			e.checkpointDedupDirty = false // the shard waits for every write before it goes on
+		}
+		if writeOffsets {
+			if err := writeCheckpointOffsets(dir, op, offsets, offsetsDurable); err != nil {
+				return err
+			}
+			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
 		}
 		if err := sb.Write(*st); err != nil {
 			return err

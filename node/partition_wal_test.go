@@ -21,7 +21,7 @@ func TestPartitionWALBytesMaxBoundsRetainedAndInFlight(t *testing.T) {
 		payload = 40 << 10
 		sends   = 60
 	)
-	entries := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 16, journalSlots: 64, walBytesMax: limit})
+	entries, _ := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 16, journalSlots: 64, walBytesMax: limit})
 	primary := entries[0]
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: make([]byte, payload)}})
 	if err != nil {

@@ -1,0 +1,104 @@
+package node
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+	"github.com/zeebo/xxh3"
+)
+
+// The consumer offsets of a partition group's checkpoint (cluster mode).
+// The log's offset files hold what was last applied, which after a crash
+// is above the checkpoint the group restarts from; applying the committed
+// ops above it again (the WAL's replay) would walk an offset back to an
+// older stored value until the replay passes the last store (docs/nemesis.md
+// finding 3). So the offsets as of each checkpoint are kept beside the
+// superblock, written before the superblock names the checkpoint when they
+// changed since the last one, and a restart installs them before the
+// replay: the offsets then only move forward through the same values they
+// took the first time.
+//
+// File checkpoint.offsets: [op u64][count u32] count × [kind u8][id u32]
+// [offset u64], then XXH3-64 of everything before it, little endian.
+// Written durably (fsync, rename, directory fsync) when the topic's
+// consumer_offset_durability is persisted; otherwise renamed into place
+// without a sync (a power loss may leave an older file, which can lose
+// acknowledged replicated stores, as that class allows).
+const checkpointOffsetsFile = "checkpoint.offsets"
+
+func encodeCheckpointOffsets(op uint64, offsets []partitions.ConsumerOffsetEntry) []byte {
+	b := make([]byte, 0, 12+len(offsets)*partitionCheckpointEntry+8)
+	b = binary.LittleEndian.AppendUint64(b, op)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(offsets)))
+	for _, o := range offsets {
+		b = append(b, byte(o.Kind))
+		b = binary.LittleEndian.AppendUint32(b, o.ID)
+		b = binary.LittleEndian.AppendUint64(b, o.Offset)
+	}
+	return binary.LittleEndian.AppendUint64(b, xxh3.Hash(b))
+}
+
+// readCheckpointOffsets returns the file's offsets if they are those of
+// checkpoint op (written at op, or at an earlier checkpoint with no change
+// since); ok is false without a usable file.
+func readCheckpointOffsets(dir string, op uint64) (offsets []partitions.ConsumerOffsetEntry, ok bool, err error) {
+	b, err := os.ReadFile(filepath.Join(dir, checkpointOffsetsFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if len(b) < 20 || binary.LittleEndian.Uint64(b[len(b)-8:]) != xxh3.Hash(b[:len(b)-8]) {
+		return nil, false, fmt.Errorf("%s fails its checksum", checkpointOffsetsFile)
+	}
+	fileOp := binary.LittleEndian.Uint64(b)
+	if fileOp > op {
+		// Written for a checkpoint whose superblock never became durable.
+		return nil, false, nil
+	}
+	n := binary.LittleEndian.Uint32(b[8:])
+	body := b[12 : len(b)-8]
+	if n > partitionCheckpointOffsetMax || len(body) != int(n)*partitionCheckpointEntry {
+		return nil, false, fmt.Errorf("%s: %d offsets do not fit its %d bytes", checkpointOffsetsFile, n, len(body))
+	}
+	offsets = make([]partitions.ConsumerOffsetEntry, n)
+	for i := range offsets {
+		e := body[i*partitionCheckpointEntry:]
+		offsets[i] = partitions.ConsumerOffsetEntry{Kind: wire.ConsumerKind(e[0]), ID: binary.LittleEndian.Uint32(e[1:]),
+			Offset: binary.LittleEndian.Uint64(e[5:])}
+	}
+	return offsets, true, nil
+}
+
+// writeCheckpointOffsets replaces the file: durably when asked.
+func writeCheckpointOffsets(dir string, op uint64, offsets []partitions.ConsumerOffsetEntry, durable bool) error {
+	data := encodeCheckpointOffsets(op, offsets)
+	if durable {
+		return replaceFileDurably(dir, checkpointOffsetsFile, data)
+	}
+	tmp := filepath.Join(dir, checkpointOffsetsFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, checkpointOffsetsFile)); err != nil {
+		return fmt.Errorf("install %s in %s: %w", checkpointOffsetsFile, dir, err)
+	}
+	return nil
+}
+
+// noteCheckpointOffsets (shard goroutine, at a checkpoint) records the
+// offsets as of the checkpoint for the next superblock write when they
+// changed since the ones last written.
+func (e *partitionEntry) noteCheckpointOffsets(offsets []partitions.ConsumerOffsetEntry) {
+	if e.superblock == nil || slices.Equal(offsets, e.writtenOffsets) {
+		return
+	}
+	e.checkpointOffsets, e.checkpointOffsetsDirty = offsets, true
+}

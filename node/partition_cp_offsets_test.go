@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+func TestCheckpointOffsetsFileRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	want := []partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindSingle, ID: 3, Offset: 30}, {Kind: wire.ConsumerKindGroup, ID: 1, Offset: 7}}
+	if _, ok, err := readCheckpointOffsets(dir, 16); ok || err != nil {
+		t.Fatalf("no file: ok=%v err=%v", ok, err)
+	}
+	for _, durable := range []bool{false, true} {
+		if err := writeCheckpointOffsets(dir, 16, want, durable); err != nil {
+			t.Fatal(err)
+		}
+		for _, cp := range []uint64{16, 48} { // written at 16: valid for later checkpoints too
+			got, ok, err := readCheckpointOffsets(dir, cp)
+			if err != nil || !ok || !slices.Equal(got, want) {
+				t.Fatalf("checkpoint %d: %v ok=%v err=%v", cp, got, ok, err)
+			}
+		}
+		if _, ok, err := readCheckpointOffsets(dir, 15); ok || err != nil {
+			t.Fatalf("a file of a later checkpoint than the superblock's must be ignored: ok=%v err=%v", ok, err)
+		}
+	}
+	path := filepath.Join(dir, checkpointOffsetsFile)
+	b, _ := os.ReadFile(path)
+	b[13] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := readCheckpointOffsets(dir, 16); ok || err == nil {
+		t.Fatal("a damaged file must be refused")
+	}
+}
+
+// TestRestartedReplicaStartsFromTheCheckpointOffsets: a replica that
+// stored consumer offsets above its checkpoint and restarted must report
+// the checkpoint's offset until the replay moves it forward, never the
+// newer value first and an older one after (docs/nemesis.md finding 3).
+func TestRestartedReplicaStartsFromTheCheckpointOffsets(t *testing.T) {
+	entries, stop := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 32})
+	primary := entries[0]
+	store := func(v uint64) {
+		body := encodeOffsetOp(wire.ConsumerKindSingle, 9, v, true)
+		out := primary.shard.propose(context.Background(), &partitionProposal{entry: primary, op: wire.OpStoreConsumerOffset, body: body})
+		if out.code != wire.OK {
+			t.Fatalf("store %d: %+v", v, out)
+		}
+	}
+	for v := uint64(1); v <= 40; v++ { // ops 1..40: checkpoints at 16 and 32
+		store(v)
+	}
+	backup := entries[2]
+	var cp uint64
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var off uint64
+		backup.shard.do(func() { off, _ = backup.log.ConsumerOffset(wire.ConsumerKindSingle, 9); cp = backup.checkpointOp })
+		if off == 40 && cp >= 32 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backup at offset %d, checkpoint %d", off, cp)
+		}
+	}
+	// Stop the backup's plane (its shard closes the log and the WAL) and
+	// open the partition again in a new plane on the same directory,
+	// without running its loop: what it reports before any replay.
+	dir := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(backup.dir))))))
+	stop(2)
+	defaults, _ := config.Defaults()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p := newPartitionPlane(log, dir, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 32},
+		topology{clustered: true, self: 2, count: 3}, defaults.Cluster)
+	close(p.shards[0].stopped) // no loop: controls run inline
+	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
+	e := p.open(backup.key, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}})
+	if e.log == nil {
+		t.Fatalf("reopen: %v", e.quarantine)
+	}
+	defer e.log.Close()
+	defer e.closeWAL()
+	got, _ := e.log.ConsumerOffset(wire.ConsumerKindSingle, 9)
+	if got != cp {
+		t.Fatalf("restarted replica reports offset %d before its replay; want the checkpoint's %d (the replay of ops above it then moves it forward, never back)", got, cp)
+	}
+}
