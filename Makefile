@@ -33,7 +33,7 @@ cluster-align:
 	LODESTREAM_ALIGN_PARTITIONS=$(PARTITIONS) $(GO) test -count=1 -timeout 30m ./integration/ -run TestClusterPartitionLeadershipFollowsMetadata -v
 
 # Every node killed mid-produce, LOOPS loops per durability (make test runs
-# 2; docs/cluster.md "Not yet" tells what it found before the prepare WAL).
+# 1; docs/cluster.md "Not yet" tells what it found before the prepare WAL).
 LOOPS ?= 2
 cluster-allkill:
 	LODESTREAM_ALLKILL_LOOPS=$(LOOPS) $(GO) test -count=1 -timeout 30m ./integration/ -run TestClusterAllNodesKilledMidProduce -v

@@ -138,6 +138,11 @@ func crashSeed(t *testing.T) int64 {
 // TestCrashMatrix runs every cell of the crash matrix and reports the
 // totals (docs/crash-tests.md).
 func TestCrashMatrix(t *testing.T) {
+	if slices.Contains(serverBuildFlags, "-race") && os.Getenv("LODESTREAM_CRASH_LOOPS") == "" {
+		// make test runs the package twice; the plain run covers the matrix
+		// (≈ 100 s) and the race run would add ≈ 155 s more.
+		t.Skip("under -race the crash matrix runs only with LODESTREAM_CRASH_LOOPS set")
+	}
 	loops, seed := crashLoops(t), crashSeed(t)
 	t.Logf("crash matrix: %d loops per cell, seed %d (LODESTREAM_CRASH_SEED=%d LODESTREAM_CRASH_LOOPS=%d reproduces)", loops, seed, seed, loops)
 	var tallies []*crashTally
@@ -154,11 +159,6 @@ func TestCrashMatrix(t *testing.T) {
 	}
 	cell("singleton", 0, func(t *testing.T, rng *rand.Rand, tally *crashTally) { singletonCrashLoops(t, rng, loops, tally) })
 	cell("cluster", 1, func(t *testing.T, rng *rand.Rand, tally *crashTally) {
-		if slices.Contains(serverBuildFlags, "-race") && os.Getenv("LODESTREAM_CRASH_LOOPS") == "" {
-			// make test runs the package twice; the plain run covers this
-			// cell (≈ 90 s), the race run would add ≈ 130 s more.
-			t.Skip("under -race the cluster cell runs only with LODESTREAM_CRASH_LOOPS set")
-		}
 		clusterCrashLoops(t, rng, loops, tally)
 	})
 	var b strings.Builder

@@ -136,7 +136,14 @@ func TestNemesis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real processes under faults: not in -short")
 	}
-	for i, s := range strings.Split(*flagNodes, ",") {
+	sizes := *flagNodes
+	if raceEnabled && *flagDuration == 0 && sizes == "3,5" {
+		// make test runs the package twice; under -race only the test
+		// process (clients, proxies, checkers) is checked, and 3 nodes
+		// exercise all of it.
+		sizes = "3"
+	}
+	for i, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 3 {
 			t.Fatalf("-nemesis.nodes: %q", s)
