@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/transport/bus"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -865,8 +867,13 @@ func TestClusterDamagedLastSyncedBatchIsReportedAsCorruption(t *testing.T) {
 	}
 	c.waitPartitionCountOf(2, k, 320, 30*time.Second)
 	// Node 2 learns op 32 committed from the next commit heartbeat, then
-	// checkpoints it (segments synced, superblock written).
-	time.Sleep(3 * time.Second)
+	// checkpoints it (segments synced, superblock written with the frontier).
+	pdir := crashPartitionDir(c.nodes[2].dataDir, k)
+	id2 := journal.Identity{Cluster: bus.ClusterID("it-cluster"), ReplicaID: 2, ReplicaCount: 3}
+	waitFor(t, "node 2's checkpoint to cover every batch", 60*time.Second, func() bool {
+		_, st, err := journal.OpenSuperblock(pdir, id2)
+		return err == nil && st != nil && st.OffsetFrontier >= 320
+	})
 	c.nodes[2].stop(syscall.SIGKILL)
 	seg := lastSegment(t, crashPartitionDir(c.nodes[2].dataDir, k))
 	batches := segmentBatches(t, seg)
