@@ -97,6 +97,13 @@ func (c *testCluster) waitPartitionCount(i int, p uint32, want int, within time.
 // skip until within passes.
 func (c *testCluster) sendAnywhere(p uint32, msgs []wire.BatchMessageInput, skip int, within time.Duration) (int, wire.SendConfirmation) {
 	c.t.Helper()
+	return c.sendAnywhereIn(0, p, msgs, skip, within, time.Second, 2*time.Second)
+}
+
+// sendAnywhereIn is sendAnywhere for partition p of topic (stream 0),
+// with the client's response timeout and each send's deadline.
+func (c *testCluster) sendAnywhereIn(topic, p uint32, msgs []wire.BatchMessageInput, skip int, within, response, send time.Duration) (int, wire.SendConfirmation) {
+	c.t.Helper()
 	deadline := time.Now().Add(within)
 	var last error
 	for time.Now().Before(deadline) {
@@ -104,7 +111,7 @@ func (c *testCluster) sendAnywhere(p uint32, msgs []wire.BatchMessageInput, skip
 			if i == skip || !c.nodes[i].running() {
 				continue
 			}
-			cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(time.Second))
+			cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(response))
 			if err != nil {
 				last = err
 				continue
@@ -114,8 +121,8 @@ func (c *testCluster) sendAnywhere(p uint32, msgs []wire.BatchMessageInput, skip
 				cl.Close()
 				continue
 			}
-			ctx, cancel := context.WithTimeout(testCtx(c.t), 2*time.Second)
-			conf, err := cl.SendMessages(ctx, id(0), id(0), partitionID(p), msgs)
+			ctx, cancel := context.WithTimeout(testCtx(c.t), send)
+			conf, err := cl.SendMessages(ctx, id(0), id(topic), partitionID(p), msgs)
 			cancel()
 			cl.Close()
 			if err == nil {
@@ -125,7 +132,7 @@ func (c *testCluster) sendAnywhere(p uint32, msgs []wire.BatchMessageInput, skip
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	c.t.Fatalf("no node accepted a send to partition %d within %s: %v", p, within, last)
+	c.t.Fatalf("no node accepted a send to topic %d partition %d within %s: %v", topic, p, within, last)
 	return -1, wire.SendConfirmation{}
 }
 

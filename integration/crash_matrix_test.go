@@ -813,36 +813,7 @@ func (c *testCluster) waitPartitionCountOf(i int, k tp, want int, within time.Du
 // sendAnywhereTopic is sendAnywhere for a crash partition.
 func (c *testCluster) sendAnywhereTopic(k tp, msgs []wire.BatchMessageInput, within time.Duration) (int, wire.SendConfirmation) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	var last error
-	for time.Now().Before(deadline) {
-		for i := range c.nodes {
-			if !c.nodes[i].running() {
-				continue
-			}
-			cl, err := client.Dial(testCtx(c.t), c.addr(i), client.WithResponseTimeout(5*time.Second))
-			if err != nil {
-				last = err
-				continue
-			}
-			if _, err := cl.LoginUser(testCtx(c.t), "iggy", "iggy"); err != nil {
-				last = err
-				cl.Close()
-				continue
-			}
-			ctx, cancel := context.WithTimeout(testCtx(c.t), 5*time.Second)
-			conf, err := cl.SendMessages(ctx, id(0), id(k.topic), partitionID(k.partition), msgs)
-			cancel()
-			cl.Close()
-			if err == nil {
-				return i, conf[0]
-			}
-			last = err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	c.t.Fatalf("no node accepted a send to %s within %s: %v", k, within, last)
-	return -1, wire.SendConfirmation{}
+	return c.sendAnywhereIn(k.topic, k.partition, msgs, -1, within, 5*time.Second, 5*time.Second)
 }
 
 // TestClusterDamagedLastSyncedBatchIsReportedAsCorruption: the matrix's
