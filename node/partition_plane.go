@@ -86,9 +86,13 @@ type partitionEntry struct {
 	appliedOp uint64 // last op applied to the log
 	// Cluster mode: the group's superblock, the checkpoint it records
 	// (op and the log's next offset then), a running state transfer.
-	superblock         *journal.Superblock
-	wal                *journal.PrepareLog // the group's prepare WAL (partition_wal.go)
-	walReclaimed       uint64              // the checkpoint op the WAL was last reclaimed to
+	superblock   *journal.Superblock
+	wal          *journal.PrepareLog // the group's prepare WAL (partition_wal.go)
+	walReclaimed uint64              // the checkpoint op the WAL was last reclaimed to
+	walBytes     uint64              // the WAL's size after its last completed write
+	// writing: a durable write of the group's Ready runs off the loop
+	// (partition_writer.go); its Ready, WAL and superblock wait for it.
+	writing            bool
 	checkpointOp       uint64
 	checkpointFrontier uint64
 	checkpointDedup    []byte // the dedup table at checkpointOp, encoded

@@ -43,7 +43,7 @@ func (s *partitionShard) noteQuiet(e *partitionEntry) {
 		return
 	}
 	now := progressOf(e.group)
-	if now != e.lastProgress || e.inflight > 0 || len(e.backlog) > 0 || e.transfer != nil || e.fence.fenced() {
+	if now != e.lastProgress || e.inflight > 0 || len(e.backlog) > 0 || e.transfer != nil || e.fence.fenced() || e.writing {
 		e.lastProgress, e.quietTicks = now, 0
 		return
 	}

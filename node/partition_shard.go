@@ -119,6 +119,12 @@ type partitionShard struct {
 	touched    []*partitionEntry
 	results    map[uint64]partitionOutcome // op -> outcome of the group being processed
 
+	// Durable writes off the loop (partition_writer.go): batches in
+	// flight, where they report back, and the shard's concurrent writes.
+	writesInFlight int
+	writesDone     chan *writeBatch
+	writeSlots     chan struct{}
+
 	wedgedTimeout time.Duration // 0: a fenced group never stops the process
 	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
 }
@@ -138,6 +144,9 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		awake:     make(map[*partitionEntry]struct{}),
 		waiting:   make(map[uint64]*partitionProposal),
 		results:   make(map[uint64]partitionOutcome),
+		// Batches in flight are bounded by the groups (one write each).
+		writesDone: make(chan *writeBatch, 16),
+		writeSlots: make(chan struct{}, writeSlotsMax),
 	}
 }
 
@@ -249,8 +258,11 @@ func (s *partitionShard) run(ctx context.Context) {
 			s.served.Store(int64(len(s.groups)))
 			s.align(time.UnixMicro(int64(now)))
 		case c := <-s.controls:
+			s.settleWrites() // a control may drop, reopen or close a group
 			c.fn()
 			close(c.done)
+		case b := <-s.writesDone:
+			s.finishWrites(b)
 		case <-s.wakeups:
 			s.wakeAll()
 		case m := <-s.inbox:
@@ -312,6 +324,7 @@ func (s *partitionShard) step(r routedMessage) {
 // drain carries out every admitted proposal, then syncs and closes the logs
 // (graceful shutdown flushes everything).
 func (s *partitionShard) drain() {
+	s.settleWrites()
 	for {
 		select {
 		case c := <-s.controls:
@@ -325,7 +338,16 @@ func (s *partitionShard) drain() {
 		}
 		break
 	}
-	s.processTouched()
+	// What was admitted is carried out (bounded: each round finishes the
+	// writes the one before started).
+	for round := 0; round < partitionReadyRoundsMax; round++ {
+		s.processTouched()
+		if s.writesInFlight == 0 {
+			break
+		}
+		s.settleWrites()
+	}
+	s.settleWrites()
 	for tag, p := range s.waiting {
 		p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
 		delete(s.waiting, tag)
@@ -493,60 +515,6 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 		p.reply(partitionOutcome{code: code})
 	}
 	e.backlog, e.inflight, e.walQueuedBytes = nil, 0, 0
-}
-
-// processTouched drains the touched groups' Readys through the one Ready
-// contract, all of them together per round (carryOutBatch: their
-// superblock writes run concurrently, so a view change of many groups
-// costs a few journal commits, not one fsync pair per group); the entries
-// supply the partition plane's steps.
-func (s *partitionShard) processTouched() {
-	touched := len(s.touched)
-	live := make([]*partitionEntry, 0, touched)
-	for _, e := range s.touched {
-		if _, ok := s.groups[e]; ok {
-			live = append(live, e)
-		}
-	}
-	var batch []batchItem
-	var inBatch []*partitionEntry
-	stalled := make(map[*partitionEntry]bool)
-	now := time.UnixMicro(int64(s.clock.NowMicros()))
-	for round := 0; round < partitionReadyRoundsMax; round++ {
-		batch, inBatch = batch[:0], inBatch[:0]
-		for _, e := range live {
-			if !stalled[e] && e.group.HasReady() && e.fence.mayCarryOut(now) {
-				batch = append(batch, batchItem{g: e.group, steps: e})
-				inBatch = append(inBatch, e)
-			}
-		}
-		if len(batch) == 0 {
-			break
-		}
-		for i, err := range carryOutBatch(batch) {
-			e := inBatch[i]
-			if err != nil {
-				stalled[e] = true
-				if !errors.Is(err, errInstallPending) {
-					var ff *fsyncFailed
-					s.fenceGroup(e, err, errors.As(err, &ff))
-				}
-				continue
-			}
-			s.liftFence(e)
-			s.checkpoint(e)
-			s.promoteBacklog(e)
-		}
-	}
-	for _, e := range live {
-		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
-		e.publishRole()
-		s.proposeWatermarks(e) // a new primary carries out what metadata wants
-	}
-	// Groups touched while processing (new proposals) stay for the next turn.
-	n := copy(s.touched, s.touched[touched:])
-	clear(s.touched[n:])
-	s.touched = s.touched[:n]
 }
 
 // persist implements readySteps. In cluster mode a Ready's journal work

@@ -177,18 +177,26 @@ var errInstallPending = errors.New("partition state transfer in progress")
 // until the records up to its frontier are in the log (the transfer job),
 // so the superblock never names a checkpoint the log does not hold.
 func (e *partitionEntry) persistVSR(rd *consensus.Ready) error {
-	write, err := e.prepareWrite(rd)
-	if err != nil || write == nil {
+	w, err := e.prepareWrite(rd)
+	if err != nil || w == nil {
 		return err
 	}
-	return write()
+	if err := w.run(); err != nil {
+		return err
+	}
+	if w.done != nil {
+		w.done()
+	}
+	return nil
 }
 
 // prepareWrite implements batchedSteps: the transfer check in order, then
-// the write the shard runs together with other groups': the Ready's
-// journal work into the prepare WAL (synced on a persisted topic), then
-// the superblock, then reclaiming the WAL history its checkpoint covers.
-func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error) {
+// the write the shard runs off its loop together with other groups': the
+// Ready's journal work into the prepare WAL (synced on a persisted topic),
+// then the superblock, then reclaiming the WAL history its checkpoint
+// covers. The write reads only what is captured here; the entry's fields
+// it settles are set by done, on the loop.
+func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error) {
 	if rd.Snapshot != nil {
 		if err := e.shard.transferReady(e, *rd.Snapshot); err != nil {
 			return nil, err
@@ -223,16 +231,15 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 		offsets = e.checkpointOffsets
 	}
 	offsetsDurable := e.offsetsPersisted
-	sb, dir, op := e.superblock, e.dir, e.checkpointOp
+	sb, dir, op, reclaimed := e.superblock, e.dir, e.checkpointOp, e.walReclaimed
 	// A persisted topic's log is synced lazily in a cluster (the WAL holds
 	// what was acknowledged): before a superblock names a checkpoint whose
 	// frontier it must hold, and so before the WAL history is reclaimed.
 	syncLog := st != nil && wal != nil && e.persisted
 	log := e.log
-	if e.group.IsPrimary() {
-		e.noteWritten(entries)
-	}
-	return func() error {
+	primary := e.group.IsPrimary()
+	var retained int64 // the WAL's bytes after the write
+	run := func() error {
 		if wal != nil && (from != 0 || len(entries) > 0) {
 			if err := wal.Write(from, entries); err != nil {
 				return err
@@ -243,35 +250,54 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 				}
 			}
 		}
-		if st == nil {
-			return nil
-		}
-		if syncLog {
-			if err := log.Sync(); err != nil {
-				return &fsyncFailed{fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err)}
+		if st != nil {
+			if syncLog {
+				if err := log.Sync(); err != nil {
+					return &fsyncFailed{fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err)}
+				}
 			}
-		}
-		if dedup != nil {
-			if err := writeDedupFile(dir, op, dedup); err != nil {
+			if dedup != nil {
+				if err := writeDedupFile(dir, op, dedup); err != nil {
+					return err
+				}
+			}
+			if writeOffsets {
+				if err := writeCheckpointOffsets(dir, op, offsets, offsetsDurable); err != nil {
+					return err
+				}
+			}
+			if err := sb.Write(*st); err != nil {
 				return err
 			}
-			e.checkpointDedupDirty = false // the shard waits for every write before it goes on
-		}
-		if writeOffsets {
-			if err := writeCheckpointOffsets(dir, op, offsets, offsetsDurable); err != nil {
-				return err
+			if cp := st.CheckpointOp; wal != nil && cp > reclaimed {
+				if err := wal.Reclaim(cp); err != nil {
+					return err
+				}
+				reclaimed = cp
 			}
-			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
 		}
-		if err := sb.Write(*st); err != nil {
-			return err
-		}
-		if cp := st.CheckpointOp; wal != nil && cp > e.walReclaimed {
-			if err := wal.Reclaim(cp); err != nil {
-				return err
-			}
-			e.walReclaimed = cp
+		if wal != nil {
+			retained = wal.Bytes()
 		}
 		return nil
-	}, nil
+	}
+	done := func() {
+		if wal != nil {
+			e.walBytes = uint64(retained)
+		}
+		if primary {
+			e.noteWritten(entries) // counted in walBytes now, no longer as queued
+		}
+		if st == nil {
+			return
+		}
+		if dedup != nil {
+			e.checkpointDedupDirty = false
+		}
+		if writeOffsets {
+			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
+		}
+		e.walReclaimed = reclaimed
+	}
+	return &durableWrite{run: run, done: done}, nil
 }
