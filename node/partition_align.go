@@ -52,7 +52,7 @@ func (s *partitionShard) align(nowTick time.Time) {
 		return
 	}
 	budget := alignHandOversPerTick
-	for e := range s.awake { // a resting group is aligned (partition_rest.go)
+	for _, e := range s.awake.list { // a resting group is aligned (partition_rest.go)
 		if budget == 0 {
 			return
 		}

@@ -27,7 +27,7 @@ func TestAlignHandsPrimariesToTheMetadataPrimary(t *testing.T) {
 		}
 		e := &partitionEntry{group: g, shard: s}
 		s.groups[e] = struct{}{}
-		s.awake[e] = struct{}{}
+		s.awake.add(e)
 		entries = append(entries, e)
 	}
 	target, ok := uint8(2), false

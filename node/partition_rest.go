@@ -56,7 +56,7 @@ func (s *partitionShard) noteQuiet(e *partitionEntry) {
 	}
 	if e.quietTicks >= s.restAfterTicks && s.mayRest(e, now) {
 		e.resting = true
-		delete(s.awake, e) // (deleting during the tick's range over awake is allowed)
+		s.awake.remove(e) // (the tick's loop runs backwards: allowed)
 		// A resting group holds no WAL descriptor: the next write reopens
 		// the file (a persisted write was synced already).
 		if e.wal != nil {
@@ -105,7 +105,7 @@ func (s *partitionShard) wake(e *partitionEntry) {
 		s.restingLed--
 	}
 	if _, ok := s.groups[e]; ok {
-		s.awake[e] = struct{}{}
+		s.awake.add(e)
 	}
 }
 

@@ -112,7 +112,7 @@ type partitionShard struct {
 	groups map[*partitionEntry]struct{}
 	// awake: the groups that tick (all but the resting ones), and how many
 	// resting groups this replica leads (partition_rest.go).
-	awake      map[*partitionEntry]struct{}
+	awake      awakeList
 	restingLed int
 	nextTag    uint64
 	waiting    map[uint64]*partitionProposal
@@ -124,6 +124,9 @@ type partitionShard struct {
 	writesInFlight int
 	writesDone     chan *writeBatch
 	writeSlots     chan struct{}
+	// sbLog: the node's partition superblock log (cluster mode; nil on a
+	// single node, whose groups keep no superblock).
+	sbLog *journal.SuperblockLog
 
 	wedgedTimeout time.Duration // 0: a fenced group never stops the process
 	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
@@ -141,7 +144,6 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		wakeups:   make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		groups:    make(map[*partitionEntry]struct{}),
-		awake:     make(map[*partitionEntry]struct{}),
 		waiting:   make(map[uint64]*partitionProposal),
 		results:   make(map[uint64]partitionOutcome),
 		// Batches in flight are bounded by the groups (one write each).
@@ -239,7 +241,10 @@ func (s *partitionShard) run(ctx context.Context) {
 			now := s.clock.NowMicros()
 			nowT := time.UnixMicro(int64(now))
 			led := s.restingLed
-			for e := range s.awake {
+			// Backwards: noteQuiet may take the current group out
+			// (swapping the last one in, already visited).
+			for i := len(s.awake.list) - 1; i >= 0; i-- {
+				e := s.awake.list[i]
 				if e.fence.fenced() {
 					s.checkWedged(e, nowT)
 				}
@@ -390,12 +395,13 @@ func (p *partitionProposal) reply(out partitionOutcome) {
 	}
 }
 
+// touch queues a group for processTouched (once: a flag, not a scan,
+// since thousands of groups may be touched in one turn).
 func (s *partitionShard) touch(e *partitionEntry) {
-	for _, t := range s.touched {
-		if t == e {
-			return
-		}
+	if e.inTouched {
+		return
 	}
+	e.inTouched = true
 	s.touched = append(s.touched, e)
 }
 
@@ -500,7 +506,7 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	if e.resting && e.primary.Load() {
 		s.restingLed--
 	}
-	delete(s.awake, e)
+	s.awake.remove(e)
 	if e.transfer != nil {
 		e.transfer.stop()
 		e.transfer = nil

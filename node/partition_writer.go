@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
 )
 
 // The persistence work off the shard loop (issue 9 point 3). A group's
@@ -101,6 +102,9 @@ func (s *partitionShard) processTouched() {
 	}
 	// Groups touched while processing (new proposals, writes still in
 	// flight) stay for the next turn.
+	for _, e := range s.touched[:touched] {
+		e.inTouched = false
+	}
 	n := copy(s.touched, s.touched[touched:])
 	clear(s.touched[n:])
 	s.touched = s.touched[:n]
@@ -117,30 +121,65 @@ func (s *partitionShard) startWrites(b *writeBatch) {
 	b.errs = make([]error, len(b.writes))
 	s.writesInFlight++
 	go func() {
-		runWrites(b.writes, b.errs, s.writeSlots)
+		runWrites(b.writes, b.errs, s.writeSlots, s.sbLog)
 		s.writesDone <- b
 	}()
 }
 
 // runWrites runs the writes, at most cap(slots) at once (shared by the
-// shard's batches), and records their errors.
-func runWrites(writes []*durableWrite, errs []error, slots chan struct{}) {
+// shard's batches), then appends their superblock records to the node's
+// log in one write and one sync, then their post steps; it records each
+// write's error.
+func runWrites(writes []*durableWrite, errs []error, slots chan struct{}, sbLog *journal.SuperblockLog) {
 	if len(writes) == 1 {
 		slots <- struct{}{}
 		errs[0] = writes[0].run()
 		<-slots
-		return
+	} else {
+		var wg sync.WaitGroup
+		for i, w := range writes {
+			wg.Add(1)
+			slots <- struct{}{}
+			go func() {
+				defer func() { <-slots; wg.Done() }()
+				errs[i] = w.run()
+			}()
+		}
+		wg.Wait()
 	}
-	var wg sync.WaitGroup
+	var records []journal.SuperblockLogEntry
 	for i, w := range writes {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			errs[i] = w.run()
-		}()
+		if errs[i] == nil && w.record != nil {
+			records = append(records, *w.record)
+		}
 	}
-	wg.Wait()
+	if len(records) > 0 {
+		if err := appendSuperblockRecords(sbLog, records); err != nil {
+			for i, w := range writes {
+				if errs[i] == nil && w.record != nil {
+					errs[i] = err
+				}
+			}
+		}
+	}
+	for i, w := range writes {
+		if errs[i] == nil && w.post != nil {
+			errs[i] = w.post()
+		}
+	}
+}
+
+// appendSuperblockRecords makes records durable in the node's superblock
+// log; a failed sync there is an fsync failure of every group in it.
+func appendSuperblockRecords(sbLog *journal.SuperblockLog, records []journal.SuperblockLogEntry) error {
+	if sbLog == nil {
+		return errors.New("superblock records without a superblock log")
+	}
+	err := sbLog.Append(records)
+	if errors.Is(err, journal.ErrSuperblockLogPoisoned) {
+		return &fsyncFailed{err}
+	}
+	return err
 }
 
 // finishWrites (loop) takes a returned batch's Readys on: steps 2-6 for

@@ -1,6 +1,9 @@
 package node
 
-import "github.com/lodestream/lodestream/consensus"
+import (
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
+)
 
 // readySteps is what an event loop does with one Ready, for one group.
 // carryOut runs them in the one order every group obeys (the consensus
@@ -72,9 +75,14 @@ type batchedSteps interface {
 
 // durableWrite is the storage work of one group's Ready. run executes off
 // the loop and touches only what prepareWrite captured and the group's
-// files, which nothing on the loop touches while the write is in flight;
-// done (may be nil) records its effects on the loop, after a success.
+// files, which nothing on the loop touches while the write is in flight.
+// record (may be nil) is the group's new superblock state: it goes to the
+// node's superblock log with the other records of the batch, one sync for
+// all, after run and before post (may be nil), which needs it durable.
+// done (may be nil) records the effects on the loop, after a success.
 type durableWrite struct {
-	run  func() error
-	done func()
+	run    func() error
+	record *journal.SuperblockLogEntry
+	post   func() error
+	done   func()
 }
