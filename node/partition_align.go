@@ -56,7 +56,9 @@ func (s *partitionShard) align(nowTick time.Time) {
 		if budget == 0 {
 			return
 		}
-		if !e.group.IsPrimary() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
+		// The published role (the entry's first cache lines), not the
+		// group's: this walk runs every tick over every awake group.
+		if !e.primary.Load() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
 			continue
 		}
 		if e.group.HandOver(target) {
