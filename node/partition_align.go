@@ -61,7 +61,10 @@ func (s *partitionShard) align(nowTick time.Time) {
 		if !e.primary.Load() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
 			continue
 		}
-		if e.group.HandOver(target) {
+		s.catchUp(e)
+		handed := e.group.HandOver(target)
+		s.schedule(e)
+		if handed {
 			budget--
 			e.alignRetryAt = nowTick.Add(alignRetryAfter)
 			e.stampValid = false

@@ -84,6 +84,9 @@ type partitionEntry struct {
 	// (partition_writer.go); its Ready, WAL and superblock wait for it.
 	writing  bool
 	transfer *partitionTransfer
+	// Skipped quiet ticks (partition_ticks.go), in shard ticks: the group's
+	// tick count is current up to tickedAt; it must run at timerAt.
+	tickedAt, timerAt uint64
 
 	key      partitionKey
 	revision uint64 // metadata CreatedRevision: a re-created partition is a new entry

@@ -261,6 +261,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
 			e.shard.awake.add(e)
+			e.shard.startTicking(e)
 			e.publishRole()
 			e.publishWatermarks()
 		}

@@ -114,10 +114,12 @@ type partitionShard struct {
 	// resting groups this replica leads (partition_rest.go).
 	awake      awakeList
 	restingLed int
-	nextTag    uint64
-	waiting    map[uint64]*partitionProposal
-	touched    []*partitionEntry
-	results    map[uint64]partitionOutcome // op -> outcome of the group being processed
+	// tickNo counts the shard's 10 ms ticks (partition_ticks.go).
+	tickNo  uint64
+	nextTag uint64
+	waiting map[uint64]*partitionProposal
+	touched []*partitionEntry
+	results map[uint64]partitionOutcome // op -> outcome of the group being processed
 
 	// Durable writes off the loop (partition_writer.go): batches in
 	// flight, where they report back, and the shard's concurrent writes.
@@ -241,23 +243,28 @@ func (s *partitionShard) run(ctx context.Context) {
 			now := s.clock.NowMicros()
 			nowT := time.UnixMicro(int64(now))
 			led := s.restingLed
+			s.tickNo++
 			// Backwards: noteQuiet may take the current group out
 			// (swapping the last one in, already visited).
 			for i := len(s.awake.list) - 1; i >= 0; i-- {
 				e := s.awake.list[i]
-				if e.fence.fenced() {
-					s.checkWedged(e, nowT)
-				}
 				if e.primary.Load() {
 					led++
 				}
-				e.group.SetNow(now)
-				e.group.Tick()
+				if !s.dueNow(e) {
+					continue // nothing due: its ticks are counted when it next runs
+				}
+				if e.fence.fenced() {
+					s.checkWedged(e, nowT)
+				}
+				elapsed := s.tickNo - e.tickedAt
+				s.catchUp(e)
 				if e.group.HasReady() || len(e.backlog) > 0 {
 					s.touch(e)
 				}
 				e.publishRole()
-				s.noteQuiet(e)
+				s.noteQuiet(e, elapsed)
+				s.schedule(e)
 			}
 			s.led.Store(int64(led))
 			s.served.Store(int64(len(s.groups)))
@@ -319,11 +326,13 @@ func (s *partitionShard) step(r routedMessage) {
 		return
 	}
 	s.wake(r.entry)
+	s.catchUp(r.entry)
 	r.entry.group.Step(r.msg)
 	s.heard(r.entry, r.msg.From)
 	if r.entry.group.HasReady() {
 		s.touch(r.entry)
 	}
+	s.schedule(r.entry)
 }
 
 // drain carries out every admitted proposal, then syncs and closes the logs
@@ -468,10 +477,12 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.waiting[s.nextTag] = p
 	e.inflight++
 	e.walQueuedBytes += uint64(len(p.body))
+	s.catchUp(e)
 	e.group.SetNow(s.clock.NowMicros())
 	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag,
 		Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
 	s.touch(e)
+	s.schedule(e)
 }
 
 // promoteBacklog proposes held proposals as the group's window frees up

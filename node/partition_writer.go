@@ -63,6 +63,7 @@ func (s *partitionShard) processTouched() {
 			if e.writing || stalled[e] || !e.group.HasReady() || !e.fence.mayCarryOut(now) {
 				continue
 			}
+			s.catchUp(e) // Advance and Checkpoint arm timers relative to its ticks
 			rd := e.group.Ready()
 			w, err := e.prepareWrite(&rd)
 			if err != nil {
@@ -99,6 +100,7 @@ func (s *partitionShard) processTouched() {
 		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
 		e.publishRole()
 		s.proposeWatermarks(e) // a new primary carries out what metadata wants
+		s.schedule(e)
 	}
 	// Groups touched while processing (new proposals, writes still in
 	// flight) stay for the next turn.
@@ -201,11 +203,13 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 		if w := b.writes[i]; w.done != nil {
 			w.done()
 		}
+		s.catchUp(e)
 		if err := finishReady(e.group, e, &b.rds[i]); err != nil {
 			s.readyFailed(e, err)
 			continue
 		}
 		s.readyDone(e)
+		s.schedule(e)
 	}
 }
 
