@@ -93,6 +93,7 @@ type Node struct {
 	// lastLed, lastServed: the partition leadership last logged (owned by
 	// the leadership job).
 	lastLed, lastServed int
+	lastInboxDropped    uint64 // partition inbox drops last logged (same job)
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:

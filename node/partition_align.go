@@ -81,9 +81,18 @@ func (n *Node) logLeadership() {
 		return
 	}
 	led, total := 0, 0
+	var dropped uint64
 	for _, s := range n.plane.shards {
 		led += int(s.led.Load())
 		total += int(s.served.Load())
+		dropped += s.inboxDropped.Load()
+	}
+	if dropped != n.lastInboxDropped {
+		// Replica messages dropped at a full shard inbox: VSR retransmits,
+		// but each drop costs a retransmit timeout.
+		n.log.Warn("partition replica messages dropped at full shard inboxes", "dropped", dropped-n.lastInboxDropped,
+			"total", dropped)
+		n.lastInboxDropped = dropped
 	}
 	if led == n.lastLed && total == n.lastServed {
 		return

@@ -23,6 +23,12 @@ const (
 	partitionControlQueueMax  = 64   // metadata-driven changes waiting for a shard loop
 	partitionBacklogMax       = 1024 // proposals held per partition while its group's window is full
 	partitionWaitDuration     = 10 * time.Second
+	// A shard's inbox: deep enough for the view changes of thousands of
+	// groups at once (each a few small messages; a drop costs a
+	// retransmit timeout), bounded in the bytes of the bodies it holds
+	// (prepares, state chunks).
+	partitionInboxMax      = 16384
+	partitionInboxBytesMax = 256 << 20
 )
 
 // partitionGroup is what a shard drives: the same contract as the
@@ -83,6 +89,7 @@ type partitionShard struct {
 	// group id); a full inbox drops, VSR retransmits.
 	inbox        chan routedMessage
 	inboxDropped atomic.Uint64
+	inboxBytes   atomic.Int64 // body bytes of the messages in inbox
 	// led and served: groups this replica leads and drives, as of the last tick.
 	led, served atomic.Int64
 	cfg         partitionGroupConfig
@@ -142,7 +149,7 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		cfg:       cfg,
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
 		controls:  make(chan shardControl, partitionControlQueueMax),
-		inbox:     make(chan routedMessage, inboxMax),
+		inbox:     make(chan routedMessage, partitionInboxMax),
 		wakeups:   make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		groups:    make(map[*partitionEntry]struct{}),
@@ -311,17 +318,35 @@ type routedMessage struct {
 }
 
 // deliver hands a replica message to the shard without blocking.
+// A full inbox (in messages or body bytes) drops; VSR retransmits.
 func (s *partitionShard) deliver(e *partitionEntry, m consensus.Message) {
+	n := messageBodyBytes(&m)
+	if n > 0 && s.inboxBytes.Load()+n > partitionInboxBytesMax {
+		s.inboxDropped.Add(1)
+		return
+	}
+	s.inboxBytes.Add(n)
 	select {
 	case s.inbox <- routedMessage{entry: e, msg: m}:
 	default:
+		s.inboxBytes.Add(-n)
 		s.inboxDropped.Add(1)
 	}
+}
+
+// messageBodyBytes is what a replica message holds beyond its fixed part.
+func messageBodyBytes(m *consensus.Message) int64 {
+	n := int64(len(m.ChunkData))
+	if m.Prepare != nil {
+		n += int64(len(m.Prepare.Body))
+	}
+	return n
 }
 
 // step feeds a routed message to its group if the shard still drives it
 // (the partition may have been removed meanwhile).
 func (s *partitionShard) step(r routedMessage) {
+	s.inboxBytes.Add(-messageBodyBytes(&r.msg))
 	if _, ok := s.groups[r.entry]; !ok {
 		return
 	}
