@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -41,9 +42,10 @@ import (
 // One goroutine at a time: the partition's shard, or the write it hands
 // to carryOutBatch, never both.
 type PrepareLog struct {
+	fs       vfs.FS
 	dir      string
 	files    []prepareFile // oldest first; the last one is appended to
-	f        *os.File      // the last file, opened for append (nil: none yet)
+	f        vfs.File      // the last file, opened for append (nil: none yet)
 	poisoned error
 	// dirty: the last file was written since the last Sync; dirDirty: a
 	// file was created or removed since.
@@ -80,11 +82,12 @@ var ErrPrepareLogDamaged = errors.New("partition prepare WAL damaged")
 // ErrPrepareLogDamaged, and the log is still returned, emptied of nothing:
 // the caller decides (a replica that may have lost acknowledged prepares
 // must not vote on its own; see consensus.Restored.StorageLost).
-func OpenPrepareLog(dir string, fromOp uint64) (*PrepareLog, []consensus.Prepare, error) {
-	if err := ensureDir(dir); err != nil {
+func OpenPrepareLog(dir string, fromOp uint64, opts ...Option) (*PrepareLog, []consensus.Prepare, error) {
+	fsys := fsOf(opts)
+	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
-	l := &PrepareLog{dir: dir, rotateBytes: prepareLogRotateBytes}
+	l := &PrepareLog{fs: fsys, dir: dir, rotateBytes: prepareLogRotateBytes}
 	seqs, err := l.listFiles()
 	if err != nil {
 		return nil, nil, err
@@ -115,7 +118,7 @@ func OpenPrepareLog(dir string, fromOp uint64) (*PrepareLog, []consensus.Prepare
 }
 
 func (l *PrepareLog) listFiles() ([]uint64, error) {
-	des, err := os.ReadDir(l.dir)
+	des, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list prepare WAL %s: %w", l.dir, err)
 	}
@@ -148,7 +151,7 @@ func (l *PrepareLog) path(seq uint64) string {
 func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uint64]consensus.Prepare) (prepareFile, error) {
 	path := l.path(seq)
 	pf := prepareFile{seq: seq}
-	f, err := os.Open(path)
+	f, err := l.fs.Open(path)
 	if err != nil {
 		return pf, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -178,7 +181,7 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 			}
 			// Torn tail: the write never completed, so nothing it held was
 			// acknowledged. Cut it so appends continue after valid records.
-			if err := os.Truncate(path, int64(off)); err != nil {
+			if err := l.fs.Truncate(path, int64(off)); err != nil {
 				return pf, fmt.Errorf("cut the torn tail of %s at byte %d: %w", path, off, err)
 			}
 			break
@@ -352,7 +355,7 @@ func (l *PrepareLog) openLast() error {
 	}
 	last := l.files[len(l.files)-1]
 	path := l.path(last.seq)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := l.fs.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("open prepare WAL file %s: %w", path, err)
 	}
@@ -383,7 +386,7 @@ func (l *PrepareLog) Sync() error {
 		l.dirty = false
 	}
 	if l.dirDirty {
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return err
 		}
 		l.dirDirty = false
@@ -407,7 +410,7 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 	removed := 0
 	for removed < len(l.files)-1 && l.files[removed].maxOp < checkpointOp {
 		path := l.path(l.files[removed].seq)
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := l.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove reclaimed prepare WAL file %s: %w", path, err)
 		}
 		removed++

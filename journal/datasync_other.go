@@ -1,8 +1,0 @@
-//go:build !linux
-
-package journal
-
-import "os"
-
-// datasync falls back to a full fsync where fdatasync is unavailable.
-func datasync(f *os.File) error { return f.Sync() }
