@@ -64,6 +64,8 @@ type Mem struct {
 	durable  map[string]*inode // the namespace after a crash with no undurable operation kept
 	dirOps   []dirOp           // undurable directory operations, oldest first
 	gen      uint64            // Crash increments it: older handles are stale
+	powerIn  int               // operations left before the power fails (-1: never)
+	off      bool              // the power failed: every operation fails until Crash
 	seq      uint64            // global order of data operations
 	nextIno  uint64
 	stats    MemStats
@@ -115,7 +117,42 @@ func NewMem(seed uint64) *Mem {
 		names:   map[string]*inode{"/": root},
 		durable: map[string]*inode{"/": root},
 		nextIno: 2,
+		powerIn: -1,
 	}
+}
+
+// PowerOffAfter makes the power fail after n more operations (n = 0: at
+// the next one): from then on every operation of the file system and its
+// files fails with ErrPoweredOff, changing nothing, until Crash resolves
+// the power loss. A negative n cancels. So a crash can land inside a
+// caller's sequence of writes, syncs and renames.
+func (m *Mem) PowerOffAfter(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.powerIn = n
+}
+
+// PoweredOff reports whether the power failed (PowerOffAfter) and Crash
+// has not run since.
+func (m *Mem) PoweredOff() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.off
+}
+
+// powerLocked counts one operation against PowerOffAfter; an error once
+// the power failed.
+func (m *Mem) powerLocked(op, name string) error {
+	if !m.off && m.powerIn >= 0 {
+		if m.powerIn == 0 {
+			m.off = true
+		}
+		m.powerIn--
+	}
+	if m.off {
+		return perr(op, name, ErrPoweredOff)
+	}
+	return nil
 }
 
 // SetCrashModel sets what Crash (and a failed fsync) does to unsynced writes.
@@ -170,6 +207,48 @@ func (m *Mem) Pending() (data, dir int) {
 		data += len(ino.pending)
 	}
 	return data, len(m.dirOps)
+}
+
+// Unsynced returns how many unsynced data operations the named file has
+// (0 when it does not exist).
+func (m *Mem) Unsynced(name string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ino := m.names[clean(name)]; ino != nil {
+		return len(ino.pending)
+	}
+	return 0
+}
+
+// UnsyncedFiles lists, sorted, every path a file with unsynced data
+// operations may hold after a crash: its current name, its durable one,
+// and names of undurable directory operations (so a removed file whose
+// removal is not durable is listed too).
+func (m *Mem) UnsyncedFiles() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	set := map[string]bool{}
+	for _, ns := range []map[string]*inode{m.names, m.durable} {
+		for p, ino := range ns {
+			if len(ino.pending) > 0 {
+				set[p] = true
+			}
+		}
+	}
+	for _, op := range m.dirOps {
+		if len(op.ino.pending) > 0 {
+			set[op.path] = true
+			if op.kind == opRename {
+				set[op.newpath] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // InjectSyncFailure makes the next Sync or Datasync of the named file, or
@@ -330,6 +409,9 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	orig := name
+	if err := m.powerLocked("open", name); err != nil {
+		return nil, err
+	}
 	name = clean(name)
 	acc := flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR)
 	f := &memFile{m: m, name: orig, path: name, gen: m.gen,
@@ -367,6 +449,9 @@ func (m *Mem) Open(name string) (File, error) { return m.OpenFile(name, os.O_RDO
 func (m *Mem) ReadFile(name string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("open", name); err != nil {
+		return nil, err
+	}
 	p := clean(name)
 	ino := m.names[p]
 	switch {
@@ -393,6 +478,9 @@ func (m *Mem) Rename(oldpath, newpath string) error {
 	defer m.mu.Unlock()
 	o, n := clean(oldpath), clean(newpath)
 	lerr := func(err error) error { return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err} }
+	if m.powerLocked("rename", oldpath) != nil {
+		return lerr(ErrPoweredOff)
+	}
 	// The kernel resolves both parents first, then the old name; os.Rename
 	// refuses an existing directory as the new name before that.
 	for _, p := range []string{o, n} {
@@ -452,6 +540,9 @@ func renameIn(ns map[string]*inode, o, n string, ino *inode) {
 func (m *Mem) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("remove", name); err != nil {
+		return err
+	}
 	p := clean(name)
 	ino := m.names[p]
 	switch {
@@ -473,6 +564,9 @@ func (m *Mem) Remove(name string) error {
 func (m *Mem) Truncate(name string, size int64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("truncate", name); err != nil {
+		return err
+	}
 	p := clean(name)
 	ino := m.names[p]
 	switch {
@@ -493,6 +587,9 @@ func (m *Mem) Truncate(name string, size int64) error {
 func (m *Mem) MkdirAll(name string, perm fs.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("mkdir", name); err != nil {
+		return err
+	}
 	p := clean(name)
 	cur := ""
 	for _, part := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
@@ -518,6 +615,9 @@ func (m *Mem) MkdirAll(name string, perm fs.FileMode) error {
 func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("open", name); err != nil {
+		return nil, err
+	}
 	p := clean(name)
 	ino := m.names[p]
 	switch {
@@ -539,6 +639,9 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 func (m *Mem) Stat(name string) (fs.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("stat", name); err != nil {
+		return nil, err
+	}
 	p := clean(name)
 	ino := m.names[p]
 	if ino == nil {
@@ -552,6 +655,9 @@ func (m *Mem) Stat(name string) (fs.FileInfo, error) {
 func (m *Mem) SyncDir(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.powerLocked("sync", name); err != nil {
+		return err
+	}
 	p := clean(name)
 	ino := m.names[p]
 	switch {
@@ -751,6 +857,7 @@ func (m *Mem) Crash() {
 	defer m.mu.Unlock()
 	m.stats.Crashes++
 	m.gen++
+	m.off, m.powerIn = false, -1
 	ns := make(map[string]*inode, len(m.durable))
 	for k, v := range m.durable {
 		ns[k] = v

@@ -21,8 +21,12 @@ type memFile struct {
 	closed              bool
 }
 
-// check validates the handle under m.mu.
+// check validates the handle under m.mu (and counts the operation
+// against PowerOffAfter).
 func (f *memFile) check(op string) error {
+	if err := f.m.powerLocked(op, f.name); err != nil {
+		return err
+	}
 	switch {
 	case f.closed:
 		return perr(op, f.name, fs.ErrClosed)
@@ -55,10 +59,8 @@ func (f *memFile) Stat() (fs.FileInfo, error) {
 	return infoOf(path.Base(f.path), f.ino), nil
 }
 
-func (f *memFile) readCheck(op string) error {
-	if err := f.check(op); err != nil {
-		return err
-	}
+// readable and writable check the handle's mode (after check).
+func (f *memFile) readable(op string) error {
 	switch {
 	case f.ino.dir:
 		return perr(op, f.name, syscall.EISDIR)
@@ -68,10 +70,7 @@ func (f *memFile) readCheck(op string) error {
 	return nil
 }
 
-func (f *memFile) writeCheck(op string) error {
-	if err := f.check(op); err != nil {
-		return err
-	}
+func (f *memFile) writable(op string) error {
 	if !f.write {
 		return perr(op, f.name, syscall.EBADF)
 	}
@@ -97,7 +96,7 @@ func (f *memFile) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil // as os: no system call
 	}
-	if err := f.readCheck("read"); err != nil {
+	if err := f.readable("read"); err != nil {
 		return 0, err
 	}
 	n := f.readAtLocked(p, f.pos)
@@ -120,7 +119,7 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil // as os: no system call
 	}
-	if err := f.readCheck("read"); err != nil {
+	if err := f.readable("read"); err != nil {
 		return 0, err
 	}
 	n := f.readAtLocked(p, off)
@@ -133,7 +132,10 @@ func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
 func (f *memFile) Write(p []byte) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.writeCheck("write"); err != nil {
+	if err := f.check("write"); err != nil {
+		return 0, err
+	}
+	if err := f.writable("write"); err != nil {
 		return 0, err
 	}
 	if f.append {
@@ -161,7 +163,7 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	case len(p) == 0:
 		return 0, nil // as os: no system call
 	}
-	if err := f.writeCheck("write"); err != nil {
+	if err := f.writable("write"); err != nil {
 		return 0, err
 	}
 	n, err := f.m.writeLocked(f.ino, off, p)
@@ -217,7 +219,10 @@ func (f *memFile) sync(op string) error {
 func (f *memFile) Truncate(size int64) error {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
-	if err := f.writeCheck("truncate"); err != nil {
+	if err := f.check("truncate"); err != nil {
+		return err
+	}
+	if err := f.writable("truncate"); err != nil {
 		return err
 	}
 	if f.ino.dir || size < 0 {

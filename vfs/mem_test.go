@@ -867,3 +867,64 @@ func TestMemConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// TestMemPowerOffAfter: the power fails after n operations; everything
+// then fails without effect until Crash, which resolves what was
+// unsynced; Unsynced and UnsyncedFiles name the files at risk, a removed
+// one included while its removal is not durable.
+func TestMemPowerOffAfter(t *testing.T) {
+	m := NewMem(1)
+	writeFile(t, m, "/f", []byte("durable"), true)
+	writeFile(t, m, "/gone", []byte("old"), true)
+	must(t, m.SyncDir("/"))
+	f, err := m.OpenFile("/f", os.O_RDWR, 0)
+	must(t, err)
+	g, err := m.OpenFile("/gone", os.O_RDWR, 0)
+	must(t, err)
+	g.WriteAt([]byte("OLD"), 0)
+	g.Close()
+	must(t, m.Remove("/gone"))
+	m.PowerOffAfter(1)
+	if _, err := f.WriteAt([]byte("D"), 0); err != nil {
+		t.Fatalf("the one operation left: %v", err)
+	}
+	if m.PoweredOff() {
+		t.Fatal("powered off before the next operation")
+	}
+	if err := f.Sync(); !errors.Is(err, ErrPoweredOff) {
+		t.Fatalf("sync after the cut: %v", err)
+	}
+	for _, err := range []error{
+		m.SyncDir("/"), m.Remove("/f"), m.Rename("/f", "/h"), m.MkdirAll("/d", 0o755), m.Truncate("/f", 0),
+	} {
+		if !errors.Is(err, ErrPoweredOff) {
+			t.Fatalf("after the cut: %v", err)
+		}
+	}
+	if _, err := m.ReadFile("/f"); !errors.Is(err, ErrPoweredOff) {
+		t.Fatalf("read after the cut: %v", err)
+	}
+	if !m.PoweredOff() || m.Unsynced("/f") != 1 || m.Unsynced("/nope") != 0 {
+		t.Fatalf("powered off %v, unsynced %d", m.PoweredOff(), m.Unsynced("/f"))
+	}
+	if got := fmt.Sprint(m.UnsyncedFiles()); got != "[/f /gone]" {
+		t.Fatalf("UnsyncedFiles %s", got)
+	}
+	m.Crash()
+	if m.PoweredOff() {
+		t.Fatal("still powered off after Crash")
+	}
+	if got := string(readOrNil(m, "/f")); got != "durable" && got != "Durable" {
+		t.Fatalf("after the crash: %q", got)
+	}
+	if got := readOrNil(m, "/gone"); got != nil && string(got) != "old" && string(got) != "OLD" {
+		t.Fatalf("the removed file came back as %q", got)
+	}
+	if len(m.UnsyncedFiles()) != 0 {
+		t.Fatalf("UnsyncedFiles after a crash: %v", m.UnsyncedFiles())
+	}
+	// A negative count cancels.
+	m.PowerOffAfter(0)
+	m.PowerOffAfter(-1)
+	must(t, m.SyncDir("/"))
+}

@@ -45,6 +45,9 @@
 //     with ENOSPC (errors.Is(err, syscall.ENOSPC)); also drawn per write.
 //   - corruption: FlipByte flips one stored byte of a file (current and
 //     durable content); drawn per read, the flip lands in the range read.
+//   - a power cut inside a sequence of calls: PowerOffAfter(n) fails
+//     every operation after the next n (ErrPoweredOff, nothing changes)
+//     until Crash.
 //
 // Mem is safe for concurrent use (one mutex), and deterministic when
 // driven from one goroutine: no clocks, no goroutines, and nothing
@@ -99,6 +102,10 @@ type File interface {
 
 // ErrStale is the error of a File opened before a Mem crash.
 var ErrStale = errors.New("vfs: file handle from before a crash")
+
+// ErrPoweredOff is the error of every Mem operation after the power
+// failed (Mem.PowerOffAfter) and before Mem.Crash.
+var ErrPoweredOff = errors.New("vfs: powered off")
 
 var (
 	_ FS   = osFS{}
