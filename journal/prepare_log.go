@@ -48,8 +48,10 @@ type PrepareLog struct {
 	f        vfs.File      // the last file, opened for append (nil: none yet)
 	poisoned error
 	// dirty: the last file was written since the last Sync; dirDirty: a
-	// file was created or removed since.
+	// file was created or removed since; closedDirty: files closed (by a
+	// rotation or Close) with writes not synced yet, oldest first.
 	dirty, dirDirty bool
+	closedDirty     []uint64
 	rotateBytes     int64 // SetRotateBytes; default prepareLogRotateBytes
 	w               *bufio.Writer
 }
@@ -370,11 +372,23 @@ func (l *PrepareLog) openLast() error {
 	return nil
 }
 
-// Sync makes everything written so far durable: the last file's data, and
-// the directory entries of files created or removed since.
+// Sync makes everything written so far durable: the data of files closed
+// since with writes not synced (a Write that crossed a rotation, a
+// rotation or Close after unsynced writes), oldest first, then the last
+// file's, and the directory entries of files created or removed since.
 func (l *PrepareLog) Sync() error {
 	if l.poisoned != nil {
 		return l.poisoned
+	}
+	for len(l.closedDirty) > 0 {
+		seq := l.closedDirty[0]
+		if n := len(l.files); l.f != nil && seq == l.files[n-1].seq {
+			l.dirty = true // reopened since: synced below through l.f
+		} else if err := l.syncClosed(seq); err != nil {
+			l.poisoned = fmt.Errorf("prepare WAL %s poisoned: fsync of a closed file failed: %w", l.dir, err)
+			return l.poisoned
+		}
+		l.closedDirty = l.closedDirty[1:]
 	}
 	if l.dirty && l.f != nil {
 		if err := datasync(l.f); err != nil {
@@ -392,6 +406,20 @@ func (l *PrepareLog) Sync() error {
 		l.dirDirty = false
 	}
 	return nil
+}
+
+// syncClosed fdatasyncs file seq through a descriptor of its own (the
+// kernel writes the file's dirty pages back whichever descriptor asks).
+func (l *PrepareLog) syncClosed(seq uint64) error {
+	f, err := l.fs.OpenFile(l.path(seq), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = datasync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Reclaim releases history a durable checkpoint at checkpointOp covers:
@@ -418,6 +446,14 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 	if removed > 0 {
 		l.dirDirty = true
 		l.files = append(l.files[:0], l.files[removed:]...)
+		// Removed files need no sync any more.
+		kept := l.closedDirty[:0]
+		for _, seq := range l.closedDirty {
+			if seq >= l.files[0].seq {
+				kept = append(kept, seq)
+			}
+		}
+		l.closedDirty = kept
 	}
 	return nil
 }
@@ -428,9 +464,10 @@ func (l *PrepareLog) SetRotateBytes(n int64) {
 	l.rotateBytes = min(max(n, 4<<10), prepareLogRotateBytes)
 }
 
-// rotate closes the last file; the next write starts a new one. A
-// persisted topic synced every write already (dirty is false); a
-// replicated topic's writes were never promised a sync.
+// rotate closes the last file; the next write starts a new one. Unsynced
+// writes in it (a replicated topic's, or the first part of a Write that
+// crosses the rotation) are left to the next Sync (closedDirty), which
+// a replicated topic may never call.
 func (l *PrepareLog) rotate() error {
 	last := l.files[len(l.files)-1]
 	if l.f != nil {
@@ -438,6 +475,9 @@ func (l *PrepareLog) rotate() error {
 			return fmt.Errorf("close prepare WAL file %s: %w", l.path(last.seq), err)
 		}
 		l.f = nil
+	}
+	if l.dirty {
+		l.closedDirty = append(l.closedDirty, last.seq)
 	}
 	l.dirty = false
 	l.files = append(l.files, prepareFile{seq: last.seq + 1})
@@ -454,12 +494,17 @@ func (l *PrepareLog) Bytes() int64 {
 }
 
 // Close closes the open file; the log stays usable (the next Write
-// reopens its last file). What was written and not synced stays so.
+// reopens its last file). What was written and not synced stays so, until
+// the next Sync.
 func (l *PrepareLog) Close() error {
 	if l.f == nil {
 		return nil
 	}
 	err := l.f.Close()
 	l.f = nil
+	if l.dirty {
+		l.closedDirty = append(l.closedDirty, l.files[len(l.files)-1].seq)
+		l.dirty = false
+	}
 	return err
 }
