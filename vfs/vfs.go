@@ -24,9 +24,9 @@
 // Crash (power loss) resolves every surviving file from its durable
 // content plus its unsynced operations, each of which, by the seeded
 // PRNG, is kept, lost, or torn: a torn write keeps some of its
-// SectorSize-aligned pieces (any subset; with CrashModel.Ordered, a
-// prefix). Bytes between the old end of the file and a kept piece further
-// on read as zeros (a hole, as after a delayed allocation). With
+// sector-aligned pieces (512 bytes, SetSectorSize; any subset, with
+// CrashModel.Ordered a prefix). Bytes between the old end of the file and
+// a kept piece further on read as zeros (a hole, as after a delayed allocation). With
 // CrashModel.Ordered, the unsynced operations of all files survive as a
 // prefix in global write order, the last one possibly torn (a device
 // that writes back in order: torn tails, never holes). After Crash every
