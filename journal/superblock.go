@@ -299,3 +299,19 @@ func decodeViewHeaders(p []byte) ([]consensus.PrepareHeader, error) {
 	}
 	return headers, nil
 }
+
+// NextSequence is the sequence the group's next record takes, in its
+// slots or in a SuperblockLog.
+func (sb *Superblock) NextSequence() uint64 {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.sequence + 1
+}
+
+// NoteSequence records that a newer record of the group was made durable
+// elsewhere (a SuperblockLog): the next slot write goes above it.
+func (sb *Superblock) NoteSequence(seq uint64) {
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	sb.sequence = max(sb.sequence, seq)
+}

@@ -200,6 +200,17 @@ func Run(ctx context.Context, opts Options) error {
 	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig(),
 		topo, cfg.Cluster)
 	n.plane.files = newOpenFileCache(cfg, log)
+	if topo.count > 1 {
+		sbLog, err := n.plane.openSuperblockLog(n.dataDir)
+		if err != nil {
+			return err
+		}
+		defer func() { // after the shards stop (deferred below)
+			if err := sbLog.Close(); err != nil {
+				log.Error("close the partition superblock log", "err", err)
+			}
+		}()
+	}
 	shardCtx, stopShards := context.WithCancel(context.Background())
 	var shardsWG sync.WaitGroup
 	for _, sh := range n.plane.shards {

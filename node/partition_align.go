@@ -52,14 +52,19 @@ func (s *partitionShard) align(nowTick time.Time) {
 		return
 	}
 	budget := alignHandOversPerTick
-	for e := range s.awake { // a resting group is aligned (partition_rest.go)
+	for _, e := range s.awake.list { // a resting group is aligned (partition_rest.go)
 		if budget == 0 {
 			return
 		}
-		if !e.group.IsPrimary() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
+		// The published role (the entry's first cache lines), not the
+		// group's: this walk runs every tick over every awake group.
+		if !e.primary.Load() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
 			continue
 		}
-		if e.group.HandOver(target) {
+		s.catchUp(e)
+		handed := e.group.HandOver(target)
+		s.schedule(e)
+		if handed {
 			budget--
 			e.alignRetryAt = nowTick.Add(alignRetryAfter)
 			e.stampValid = false

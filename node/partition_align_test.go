@@ -27,7 +27,8 @@ func TestAlignHandsPrimariesToTheMetadataPrimary(t *testing.T) {
 		}
 		e := &partitionEntry{group: g, shard: s}
 		s.groups[e] = struct{}{}
-		s.awake[e] = struct{}{}
+		s.awake.add(e)
+		e.publishRole() // as reconcile does when it hands the group to the shard
 		entries = append(entries, e)
 	}
 	target, ok := uint8(2), false

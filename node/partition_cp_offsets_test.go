@@ -85,6 +85,11 @@ func TestRestartedReplicaStartsFromTheCheckpointOffsets(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	p := newPartitionPlane(log, dir, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 32},
 		topology{clustered: true, self: 2, count: 3}, defaults.Cluster)
+	sbLog, err := p.openSuperblockLog(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sbLog.Close()
 	close(p.shards[0].stopped) // no loop: controls run inline
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
 	e := p.open(backup.key, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}})

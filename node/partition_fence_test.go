@@ -165,7 +165,13 @@ func loopbackCluster(t *testing.T, cfg partitionGroupConfig) (entries []*partiti
 	entries = make([]*partitionEntry, 3)
 	stops := make([]func(), 3)
 	for i := uint8(0); i < 3; i++ {
-		p := newPartitionPlane(log, t.TempDir(), 1, cfg, topology{clustered: true, self: i, count: 3}, defaults.Cluster)
+		dir := t.TempDir()
+		p := newPartitionPlane(log, dir, 1, cfg, topology{clustered: true, self: i, count: 3}, defaults.Cluster)
+		sbLog, err := p.openSuperblockLog(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sbLog.Close() }) // runs after the shard's stop (registered below)
 		p.peers.set(lb, i)
 		lb.planes[i] = p
 		ctx, cancel := context.WithCancel(context.Background())

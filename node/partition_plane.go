@@ -57,6 +57,37 @@ type topicKey struct{ stream, topic uint32 }
 
 // partitionEntry is one served (or quarantined) partition.
 type partitionEntry struct {
+	// What the shard's 10 ms tick reads of every awake group, first and
+	// together: with thousands of groups awake the tick is bound by cache
+	// misses on these lines (partition_awake.go). Owned by the shard
+	// goroutine, except the published atomics.
+	group partitionGroup
+	fence partitionFence // storage failed (partition_fence.go)
+	// primary is published by the shard: this replica leads the group.
+	primary atomic.Bool
+	// Published by the shard with primary, for metrics.
+	pubNormal                  atomic.Bool
+	pubView                    atomic.Uint32
+	pubCommitMin, pubCommitMax atomic.Uint64
+	// Resting (partition_rest.go).
+	resting bool
+	// awakeAt: the entry's index in its shard's awake list (partition_awake.go).
+	awakeAt int
+	// inTouched: the entry is in its shard's touched list.
+	inTouched    bool
+	quietTicks   uint32
+	lastProgress restProgress
+	heardView    uint32               // 1 + the view in which the primary was last heard from (0: never)
+	inflight     int                  // proposals handed to the group and not yet answered
+	backlog      []*partitionProposal // held while inflight is at the group's window
+	// writing: a durable write of the group's Ready runs off the loop
+	// (partition_writer.go); its Ready, WAL and superblock wait for it.
+	writing  bool
+	transfer *partitionTransfer
+	// Skipped quiet ticks (partition_ticks.go), in shard ticks: the group's
+	// tick count is current up to tickedAt; it must run at timerAt.
+	tickedAt, timerAt uint64
+
 	key      partitionKey
 	revision uint64 // metadata CreatedRevision: a re-created partition is a new entry
 	dir      string
@@ -74,21 +105,14 @@ type partitionEntry struct {
 	seenPurge, seenDeletedUpTo uint64
 	seenSet                    bool
 
-	// primary is published by the shard: this replica leads the group.
-	primary atomic.Bool
-	// Published by the shard with primary, for metrics.
-	pubNormal                  atomic.Bool
-	pubView                    atomic.Uint32
-	pubCommitMin, pubCommitMax atomic.Uint64
-
 	// Owned by the shard goroutine.
-	group     partitionGroup
 	appliedOp uint64 // last op applied to the log
 	// Cluster mode: the group's superblock, the checkpoint it records
 	// (op and the log's next offset then), a running state transfer.
 	superblock         *journal.Superblock
 	wal                *journal.PrepareLog // the group's prepare WAL (partition_wal.go)
 	walReclaimed       uint64              // the checkpoint op the WAL was last reclaimed to
+	walBytes           uint64              // the WAL's size after its last completed write
 	checkpointOp       uint64
 	checkpointFrontier uint64
 	checkpointDedup    []byte // the dedup table at checkpointOp, encoded
@@ -100,24 +124,15 @@ type partitionEntry struct {
 	checkpointOffsets, writtenOffsets []partitions.ConsumerOffsetEntry
 	checkpointOffsetsDirty            bool
 	dedup                             dedupTable
-	transfer                          *partitionTransfer
-	fence                             partitionFence // storage failed (partition_fence.go)
-	reopening                         atomic.Bool    // damage found on a read: being reopened (reopenDamaged)
-	alignRetryAt                      time.Time      // no hand-over before (partition_align.go)
-	// Resting (partition_rest.go).
-	resting      bool
-	quietTicks   uint32
-	lastProgress restProgress
-	heardView    uint32 // 1 + the view in which the primary was last heard from (0: never)
+	reopening                         atomic.Bool // damage found on a read: being reopened (reopenDamaged)
+	alignRetryAt                      time.Time   // no hand-over before (partition_align.go)
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32
 	stampNext      uint64
 	stampTimestamp uint64
-	inflight       int                  // proposals handed to the group and not yet answered
-	walQueuedBytes uint64               // their bodies' bytes not yet in the prepare WAL (partition_wal.go)
-	backlog        []*partitionProposal // held while inflight is at the group's window
-	lastTimestamp  uint64               // monotone append time (µs)
+	walQueuedBytes uint64 // their bodies' bytes not yet in the prepare WAL (partition_wal.go)
+	lastTimestamp  uint64 // monotone append time (µs)
 	marker         partitionMarker
 	// What metadata wants of the files (partition_destructive.go), and
 	// what this primary proposed of it in view watermarksView.
@@ -244,6 +259,9 @@ type partitionPlane struct {
 	// files bounds the segment files held open ([system] open_files_max,
 	// partition_fds.go); nil: the process-wide partitions.SharedFileCache.
 	files *partitions.FileCache
+	// sbLog: the node's partition superblock log (cluster mode,
+	// openSuperblockLog); nil on a single node.
+	sbLog *journal.SuperblockLog
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,

@@ -235,7 +235,7 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.quarantine = err
 		p.log.Error("partition quarantined: its requests are refused until it is repaired",
 			"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
-	} else if l, err := p.openLog(e.dir, d.topic); err != nil {
+	} else if l, err := p.openLog(e, d.topic); err != nil {
 		e.quarantine = err
 		if errors.Is(err, partitions.ErrQuarantined) {
 			p.log.Error("partition quarantined: its requests are refused until it is repaired",
@@ -260,7 +260,8 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 	e.shard.do(func() {
 		if e.log != nil {
 			e.shard.groups[e] = struct{}{}
-			e.shard.awake[e] = struct{}{}
+			e.shard.awake.add(e)
+			e.shard.startTicking(e)
 			e.publishRole()
 			e.publishWatermarks()
 		}
@@ -282,14 +283,17 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 // group rejoins with nothing applied and the state transfer refills the
 // rest from the peers (issue 8 point 4). A single node has no peer to
 // refill from: its partition stays quarantined.
-func (p *partitionPlane) openLog(dir string, t metadata.Topic) (*partitions.Log, error) {
+func (p *partitionPlane) openLog(e *partitionEntry, t metadata.Topic) (*partitions.Log, error) {
+	dir := e.dir
 	opts := p.logOptions(t)
 	if p.clustered() && (t.Options.Durability == metadata.DurabilityPersisted || t.Options.EnforceFsync) {
 		// Segments were synced up to the frontier the last checkpoint's
 		// superblock records (partition_vsr.go): damage below it is
 		// corruption, set aside below, never cut as a torn tail.
-		if _, st, err := journal.OpenSuperblock(dir, p.identity); err == nil && st != nil {
-			opts.SyncedBelow = st.OffsetFrontier
+		if sb, st, err := journal.OpenSuperblock(dir, p.identity); err == nil {
+			if st, err = p.newestSuperblock(e, sb, st); err == nil && st != nil {
+				opts.SyncedBelow = st.OffsetFrontier
+			}
 		}
 	}
 	l, err := partitions.Open(dir, opts)

@@ -1,6 +1,10 @@
 package node
 
-import "github.com/lodestream/lodestream/consensus"
+import (
+	"math"
+
+	"github.com/lodestream/lodestream/consensus"
+)
 
 // Quiet partition groups rest (issue 8 point 8, cluster mode). A group
 // ticks every 10 ms and its primary sends a commit heartbeat to every
@@ -38,25 +42,30 @@ func progressOf(g partitionGroup) restProgress {
 
 // noteQuiet (shard goroutine, after a group's tick) counts the ticks its
 // log stood still and lets it rest once it may.
-func (s *partitionShard) noteQuiet(e *partitionEntry) {
+//
+// elapsed is the ticks since the group last ran (quiet ticks are skipped,
+// partition_ticks.go); schedule runs it again when its count reaches the
+// next multiple of restAfterTicks.
+func (s *partitionShard) noteQuiet(e *partitionEntry, elapsed uint64) {
 	if s.restAfterTicks == 0 {
 		return
 	}
 	now := progressOf(e.group)
-	if now != e.lastProgress || e.inflight > 0 || len(e.backlog) > 0 || e.transfer != nil || e.fence.fenced() {
+	if now != e.lastProgress || e.inflight > 0 || len(e.backlog) > 0 || e.transfer != nil || e.fence.fenced() || e.writing {
 		e.lastProgress, e.quietTicks = now, 0
 		return
 	}
-	e.quietTicks++
+	before := e.quietTicks
+	e.quietTicks = uint32(min(uint64(e.quietTicks)+elapsed, math.MaxUint32))
 	if primary := uint8(now.view % uint32(s.replicaCount)); primary != s.self && e.heardView != now.view+1 {
-		if e.quietTicks%s.restAfterTicks == 0 && e.group.ProbePrimary() {
+		if e.quietTicks/s.restAfterTicks != before/s.restAfterTicks && e.group.ProbePrimary() {
 			s.touch(e)
 		}
 		return
 	}
 	if e.quietTicks >= s.restAfterTicks && s.mayRest(e, now) {
 		e.resting = true
-		delete(s.awake, e) // (deleting during the tick's range over awake is allowed)
+		s.awake.remove(e) // (the tick's loop runs backwards: allowed)
 		// A resting group holds no WAL descriptor: the next write reopens
 		// the file (a persisted write was synced already).
 		if e.wal != nil {
@@ -105,7 +114,8 @@ func (s *partitionShard) wake(e *partitionEntry) {
 		s.restingLed--
 	}
 	if _, ok := s.groups[e]; ok {
-		s.awake[e] = struct{}{}
+		s.awake.add(e)
+		s.startTicking(e) // a resting group's ticks were frozen: none owed
 	}
 }
 
@@ -122,6 +132,7 @@ func (s *partitionShard) wakeAll() {
 		if primary != s.self && s.connected != nil && !s.connected(primary) && e.group.SuspectPrimary() {
 			s.touch(e)
 		}
+		s.schedule(e)
 	}
 }
 

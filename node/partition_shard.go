@@ -112,12 +112,23 @@ type partitionShard struct {
 	groups map[*partitionEntry]struct{}
 	// awake: the groups that tick (all but the resting ones), and how many
 	// resting groups this replica leads (partition_rest.go).
-	awake      map[*partitionEntry]struct{}
+	awake      awakeList
 	restingLed int
-	nextTag    uint64
-	waiting    map[uint64]*partitionProposal
-	touched    []*partitionEntry
-	results    map[uint64]partitionOutcome // op -> outcome of the group being processed
+	// tickNo counts the shard's 10 ms ticks (partition_ticks.go).
+	tickNo  uint64
+	nextTag uint64
+	waiting map[uint64]*partitionProposal
+	touched []*partitionEntry
+	results map[uint64]partitionOutcome // op -> outcome of the group being processed
+
+	// Durable writes off the loop (partition_writer.go): batches in
+	// flight, where they report back, and the shard's concurrent writes.
+	writesInFlight int
+	writesDone     chan *writeBatch
+	writeSlots     chan struct{}
+	// sbLog: the node's partition superblock log (cluster mode; nil on a
+	// single node, whose groups keep no superblock).
+	sbLog *journal.SuperblockLog
 
 	wedgedTimeout time.Duration // 0: a fenced group never stops the process
 	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
@@ -135,9 +146,11 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		wakeups:   make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		groups:    make(map[*partitionEntry]struct{}),
-		awake:     make(map[*partitionEntry]struct{}),
 		waiting:   make(map[uint64]*partitionProposal),
 		results:   make(map[uint64]partitionOutcome),
+		// Batches in flight are bounded by the groups (one write each).
+		writesDone: make(chan *writeBatch, 16),
+		writeSlots: make(chan struct{}, writeSlotsMax),
 	}
 }
 
@@ -230,27 +243,38 @@ func (s *partitionShard) run(ctx context.Context) {
 			now := s.clock.NowMicros()
 			nowT := time.UnixMicro(int64(now))
 			led := s.restingLed
-			for e := range s.awake {
-				if e.fence.fenced() {
-					s.checkWedged(e, nowT)
-				}
+			s.tickNo++
+			// Backwards: noteQuiet may take the current group out
+			// (swapping the last one in, already visited).
+			for i := len(s.awake.list) - 1; i >= 0; i-- {
+				e := s.awake.list[i]
 				if e.primary.Load() {
 					led++
 				}
-				e.group.SetNow(now)
-				e.group.Tick()
+				if !s.dueNow(e) {
+					continue // nothing due: its ticks are counted when it next runs
+				}
+				if e.fence.fenced() {
+					s.checkWedged(e, nowT)
+				}
+				elapsed := s.tickNo - e.tickedAt
+				s.catchUp(e)
 				if e.group.HasReady() || len(e.backlog) > 0 {
 					s.touch(e)
 				}
 				e.publishRole()
-				s.noteQuiet(e)
+				s.noteQuiet(e, elapsed)
+				s.schedule(e)
 			}
 			s.led.Store(int64(led))
 			s.served.Store(int64(len(s.groups)))
 			s.align(time.UnixMicro(int64(now)))
 		case c := <-s.controls:
+			s.settleWrites() // a control may drop, reopen or close a group
 			c.fn()
 			close(c.done)
+		case b := <-s.writesDone:
+			s.finishWrites(b)
 		case <-s.wakeups:
 			s.wakeAll()
 		case m := <-s.inbox:
@@ -302,16 +326,19 @@ func (s *partitionShard) step(r routedMessage) {
 		return
 	}
 	s.wake(r.entry)
+	s.catchUp(r.entry)
 	r.entry.group.Step(r.msg)
 	s.heard(r.entry, r.msg.From)
 	if r.entry.group.HasReady() {
 		s.touch(r.entry)
 	}
+	s.schedule(r.entry)
 }
 
 // drain carries out every admitted proposal, then syncs and closes the logs
 // (graceful shutdown flushes everything).
 func (s *partitionShard) drain() {
+	s.settleWrites()
 	for {
 		select {
 		case c := <-s.controls:
@@ -325,7 +352,16 @@ func (s *partitionShard) drain() {
 		}
 		break
 	}
-	s.processTouched()
+	// What was admitted is carried out (bounded: each round finishes the
+	// writes the one before started).
+	for round := 0; round < partitionReadyRoundsMax; round++ {
+		s.processTouched()
+		if s.writesInFlight == 0 {
+			break
+		}
+		s.settleWrites()
+	}
+	s.settleWrites()
 	for tag, p := range s.waiting {
 		p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted})
 		delete(s.waiting, tag)
@@ -368,12 +404,13 @@ func (p *partitionProposal) reply(out partitionOutcome) {
 	}
 }
 
+// touch queues a group for processTouched (once: a flag, not a scan,
+// since thousands of groups may be touched in one turn).
 func (s *partitionShard) touch(e *partitionEntry) {
-	for _, t := range s.touched {
-		if t == e {
-			return
-		}
+	if e.inTouched {
+		return
 	}
+	e.inTouched = true
 	s.touched = append(s.touched, e)
 }
 
@@ -440,10 +477,12 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	s.waiting[s.nextTag] = p
 	e.inflight++
 	e.walQueuedBytes += uint64(len(p.body))
+	s.catchUp(e)
 	e.group.SetNow(s.clock.NowMicros())
 	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag,
 		Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
 	s.touch(e)
+	s.schedule(e)
 }
 
 // promoteBacklog proposes held proposals as the group's window frees up
@@ -478,7 +517,7 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 	if e.resting && e.primary.Load() {
 		s.restingLed--
 	}
-	delete(s.awake, e)
+	s.awake.remove(e)
 	if e.transfer != nil {
 		e.transfer.stop()
 		e.transfer = nil
@@ -493,60 +532,6 @@ func (s *partitionShard) dropGroup(e *partitionEntry, code wire.ErrorCode) {
 		p.reply(partitionOutcome{code: code})
 	}
 	e.backlog, e.inflight, e.walQueuedBytes = nil, 0, 0
-}
-
-// processTouched drains the touched groups' Readys through the one Ready
-// contract, all of them together per round (carryOutBatch: their
-// superblock writes run concurrently, so a view change of many groups
-// costs a few journal commits, not one fsync pair per group); the entries
-// supply the partition plane's steps.
-func (s *partitionShard) processTouched() {
-	touched := len(s.touched)
-	live := make([]*partitionEntry, 0, touched)
-	for _, e := range s.touched {
-		if _, ok := s.groups[e]; ok {
-			live = append(live, e)
-		}
-	}
-	var batch []batchItem
-	var inBatch []*partitionEntry
-	stalled := make(map[*partitionEntry]bool)
-	now := time.UnixMicro(int64(s.clock.NowMicros()))
-	for round := 0; round < partitionReadyRoundsMax; round++ {
-		batch, inBatch = batch[:0], inBatch[:0]
-		for _, e := range live {
-			if !stalled[e] && e.group.HasReady() && e.fence.mayCarryOut(now) {
-				batch = append(batch, batchItem{g: e.group, steps: e})
-				inBatch = append(inBatch, e)
-			}
-		}
-		if len(batch) == 0 {
-			break
-		}
-		for i, err := range carryOutBatch(batch) {
-			e := inBatch[i]
-			if err != nil {
-				stalled[e] = true
-				if !errors.Is(err, errInstallPending) {
-					var ff *fsyncFailed
-					s.fenceGroup(e, err, errors.As(err, &ff))
-				}
-				continue
-			}
-			s.liftFence(e)
-			s.checkpoint(e)
-			s.promoteBacklog(e)
-		}
-	}
-	for _, e := range live {
-		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
-		e.publishRole()
-		s.proposeWatermarks(e) // a new primary carries out what metadata wants
-	}
-	// Groups touched while processing (new proposals) stay for the next turn.
-	n := copy(s.touched, s.touched[touched:])
-	clear(s.touched[n:])
-	s.touched = s.touched[:n]
 }
 
 // persist implements readySteps. In cluster mode a Ready's journal work

@@ -62,13 +62,27 @@ func (s *partitionShard) stamp(e *partitionEntry, batch []byte) wire.ErrorCode {
 // publishRole (shard goroutine) publishes whether this replica is the
 // group's primary, for the connection goroutines' fast 58, and its view and
 // commit numbers for metrics.
+//
+// Called for every awake group on every tick: a value is stored only when
+// it changed (a store dirties the cache line other goroutines read).
 func (e *partitionEntry) publishRole() {
-	e.primary.Store(e.group.IsPrimary())
+	g := e.group
+	storeIfChanged(&e.primary, g.IsPrimary())
 	// For metrics (Observe): the group's view and commit numbers.
-	e.pubNormal.Store(e.group.Status() == consensus.StatusNormal)
-	e.pubView.Store(e.group.View())
-	e.pubCommitMin.Store(e.group.CommitMin())
-	e.pubCommitMax.Store(e.group.CommitMax())
+	storeIfChanged(&e.pubNormal, g.Status() == consensus.StatusNormal)
+	storeIfChanged(&e.pubView, g.View())
+	storeIfChanged(&e.pubCommitMin, g.CommitMin())
+	storeIfChanged(&e.pubCommitMax, g.CommitMax())
+}
+
+// storeIfChanged stores v in an atomic only when it differs.
+func storeIfChanged[T comparable, A interface {
+	Load() T
+	Store(T)
+}](a A, v T) {
+	if a.Load() != v {
+		a.Store(v)
+	}
 }
 
 // acceptsWrites reports (from any goroutine) whether this node is the

@@ -1,8 +1,12 @@
 package node
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+
 	"github.com/lodestream/lodestream/partitions"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -44,6 +48,9 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 	if d := sb.OlderCopyDamage(); d != "" {
 		p.log.Warn("partition superblock: a damaged copy was set aside", "dir", e.dir, "damage", d)
 	}
+	if st, err = p.newestSuperblock(e, sb, st); err != nil {
+		return err
+	}
 	empty := e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0
 	if st == nil && empty && d.live {
 		g, err := consensus.New(cfg)
@@ -68,6 +75,62 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 	}
 	return nil
 }
+
+// newestSuperblock is the group's durable state: the newer of its own
+// slots and its newest record in the node's superblock log.
+func (p *partitionPlane) newestSuperblock(e *partitionEntry, sb *journal.Superblock, st *journal.SuperblockState) (*journal.SuperblockState, error) {
+	if p.sbLog == nil {
+		return st, nil
+	}
+	seq, logged, ok, err := p.sbLog.Latest(superblockKey(e.key, e.revision))
+	if err != nil {
+		return nil, fmt.Errorf("read the partition's superblock record: %w", err)
+	}
+	if !ok || seq <= sb.Sequence() {
+		return st, nil
+	}
+	sb.NoteSequence(seq)
+	return logged, nil
+}
+
+// superblockKey names a partition group's incarnation in the node's
+// superblock log: stream, topic, partition (u32 each) and the metadata
+// revision that created it (u64).
+func superblockKey(k partitionKey, revision uint64) journal.SuperblockKey {
+	var key journal.SuperblockKey
+	binary.LittleEndian.PutUint32(key[0:], k.stream)
+	binary.LittleEndian.PutUint32(key[4:], k.topic)
+	binary.LittleEndian.PutUint32(key[8:], k.partition)
+	binary.LittleEndian.PutUint64(key[12:], revision)
+	return key
+}
+
+// superblockLive (compaction of the superblock log) keeps the records of
+// every partition whose directory exists: a deleted partition's are
+// dropped; a re-created one's old records are kept until its directory
+// goes (harmless: its new incarnation has another key).
+func (p *partitionPlane) superblockLive(key journal.SuperblockKey) bool {
+	k := partitionKey{binary.LittleEndian.Uint32(key[0:]), binary.LittleEndian.Uint32(key[4:]), binary.LittleEndian.Uint32(key[8:])}
+	_, err := os.Stat(p.partitionDir(k))
+	return !errors.Is(err, os.ErrNotExist)
+}
+
+// openSuperblockLog opens the node's partition superblock log (cluster
+// mode) and hands it to the shards.
+func (p *partitionPlane) openSuperblockLog(dataDir string) (*journal.SuperblockLog, error) {
+	l, err := journal.OpenSuperblockLog(filepath.Join(dataDir, superblockLogDir), p.identity, journal.SuperblockLogBytesMin, p.superblockLive)
+	if err != nil {
+		return nil, fmt.Errorf("open the partition superblock log: %w", err)
+	}
+	p.sbLog = l
+	for _, sh := range p.shards {
+		sh.sbLog = l
+	}
+	return l, nil
+}
+
+// superblockLogDir holds the node's partition superblock log.
+const superblockLogDir = "partition_groups"
 
 // restartGroup restarts the group of a partition this node held before:
 // from its superblock, checkpoint and prepare WAL when it has them.
@@ -177,18 +240,28 @@ var errInstallPending = errors.New("partition state transfer in progress")
 // until the records up to its frontier are in the log (the transfer job),
 // so the superblock never names a checkpoint the log does not hold.
 func (e *partitionEntry) persistVSR(rd *consensus.Ready) error {
-	write, err := e.prepareWrite(rd)
-	if err != nil || write == nil {
+	w, err := e.prepareWrite(rd)
+	if err != nil || w == nil {
 		return err
 	}
-	return write()
+	errs := []error{nil}
+	runWrites([]*durableWrite{w}, errs, make(chan struct{}, 1), e.shard.sbLog)
+	if errs[0] != nil {
+		return errs[0]
+	}
+	if w.done != nil {
+		w.done()
+	}
+	return nil
 }
 
 // prepareWrite implements batchedSteps: the transfer check in order, then
-// the write the shard runs together with other groups': the Ready's
-// journal work into the prepare WAL (synced on a persisted topic), then
-// the superblock, then reclaiming the WAL history its checkpoint covers.
-func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error) {
+// the write the shard runs off its loop together with other groups': the
+// Ready's journal work into the prepare WAL (synced on a persisted topic),
+// then the superblock, then reclaiming the WAL history its checkpoint
+// covers. The write reads only what is captured here; the entry's fields
+// it settles are set by done, on the loop.
+func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error) {
 	if rd.Snapshot != nil {
 		if err := e.shard.transferReady(e, *rd.Snapshot); err != nil {
 			return nil, err
@@ -223,16 +296,22 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 		offsets = e.checkpointOffsets
 	}
 	offsetsDurable := e.offsetsPersisted
-	sb, dir, op := e.superblock, e.dir, e.checkpointOp
+	sb, dir, op, reclaimed := e.superblock, e.dir, e.checkpointOp, e.walReclaimed
 	// A persisted topic's log is synced lazily in a cluster (the WAL holds
 	// what was acknowledged): before a superblock names a checkpoint whose
 	// frontier it must hold, and so before the WAL history is reclaimed.
 	syncLog := st != nil && wal != nil && e.persisted
 	log := e.log
-	if e.group.IsPrimary() {
-		e.noteWritten(entries)
+	primary := e.group.IsPrimary()
+	var retained int64 // the WAL's bytes after the write
+	// The superblock state goes to the node's superblock log with the
+	// other groups' of the batch (one sync for all, issue 8 point 8); a
+	// shard without one (tests) writes the group's own slots.
+	var record *journal.SuperblockLogEntry
+	if st != nil && e.shard.sbLog != nil {
+		record = &journal.SuperblockLogEntry{Key: superblockKey(e.key, e.revision), Sequence: sb.NextSequence(), State: *st}
 	}
-	return func() error {
+	run := func() error {
 		if wal != nil && (from != 0 || len(entries) > 0) {
 			if err := wal.Write(from, entries); err != nil {
 				return err
@@ -243,35 +322,70 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (func() error, error)
 				}
 			}
 		}
+		if st != nil {
+			if syncLog {
+				if err := log.Sync(); err != nil {
+					return &fsyncFailed{fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err)}
+				}
+			}
+			if dedup != nil {
+				if err := writeDedupFile(dir, op, dedup); err != nil {
+					return err
+				}
+			}
+			if writeOffsets {
+				if err := writeCheckpointOffsets(dir, op, offsets, offsetsDurable); err != nil {
+					return err
+				}
+			}
+			if record == nil {
+				if err := sb.Write(*st); err != nil {
+					return err
+				}
+			}
+		}
+		if wal != nil && st == nil {
+			retained = wal.Bytes()
+		}
+		return nil
+	}
+	// After the superblock is durable: reclaim the WAL history its
+	// checkpoint covers.
+	post := func() error {
 		if st == nil {
 			return nil
 		}
-		if syncLog {
-			if err := log.Sync(); err != nil {
-				return &fsyncFailed{fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err)}
-			}
-		}
-		if dedup != nil {
-			if err := writeDedupFile(dir, op, dedup); err != nil {
-				return err
-			}
-			e.checkpointDedupDirty = false // the shard waits for every write before it goes on
-		}
-		if writeOffsets {
-			if err := writeCheckpointOffsets(dir, op, offsets, offsetsDurable); err != nil {
-				return err
-			}
-			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
-		}
-		if err := sb.Write(*st); err != nil {
-			return err
-		}
-		if cp := st.CheckpointOp; wal != nil && cp > e.walReclaimed {
+		if cp := st.CheckpointOp; wal != nil && cp > reclaimed {
 			if err := wal.Reclaim(cp); err != nil {
 				return err
 			}
-			e.walReclaimed = cp
+			reclaimed = cp
+		}
+		if wal != nil {
+			retained = wal.Bytes()
 		}
 		return nil
-	}, nil
+	}
+	done := func() {
+		if record != nil {
+			sb.NoteSequence(record.Sequence)
+		}
+		if wal != nil {
+			e.walBytes = uint64(retained)
+		}
+		if primary {
+			e.noteWritten(entries) // counted in walBytes now, no longer as queued
+		}
+		if st == nil {
+			return
+		}
+		if dedup != nil {
+			e.checkpointDedupDirty = false
+		}
+		if writeOffsets {
+			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
+		}
+		e.walReclaimed = reclaimed
+	}
+	return &durableWrite{run: run, record: record, post: post, done: done}, nil
 }

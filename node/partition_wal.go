@@ -82,6 +82,7 @@ func (p *partitionPlane) useWAL(e *partitionEntry, wal *journal.PrepareLog) {
 		wal.SetRotateBytes(int64(limit / 8))
 	}
 	e.wal = wal
+	e.walBytes = uint64(wal.Bytes())
 }
 
 // closeWAL closes the group's WAL (shutdown, removal, a failed start).
@@ -127,14 +128,16 @@ func (s *partitionShard) walPressure(e *partitionEntry) bool {
 	return cm > e.checkpointOp && e.appliedOp == cm
 }
 
+// walRetained is the WAL's size after its last completed write (the loop
+// does not read the WAL itself while a write may be running off it).
 func (e *partitionEntry) walRetained() uint64 {
 	if e.wal == nil {
 		return 0
 	}
-	return uint64(e.wal.Bytes())
+	return e.walBytes
 }
 
-// noteWritten (prepareWrite, shard goroutine): a primary's Ready carries
+// noteWritten (a write's done, shard goroutine): a primary's Ready carries
 // its own proposals as entries; once they are in the WAL they count there.
 func (e *partitionEntry) noteWritten(entries []consensus.Prepare) {
 	for i := range entries {

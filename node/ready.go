@@ -1,9 +1,8 @@
 package node
 
 import (
-	"sync"
-
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
 )
 
 // readySteps is what an event loop does with one Ready, for one group.
@@ -45,6 +44,11 @@ func carryOut(g consensus.Group, steps readySteps) error {
 	if err := steps.persist(&rd); err != nil {
 		return err
 	}
+	return finishReady(g, steps, &rd)
+}
+
+// finishReady carries out steps 2-6 of a Ready whose persist step is done.
+func finishReady(g consensus.Group, steps readySteps, rd *consensus.Ready) error {
 	steps.send(rd.Messages)
 	if rd.Snapshot != nil {
 		if err := steps.install(*rd.Snapshot); err != nil {
@@ -55,94 +59,30 @@ func carryOut(g consensus.Group, steps readySteps) error {
 		return err
 	}
 	steps.reply(rd.Replies)
-	g.Advance(rd)
+	g.Advance(*rd)
 	return nil
 }
 
 // batchedSteps splits persist for a loop that carries out many groups'
-// Readys together (the partition shards): prepareWrite does the cheap part
-// in group order and returns the durable write the Ready needs (nil when
-// none); carryOutBatch runs every group's write concurrently, so their
-// fsyncs share the file system's journal commits, then each group's
-// remaining steps in the one order.
+// Readys without waiting for their storage (the partition shards,
+// partition_writer.go): prepareWrite does the cheap part on the loop and
+// returns the durable write the Ready needs (nil when none), which runs
+// off the loop; finishReady then takes the Ready on, back on the loop.
 type batchedSteps interface {
 	readySteps
-	prepareWrite(rd *consensus.Ready) (write func() error, err error)
+	prepareWrite(rd *consensus.Ready) (*durableWrite, error)
 }
 
-// batchWritesMax bounds the concurrent durable writes of one batch.
-const batchWritesMax = 64
-
-// batchItem is one group of a batch.
-type batchItem struct {
-	g     consensus.Group
-	steps batchedSteps
-}
-
-// carryOutBatch takes one Ready of each group through the steps and
-// advances it; errs[i] is group i's error (its Ready left un-advanced:
-// nothing it holds was sent, applied or answered).
-func carryOutBatch(items []batchItem) (errs []error) {
-	errs = make([]error, len(items))
-	rds := make([]consensus.Ready, len(items))
-	writes := make([]func() error, len(items))
-	for i, it := range items {
-		rds[i] = it.g.Ready()
-		writes[i], errs[i] = it.steps.prepareWrite(&rds[i])
-	}
-	runWrites(writes, errs)
-	for i, it := range items {
-		if errs[i] != nil {
-			continue
-		}
-		rd := &rds[i]
-		it.steps.send(rd.Messages)
-		if rd.Snapshot != nil {
-			if err := it.steps.install(*rd.Snapshot); err != nil {
-				errs[i] = err
-				continue
-			}
-		}
-		if err := it.steps.apply(rd.Committed); err != nil {
-			errs[i] = err
-			continue
-		}
-		it.steps.reply(rd.Replies)
-		it.g.Advance(*rd)
-	}
-	return errs
-}
-
-// runWrites runs the non-nil writes (of groups without an error yet),
-// at most batchWritesMax at once, and records their errors.
-func runWrites(writes []func() error, errs []error) {
-	sem := make(chan struct{}, batchWritesMax)
-	var wg sync.WaitGroup
-	single := countNonNil(writes) == 1
-	for i, w := range writes {
-		if w == nil || errs[i] != nil {
-			continue
-		}
-		if single {
-			errs[i] = w() // one write: no goroutine
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = w()
-		}()
-	}
-	wg.Wait()
-}
-
-func countNonNil(writes []func() error) int {
-	n := 0
-	for _, w := range writes {
-		if w != nil {
-			n++
-		}
-	}
-	return n
+// durableWrite is the storage work of one group's Ready. run executes off
+// the loop and touches only what prepareWrite captured and the group's
+// files, which nothing on the loop touches while the write is in flight.
+// record (may be nil) is the group's new superblock state: it goes to the
+// node's superblock log with the other records of the batch, one sync for
+// all, after run and before post (may be nil), which needs it durable.
+// done (may be nil) records the effects on the loop, after a success.
+type durableWrite struct {
+	run    func() error
+	record *journal.SuperblockLogEntry
+	post   func() error
+	done   func()
 }

@@ -119,7 +119,7 @@ func TestSingleNodeQuietGroupsRest(t *testing.T) {
 	sh := p.shards[0]
 	awake := func() int {
 		n := 0
-		sh.do(func() { n = len(sh.awake) })
+		sh.do(func() { n = len(sh.awake.list) })
 		return n
 	}
 	waitRest := func(what string) {

@@ -158,6 +158,14 @@ func checkDataDir(out io.Writer, dir string) (int, error) {
 		fmt.Fprintf(out, "metadata/%s\n", f)
 		n++
 	}
+	// A cluster node's partition superblock log (node/partition_vsr.go).
+	if _, damage, err := journal.ReadSuperblockLog(filepath.Join(dir, "partition_groups")); err != nil {
+		fmt.Fprintf(out, "partition_groups: %v\n", err)
+		n++
+	} else if damage != "" {
+		fmt.Fprintf(out, "partition_groups/%s\n", damage)
+		n++
+	}
 	for _, p := range partitionDirs(dir) {
 		rel, _ := filepath.Rel(dir, p)
 		findings, err := partitions.Check(p)

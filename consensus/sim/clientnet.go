@@ -82,6 +82,7 @@ func (w *world) deliverClientPackets() {
 		}
 		d.pending[p.req.Tag] = proposal{client: c.idx, clientID: c.id, request: p.req.Request, op: p.req.Operation, bodySum: xxh3.Hash(p.req.Body), tick: w.now}
 		w.trace(evPropose, p.node, c.group, p.req.Tag, p.req.Request)
+		d.catchUp()
 		d.g.Propose(p.req)
 		d.drain()
 	}

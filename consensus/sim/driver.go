@@ -43,6 +43,45 @@ type replicaDriver struct {
 	held      *consensus.Ready
 	heldPlan  crashPlan
 	heldUntil uint64
+
+	// owed: ticks not yet given to the replica (Scenario.SkipQuietTicks).
+	owed uint64
+}
+
+// tickSkipper is a core whose quiet ticks may be skipped.
+type tickSkipper interface {
+	Ticks() uint64
+	NextTimerTick() uint64
+	AdvanceTicks(n uint64)
+}
+
+// tick gives the replica this world tick: at once, or (SkipQuietTicks)
+// only when its next timer is due. It reports whether the replica ran.
+func (d *replicaDriver) tick() bool {
+	sk, ok := d.g.(tickSkipper)
+	if !d.w.scn.SkipQuietTicks || !ok {
+		d.w.setClock(d)
+		d.g.Tick()
+		return true
+	}
+	d.owed++
+	if sk.Ticks()+d.owed < sk.NextTimerTick() {
+		d.w.cov.SkippedTicks++
+		return false
+	}
+	d.catchUp()
+	return true
+}
+
+// catchUp gives the replica the ticks it is owed, before anything else is
+// done to it (those arm timers relative to its tick count).
+func (d *replicaDriver) catchUp() {
+	if d.owed == 0 || d.g == nil {
+		return
+	}
+	d.w.setClock(d)
+	d.g.(tickSkipper).AdvanceTicks(d.owed)
+	d.owed = 0
 }
 
 // crashPoint says where in carrying out a Ready the node dies.
@@ -379,7 +418,7 @@ func (d *replicaDriver) start(restart bool) error {
 	if err != nil {
 		return fmt.Errorf("start replica %d of %s (restart=%v): %w", d.node, w.groups[d.group].name, restart, err)
 	}
-	d.g = g
+	d.g, d.owed = g, 0
 	w.setClock(d)
 	if restart && d.lastCheckpointOp > 0 {
 		d.restoreClientTable("restart")

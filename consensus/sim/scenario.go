@@ -31,6 +31,11 @@ type Scenario struct {
 	// profile sets it, so the default sweep's draws are unchanged.
 	HoldReadyChance   float64
 	HoldReadyTicksMax int
+	// SkipQuietTicks: a replica is ticked only when its next timer is due
+	// (consensus NextTimerTick, then AdvanceTicks for the ticks it owes),
+	// and brought up to date before anything else is done to it, as a
+	// node with thousands of groups does. Only the "skip" profile sets it.
+	SkipQuietTicks bool
 
 	// Workload.
 	ClientsPerGroup    int
@@ -192,6 +197,17 @@ var Profiles = map[string]func(*Scenario){
 		s.HoldReadyChance = 0.3
 		s.HoldReadyTicksMax = 8
 		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+	},
+	// skip: the handover profile with quiet ticks skipped (AdvanceTicks
+	// when a timer is due or before anything else reaches the replica).
+	"skip": func(s *Scenario) {
+		s.Replicas = []int{2, 3, 5}[s.Seed%3]
+		s.MaxDown = max((s.Replicas-1)/2, 1)
+		s.FaultyStorage = make([]bool, s.Replicas)
+		s.HandoverPerTick = 0.01
+		s.CrashPerTick = max(s.CrashPerTick, 0.0005)
+		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+		s.SkipQuietTicks = true
 	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
 	// faulty-storage node, frequent partitions; repair chunks of at least 4.

@@ -337,9 +337,7 @@ func (w *world) step() {
 	for _, i := range w.rng.r.Perm(len(w.nodes)) {
 		nd := w.nodes[i]
 		for _, d := range nd.replicas {
-			if nd.up && d.g != nil {
-				w.setClock(d)
-				d.g.Tick()
+			if nd.up && d.g != nil && d.tick() {
 				d.drain()
 			}
 		}
@@ -357,6 +355,7 @@ func (w *world) step() {
 			w.cov.Delivered[p.msg.Kind]++
 		}
 		w.traceMessage(evDeliver, &p.msg)
+		d.catchUp()
 		d.g.Step(p.msg)
 		d.drain()
 	}
@@ -387,6 +386,7 @@ func (w *world) handOver(i, to int) {
 			if d.g == nil {
 				continue
 			}
+			d.catchUp()
 			if probe && d.g.ProbePrimary() {
 				w.logf("node %d probes its group's primary (view %d)", i, d.g.View())
 				d.drain()
@@ -398,6 +398,9 @@ func (w *world) handOver(i, to int) {
 		return
 	}
 	for _, d := range nd.replicas {
+		if d.g != nil {
+			d.catchUp()
+		}
 		if d.g != nil && d.g.IsPrimary() && d.g.HandOver(uint8(to)) {
 			w.logf("node %d hands its group over to replica %d (view %d)", i, to, d.g.View())
 			d.drain()
