@@ -3,8 +3,8 @@ package journal
 import "github.com/lodestream/lodestream/vfs"
 
 // Option configures an opener of this package (OpenWAL, OpenPrepareLog,
-// OpenSuperblock, WriteSnapshot, ReadSnapshot, CheckMetadata,
-// TruncateWALAtDamage).
+// OpenSuperblock, OpenSuperblockLog, ReadSuperblockLog, WriteSnapshot,
+// ReadSnapshot, CheckMetadata, TruncateWALAtDamage).
 type Option func(*options)
 
 type options struct {
