@@ -99,9 +99,19 @@ func OpenSuperblockLog(dir string, id Identity, bytesMin int64, live func(Superb
 	}
 	path := filepath.Join(dir, superblockLogName)
 	_ = fsys.Remove(path + ".tmp") // an interrupted compaction: the old file stands
+	_, statErr := fsys.Stat(path)
 	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// Created: its name is durable only after a directory fsync (the
+		// appends' fdatasync does not persist it), or a power loss could
+		// take every synced record with the file.
+		if err := syncDir(fsys, dir); err != nil {
+			f.Close()
+			return nil, err
+		}
 	}
 	l := &SuperblockLog{fs: fsys, path: path, identity: id, f: f, latest: make(map[SuperblockKey]recordLoc),
 		bytesMin: max(bytesMin, 1<<20), live: live}
