@@ -835,8 +835,14 @@ func TestPowerLossSuperblockLog(t *testing.T) {
 					next[i], batch[i] = v, v
 					entries = append(entries, state(i, v))
 				}
-				failures := m.Stats().SyncFailures
+				failures, size := m.Stats().SyncFailures, l.Size()
 				err := l.Append(entries)
+				if l.Size() < size {
+					cov["compactions"]++
+				}
+				if err == nil && m.PoweredOff() {
+					cov["cut_inside_compaction"]++ // the batch was synced: Append says nil
+				}
 				if err == nil {
 					for i, v := range batch {
 						durable[i] = v
@@ -857,9 +863,6 @@ func TestPowerLossSuperblockLog(t *testing.T) {
 					return fmt.Errorf("round %d: append: %v", round, err)
 				}
 				break
-			}
-			if m.PoweredOff() && inflight == nil {
-				cov["cut_after_a_durable_batch"]++ // (inside a compaction, or past the round)
 			}
 			m.Crash()
 			m.SetFaults(vfs.Faults{})
