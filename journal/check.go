@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // Offline verification and salvage of a metadata directory (`iggy-server check` / `repair`). Nothing
@@ -12,10 +14,11 @@ import (
 
 // CheckMetadata verifies dir's superblock copies, snapshot and WAL without changing anything and
 // returns what is wrong (empty when sound).
-func CheckMetadata(dir string) []string {
+func CheckMetadata(dir string, opts ...Option) []string {
+	fsys := fsOf(opts)
 	var findings []string
 	for _, name := range slotNames {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := fsys.ReadFile(filepath.Join(dir, name))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -27,10 +30,10 @@ func CheckMetadata(dir string) []string {
 			findings = append(findings, fmt.Sprintf("%s: damaged: %v", name, err))
 		}
 	}
-	if _, err := ReadSnapshot(dir); err != nil {
+	if _, err := readSnapshot(fsys, dir); err != nil {
 		findings = append(findings, fmt.Sprintf("snapshot: %v", err))
 	}
-	if file, _, reason, err := firstWALDamage(dir); err != nil {
+	if file, _, reason, err := firstWALDamage(fsys, dir); err != nil {
 		findings = append(findings, fmt.Sprintf("WAL: %v", err))
 	} else if file != "" {
 		findings = append(findings, fmt.Sprintf("%s: %s", file, reason))
@@ -42,12 +45,12 @@ func CheckMetadata(dir string) []string {
 // journal.wal of earlier releases) read-only, as the open does: the file
 // and byte position of the first record that does not verify ("" when
 // none) and what it is.
-func firstWALDamage(dir string) (string, int64, string, error) {
-	files, err := listWALSegments(dir)
+func firstWALDamage(fsys vfs.FS, dir string) (string, int64, string, error) {
+	files, err := listWALSegments(fsys, dir)
 	if err != nil || len(files) == 0 {
 		return "", -1, "", err
 	}
-	d, err := scanWAL(files, func(walRecord) {})
+	d, err := scanWAL(fsys, files, func(walRecord) {})
 	if err != nil || d == nil {
 		return "", -1, "", err
 	}
@@ -84,12 +87,13 @@ type WALCut struct {
 // it, later segments included: the operator's explicit choice on a single node) and fsyncs the file
 // and the directory. A damaged record inside a truncation's tombstone group cuts the whole group. It
 // returns nil when the WAL verifies.
-func TruncateWALAtDamage(dir string) (*WALCut, error) {
-	files, err := listWALSegments(dir)
+func TruncateWALAtDamage(dir string, opts ...Option) (*WALCut, error) {
+	fsys := fsOf(opts)
+	files, err := listWALSegments(fsys, dir)
 	if err != nil || len(files) == 0 {
 		return nil, err
 	}
-	d, err := scanWAL(files, func(walRecord) {})
+	d, err := scanWAL(fsys, files, func(walRecord) {})
 	if err != nil || d == nil {
 		return nil, err
 	}
@@ -99,19 +103,19 @@ func TruncateWALAtDamage(dir string) (*WALCut, error) {
 	var removed []string
 	var removedBytes int64
 	for i := len(files) - 1; i > d.seg; i-- {
-		if st, err := os.Stat(files[i].path); err == nil {
+		if st, err := fsys.Stat(files[i].path); err == nil {
 			removedBytes += st.Size()
 		}
-		if err := os.Remove(files[i].path); err != nil {
+		if err := fsys.Remove(files[i].path); err != nil {
 			return nil, fmt.Errorf("remove %s: %w", files[i].path, err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(fsys, dir); err != nil {
 			return nil, err
 		}
 		removed = append([]string{filepath.Base(files[i].path)}, removed...)
 	}
 	path := files[d.seg].path
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -9,28 +9,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // syncDir fsyncs a directory so a rename or create in it is durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s for fsync: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func syncDir(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("fsync dir %s: %w", dir, err)
 	}
 	return nil
 }
 
+// datasync flushes file data (and the metadata needed to read it back):
+// fdatasync where the platform has it.
+func datasync(f vfs.File) error { return f.Datasync() }
+
 // replaceFile durably replaces path with data: write path.tmp, fsync it,
 // rename over path, fsync the directory. A crash at any point leaves
 // either the old file or the new one (plus possibly a stale .tmp, which
 // readers ignore and the next write overwrites).
-func replaceFile(path string, data []byte) error {
+func replaceFile(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
@@ -45,19 +46,19 @@ func replaceFile(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
 		return fmt.Errorf("rename %s over %s: %w", tmp, path, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(fsys, filepath.Dir(path))
 }
 
 // ensureDir creates dir (and parents) and fsyncs its parent when created.
-func ensureDir(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
+func ensureDir(fsys vfs.FS, dir string) error {
+	if _, err := fsys.Stat(dir); err == nil {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create dir %s: %w", dir, err)
 	}
-	return syncDir(filepath.Dir(dir))
+	return syncDir(fsys, filepath.Dir(dir))
 }

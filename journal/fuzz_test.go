@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // FuzzOpenWAL: any file content either refuses to open or yields entries
@@ -36,7 +37,7 @@ func FuzzOpenWAL(f *testing.F) {
 		}
 		// The offline check (read-only) agrees with the open: what the open
 		// refuses, the check reports as damage that stops the boot.
-		_, at, reason, cerr := firstWALDamage(dir)
+		_, at, reason, cerr := firstWALDamage(vfs.OS, dir)
 		if cerr != nil {
 			t.Fatalf("check: %v", cerr)
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -41,13 +42,16 @@ import (
 // One goroutine at a time: the partition's shard, or the write it hands
 // to carryOutBatch, never both.
 type PrepareLog struct {
+	fs       vfs.FS
 	dir      string
 	files    []prepareFile // oldest first; the last one is appended to
-	f        *os.File      // the last file, opened for append (nil: none yet)
+	f        vfs.File      // the last file, opened for append (nil: none yet)
 	poisoned error
 	// dirty: the last file was written since the last Sync; dirDirty: a
-	// file was created or removed since.
+	// file was created or removed since; closedDirty: files closed (by a
+	// rotation or Close) with writes not synced yet, oldest first.
 	dirty, dirDirty bool
+	closedDirty     []uint64
 	rotateBytes     int64 // SetRotateBytes; default prepareLogRotateBytes
 	w               *bufio.Writer
 }
@@ -80,11 +84,12 @@ var ErrPrepareLogDamaged = errors.New("partition prepare WAL damaged")
 // ErrPrepareLogDamaged, and the log is still returned, emptied of nothing:
 // the caller decides (a replica that may have lost acknowledged prepares
 // must not vote on its own; see consensus.Restored.StorageLost).
-func OpenPrepareLog(dir string, fromOp uint64) (*PrepareLog, []consensus.Prepare, error) {
-	if err := ensureDir(dir); err != nil {
+func OpenPrepareLog(dir string, fromOp uint64, opts ...Option) (*PrepareLog, []consensus.Prepare, error) {
+	fsys := fsOf(opts)
+	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
-	l := &PrepareLog{dir: dir, rotateBytes: prepareLogRotateBytes}
+	l := &PrepareLog{fs: fsys, dir: dir, rotateBytes: prepareLogRotateBytes}
 	seqs, err := l.listFiles()
 	if err != nil {
 		return nil, nil, err
@@ -115,7 +120,7 @@ func OpenPrepareLog(dir string, fromOp uint64) (*PrepareLog, []consensus.Prepare
 }
 
 func (l *PrepareLog) listFiles() ([]uint64, error) {
-	des, err := os.ReadDir(l.dir)
+	des, err := l.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("list prepare WAL %s: %w", l.dir, err)
 	}
@@ -148,7 +153,7 @@ func (l *PrepareLog) path(seq uint64) string {
 func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uint64]consensus.Prepare) (prepareFile, error) {
 	path := l.path(seq)
 	pf := prepareFile{seq: seq}
-	f, err := os.Open(path)
+	f, err := l.fs.Open(path)
 	if err != nil {
 		return pf, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -178,7 +183,7 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 			}
 			// Torn tail: the write never completed, so nothing it held was
 			// acknowledged. Cut it so appends continue after valid records.
-			if err := os.Truncate(path, int64(off)); err != nil {
+			if err := l.fs.Truncate(path, int64(off)); err != nil {
 				return pf, fmt.Errorf("cut the torn tail of %s at byte %d: %w", path, off, err)
 			}
 			break
@@ -352,7 +357,7 @@ func (l *PrepareLog) openLast() error {
 	}
 	last := l.files[len(l.files)-1]
 	path := l.path(last.seq)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := l.fs.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("open prepare WAL file %s: %w", path, err)
 	}
@@ -367,11 +372,23 @@ func (l *PrepareLog) openLast() error {
 	return nil
 }
 
-// Sync makes everything written so far durable: the last file's data, and
-// the directory entries of files created or removed since.
+// Sync makes everything written so far durable: the data of files closed
+// since with writes not synced (a Write that crossed a rotation, a
+// rotation or Close after unsynced writes), oldest first, then the last
+// file's, and the directory entries of files created or removed since.
 func (l *PrepareLog) Sync() error {
 	if l.poisoned != nil {
 		return l.poisoned
+	}
+	for len(l.closedDirty) > 0 {
+		seq := l.closedDirty[0]
+		if n := len(l.files); l.f != nil && seq == l.files[n-1].seq {
+			l.dirty = true // reopened since: synced below through l.f
+		} else if err := l.syncClosed(seq); err != nil {
+			l.poisoned = fmt.Errorf("prepare WAL %s poisoned: fsync of a closed file failed: %w", l.dir, err)
+			return l.poisoned
+		}
+		l.closedDirty = l.closedDirty[1:]
 	}
 	if l.dirty && l.f != nil {
 		if err := datasync(l.f); err != nil {
@@ -383,12 +400,26 @@ func (l *PrepareLog) Sync() error {
 		l.dirty = false
 	}
 	if l.dirDirty {
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.fs, l.dir); err != nil {
 			return err
 		}
 		l.dirDirty = false
 	}
 	return nil
+}
+
+// syncClosed fdatasyncs file seq through a descriptor of its own (the
+// kernel writes the file's dirty pages back whichever descriptor asks).
+func (l *PrepareLog) syncClosed(seq uint64) error {
+	f, err := l.fs.OpenFile(l.path(seq), os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	err = datasync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Reclaim releases history a durable checkpoint at checkpointOp covers:
@@ -407,7 +438,7 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 	removed := 0
 	for removed < len(l.files)-1 && l.files[removed].maxOp < checkpointOp {
 		path := l.path(l.files[removed].seq)
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := l.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove reclaimed prepare WAL file %s: %w", path, err)
 		}
 		removed++
@@ -415,6 +446,14 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 	if removed > 0 {
 		l.dirDirty = true
 		l.files = append(l.files[:0], l.files[removed:]...)
+		// Removed files need no sync any more.
+		kept := l.closedDirty[:0]
+		for _, seq := range l.closedDirty {
+			if seq >= l.files[0].seq {
+				kept = append(kept, seq)
+			}
+		}
+		l.closedDirty = kept
 	}
 	return nil
 }
@@ -425,9 +464,10 @@ func (l *PrepareLog) SetRotateBytes(n int64) {
 	l.rotateBytes = min(max(n, 4<<10), prepareLogRotateBytes)
 }
 
-// rotate closes the last file; the next write starts a new one. A
-// persisted topic synced every write already (dirty is false); a
-// replicated topic's writes were never promised a sync.
+// rotate closes the last file; the next write starts a new one. Unsynced
+// writes in it (a replicated topic's, or the first part of a Write that
+// crosses the rotation) are left to the next Sync (closedDirty), which
+// a replicated topic may never call.
 func (l *PrepareLog) rotate() error {
 	last := l.files[len(l.files)-1]
 	if l.f != nil {
@@ -435,6 +475,9 @@ func (l *PrepareLog) rotate() error {
 			return fmt.Errorf("close prepare WAL file %s: %w", l.path(last.seq), err)
 		}
 		l.f = nil
+	}
+	if l.dirty {
+		l.closedDirty = append(l.closedDirty, last.seq)
 	}
 	l.dirty = false
 	l.files = append(l.files, prepareFile{seq: last.seq + 1})
@@ -451,12 +494,17 @@ func (l *PrepareLog) Bytes() int64 {
 }
 
 // Close closes the open file; the log stays usable (the next Write
-// reopens its last file). What was written and not synced stays so.
+// reopens its last file). What was written and not synced stays so, until
+// the next Sync.
 func (l *PrepareLog) Close() error {
 	if l.f == nil {
 		return nil
 	}
 	err := l.f.Close()
 	l.f = nil
+	if l.dirty {
+		l.closedDirty = append(l.closedDirty, l.files[len(l.files)-1].seq)
+		l.dirty = false
+	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -27,14 +28,15 @@ const (
 
 // WriteSnapshot durably replaces dir/snapshot.bin with s (tmp → fsync →
 // rename → dir fsync). s.Checksum must be XXH3-64 of s.Data.
-func WriteSnapshot(dir string, s consensus.Snapshot) error {
+func WriteSnapshot(dir string, s consensus.Snapshot, opts ...Option) error {
+	fsys := fsOf(opts)
 	if got := xxh3.Hash(s.Data); got != s.Checksum {
 		return fmt.Errorf("write snapshot op %d: checksum field %016x does not match data %016x", s.Op, s.Checksum, got)
 	}
 	if len(s.Data)+snapshotFileHead+snapshotFileTrailer > SnapshotFileBytesMax {
 		return fmt.Errorf("write snapshot op %d: %d bytes above the %d-byte bound", s.Op, len(s.Data), SnapshotFileBytesMax)
 	}
-	if err := ensureDir(dir); err != nil {
+	if err := ensureDir(fsys, dir); err != nil {
 		return err
 	}
 	le := binary.LittleEndian
@@ -48,7 +50,7 @@ func WriteSnapshot(dir string, s consensus.Snapshot) error {
 	b = le.AppendUint64(b, sum.Lo)
 	b = le.AppendUint64(b, sum.Hi)
 	defer ObserveSync(SyncSnapshot, time.Now())
-	if err := replaceFile(filepath.Join(dir, snapshotFileName), b); err != nil {
+	if err := replaceFile(fsys, filepath.Join(dir, snapshotFileName), b); err != nil {
 		return fmt.Errorf("write snapshot op %d: %w", s.Op, err)
 	}
 	return nil
@@ -56,9 +58,13 @@ func WriteSnapshot(dir string, s consensus.Snapshot) error {
 
 // ReadSnapshot loads dir/snapshot.bin; nil, nil when none exists. Any
 // verification failure is an error (the caller refuses to boot).
-func ReadSnapshot(dir string) (*consensus.Snapshot, error) {
+func ReadSnapshot(dir string, opts ...Option) (*consensus.Snapshot, error) {
+	return readSnapshot(fsOf(opts), dir)
+}
+
+func readSnapshot(fsys vfs.FS, dir string) (*consensus.Snapshot, error) {
 	path := filepath.Join(dir, snapshotFileName)
-	st, err := os.Stat(path)
+	st, err := fsys.Stat(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -68,7 +74,7 @@ func ReadSnapshot(dir string) (*consensus.Snapshot, error) {
 	if st.Size() > SnapshotFileBytesMax {
 		return nil, fmt.Errorf("%s is %d bytes, above the %d-byte bound", path, st.Size(), SnapshotFileBytesMax)
 	}
-	b, err := os.ReadFile(path)
+	b, err := fsys.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -67,6 +68,7 @@ type SuperblockState struct {
 // record. Single writer: methods are serialized by a mutex.
 type Superblock struct {
 	mu       sync.Mutex
+	fs       vfs.FS
 	dir      string
 	identity Identity
 	sequence uint64 // of the newest valid record; 0 = none
@@ -87,17 +89,18 @@ var ErrSuperblockUnreadable = errors.New("superblock unreadable")
 // provablyOlder): then the newer, valid copy is used, the damage is
 // described by OlderCopyDamage, and the next Write replaces the damaged
 // slot. An identity mismatch refuses.
-func OpenSuperblock(dir string, id Identity) (*Superblock, *SuperblockState, error) {
-	if err := ensureDir(dir); err != nil {
+func OpenSuperblock(dir string, id Identity, opts ...Option) (*Superblock, *SuperblockState, error) {
+	fsys := fsOf(opts)
+	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
-	sb := &Superblock{dir: dir, identity: id, newest: -1}
+	sb := &Superblock{fs: fsys, dir: dir, identity: id, newest: -1}
 	var best *SuperblockState
 	var damaged []byte
 	var damagedErr error
 	for slot, name := range slotNames {
 		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		data, err := fsys.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -172,7 +175,7 @@ func (sb *Superblock) Write(st SuperblockState) error {
 	seq := sb.sequence + 1
 	path := filepath.Join(sb.dir, slotNames[target])
 	start := time.Now()
-	if err := replaceFile(path, encodeSuperblock(seq, &st)); err != nil {
+	if err := replaceFile(sb.fs, path, encodeSuperblock(seq, &st)); err != nil {
 		return fmt.Errorf("superblock write sequence %d: %w", seq, err)
 	}
 	ObserveSync(SyncSuperblock, start)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -37,9 +38,10 @@ import (
 // a new file, synced, and renamed over it.
 type SuperblockLog struct {
 	mu       sync.Mutex
+	fs       vfs.FS
 	path     string
 	identity Identity
-	f        *os.File
+	f        vfs.File
 	size     int64
 	// latest: where each key's newest record is (by sequence).
 	latest map[SuperblockKey]recordLoc
@@ -90,17 +92,28 @@ var ErrSuperblockLogPoisoned = errors.New("superblock log failed a sync")
 // OpenSuperblockLog opens (or creates) dir/superblocks.log, cutting a torn
 // tail. live says whether a key's group still exists (compaction drops the
 // others); nil keeps every key.
-func OpenSuperblockLog(dir string, id Identity, bytesMin int64, live func(SuperblockKey) bool) (*SuperblockLog, error) {
-	if err := ensureDir(dir); err != nil {
+func OpenSuperblockLog(dir string, id Identity, bytesMin int64, live func(SuperblockKey) bool, opts ...Option) (*SuperblockLog, error) {
+	fsys := fsOf(opts)
+	if err := ensureDir(fsys, dir); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, superblockLogName)
-	_ = os.Remove(path + ".tmp") // an interrupted compaction: the old file stands
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	_ = fsys.Remove(path + ".tmp") // an interrupted compaction: the old file stands
+	_, statErr := fsys.Stat(path)
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	l := &SuperblockLog{path: path, identity: id, f: f, latest: make(map[SuperblockKey]recordLoc),
+	if errors.Is(statErr, os.ErrNotExist) {
+		// Created: its name is durable only after a directory fsync (the
+		// appends' fdatasync does not persist it), or a power loss could
+		// take every synced record with the file.
+		if err := syncDir(fsys, dir); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	l := &SuperblockLog{fs: fsys, path: path, identity: id, f: f, latest: make(map[SuperblockKey]recordLoc),
 		bytesMin: max(bytesMin, 1<<20), live: live}
 	if err := l.load(); err != nil {
 		f.Close()
@@ -195,9 +208,9 @@ func (l *SuperblockLog) verify(b []byte) (SuperblockKey, uint64, int, error) {
 // describes a record that fails before valid ones (the server refuses to
 // open such a log); a torn tail (nothing valid after it) is not damage:
 // no sync covered it, and the next open cuts it.
-func ReadSuperblockLog(dir string) (states map[SuperblockKey]*SuperblockState, damage string, err error) {
+func ReadSuperblockLog(dir string, opts ...Option) (states map[SuperblockKey]*SuperblockState, damage string, err error) {
 	path := filepath.Join(dir, superblockLogName)
-	data, err := os.ReadFile(path)
+	data, err := fsOf(opts).ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "", nil
 	}
@@ -326,13 +339,13 @@ func (l *SuperblockLog) compact() error {
 		}
 	}
 	tmp := l.path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
 	fail := func(err error) error {
 		f.Close()
-		_ = os.Remove(tmp)
+		_ = l.fs.Remove(tmp)
 		return err
 	}
 	latest := make(map[SuperblockKey]recordLoc, len(keep))
@@ -352,10 +365,10 @@ func (l *SuperblockLog) compact() error {
 	if err := f.Sync(); err != nil {
 		return fail(fmt.Errorf("sync %s: %w", tmp, err))
 	}
-	if err := os.Rename(tmp, l.path); err != nil {
+	if err := l.fs.Rename(tmp, l.path); err != nil {
 		return fail(fmt.Errorf("rename %s over %s: %w", tmp, l.path, err))
 	}
-	if err := syncDir(filepath.Dir(l.path)); err != nil {
+	if err := syncDir(l.fs, filepath.Dir(l.path)); err != nil {
 		// The rename may not be durable: either file holds every live
 		// record, and the new one is the one open from now on.
 		f.Close()

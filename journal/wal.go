@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -46,7 +47,7 @@ type walEntryLoc struct {
 type walSeg struct {
 	seq     uint64
 	path    string
-	f       *os.File
+	f       vfs.File
 	size    int64
 	records int    // records written in it (tombstones included)
 	live    int    // entries of w.live located in it
@@ -61,6 +62,7 @@ type walSeg struct {
 // its own. One writer; methods are serialized by a mutex.
 type WAL struct {
 	mu   sync.Mutex
+	fs   vfs.FS
 	dir  string
 	segs []*walSeg // retained segments in seq order; the last is the active one
 	// live maps op → its latest record; lo and hi bound its ops (lo ≤
@@ -87,32 +89,33 @@ type WAL struct {
 // valid record after it) is truncated and fsynced; damage followed by a
 // valid record, a complete record that fails verification, or damage in
 // a sealed segment refuses to open (ErrWALCorrupt).
-func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
-	if err := ensureDir(dir); err != nil {
+func OpenWAL(dir string, opts ...Option) (*WAL, []consensus.Prepare, error) {
+	fsys := fsOf(opts)
+	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
 	legacy := filepath.Join(dir, walFileName)
 	// A leftover temp file is an unfinished rewrite of the single-file WAL
 	// of earlier releases: the original is intact.
-	if err := os.Remove(legacy + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := fsys.Remove(legacy + ".tmp"); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("remove stale %s.tmp: %w", legacy, err)
 	}
-	files, err := listWALSegments(dir)
+	files, err := listWALSegments(fsys, dir)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(files) == 1 && files[0].legacy {
 		// Migration: the old single file is a valid segment as it stands.
 		seg0 := filepath.Join(dir, walSegmentName(0))
-		if err := os.Rename(legacy, seg0); err != nil {
+		if err := fsys.Rename(legacy, seg0); err != nil {
 			return nil, nil, fmt.Errorf("migrate %s to %s: %w", legacy, seg0, err)
 		}
-		if err := syncDir(dir); err != nil {
+		if err := syncDir(fsys, dir); err != nil {
 			return nil, nil, err
 		}
 		files[0] = walSegFile{seq: 0, path: seg0}
 	}
-	w := &WAL{dir: dir, live: make(map[uint64]walEntryLoc)}
+	w := &WAL{fs: fsys, dir: dir, live: make(map[uint64]walEntryLoc)}
 	if len(files) == 0 {
 		if err := w.createSegmentLocked(1); err != nil {
 			return nil, nil, err
@@ -120,7 +123,7 @@ func OpenWAL(dir string) (*WAL, []consensus.Prepare, error) {
 		return w, nil, nil
 	}
 	for _, sf := range files {
-		f, err := os.OpenFile(sf.path, os.O_RDWR, 0o644)
+		f, err := fsys.OpenFile(sf.path, os.O_RDWR, 0o644)
 		if err != nil {
 			w.closeFiles()
 			return nil, nil, fmt.Errorf("open WAL segment %s: %w", sf.path, err)
@@ -149,7 +152,7 @@ func (w *WAL) closeFiles() {
 
 func (w *WAL) scan(files []walSegFile) ([]consensus.Prepare, error) {
 	byOp := make(map[uint64]consensus.Prepare)
-	dmg, err := scanWAL(files, func(r walRecord) {
+	dmg, err := scanWAL(w.fs, files, func(r walRecord) {
 		s := w.segs[r.seg]
 		s.records++
 		if r.tombstone {
@@ -383,11 +386,11 @@ func (w *WAL) TornTailFile() string { return w.tornPath }
 // the WAL: whether the file exists after a crash is unknown.
 func (w *WAL) createSegmentLocked(seq uint64) error {
 	path := filepath.Join(w.dir, walSegmentName(seq))
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
+	f, err := w.fs.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("create WAL segment %s: %w", path, err)
 	}
-	if err := syncDir(w.dir); err != nil {
+	if err := syncDir(w.fs, w.dir); err != nil {
 		f.Close()
 		w.poisoned = true
 		return fmt.Errorf("WAL segment %s: %w", path, err)
@@ -568,11 +571,11 @@ func (w *WAL) Compact(upToOp uint64) error {
 	for n > 0 {
 		s := w.segs[0]
 		s.f.Close()
-		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := w.fs.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			w.poisoned = true
 			return fmt.Errorf("WAL compact up to op %d: remove %s: %w", upToOp, s.path, err)
 		}
-		if err := syncDir(w.dir); err != nil {
+		if err := syncDir(w.fs, w.dir); err != nil {
 			w.poisoned = true
 			return fmt.Errorf("WAL compact up to op %d: %w", upToOp, err)
 		}

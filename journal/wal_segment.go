@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // The metadata WAL is a sequence of segment files in the metadata
@@ -59,8 +60,8 @@ type walSegFile struct {
 // silently miss its records, so it refuses (ErrWALCorrupt). journal.wal
 // next to numbered segments cannot come from this code either (the open
 // renames it before creating any) and refuses as well.
-func listWALSegments(dir string) ([]walSegFile, error) {
-	ents, err := os.ReadDir(dir)
+func listWALSegments(fsys vfs.FS, dir string) ([]walSegFile, error) {
+	ents, err := fsys.ReadDir(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -174,15 +175,15 @@ type walDamage struct {
 // calling visit for every record of the log in order; a tombstone group is
 // handed over only once complete. It stops at the first record that does
 // not verify and classifies it (nil when the log is sound).
-func scanWAL(segs []walSegFile, visit func(walRecord)) (*walDamage, error) {
+func scanWAL(fsys vfs.FS, segs []walSegFile, visit func(walRecord)) (*walDamage, error) {
 	var rec []byte
 	var br *bufio.Reader
 	for i := range segs {
-		f, err := os.Open(segs[i].path)
+		f, err := fsys.Open(segs[i].path)
 		if err != nil {
 			return nil, fmt.Errorf("open WAL segment %s: %w", segs[i].path, err)
 		}
-		dmg, err := scanWALSegment(f, i, segs, visit, &br, &rec)
+		dmg, err := scanWALSegment(fsys, f, i, segs, visit, &br, &rec)
 		f.Close()
 		if err != nil || dmg != nil {
 			return dmg, err
@@ -191,7 +192,7 @@ func scanWAL(segs []walSegFile, visit func(walRecord)) (*walDamage, error) {
 	return nil, nil
 }
 
-func scanWALSegment(f *os.File, idx int, segs []walSegFile, visit func(walRecord), brp **bufio.Reader, rec *[]byte) (*walDamage, error) {
+func scanWALSegment(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, visit func(walRecord), brp **bufio.Reader, rec *[]byte) (*walDamage, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("stat WAL segment %s: %w", segs[idx].path, err)
@@ -223,7 +224,7 @@ func scanWALSegment(f *os.File, idx int, segs []walSegFile, visit func(walRecord
 			if len(group) > 0 {
 				cut = group[0].offset
 			}
-			return classifyWALDamage(f, idx, segs, off, cut, size, perr)
+			return classifyWALDamage(fsys, f, idx, segs, off, cut, size, perr)
 		}
 		r := walRecord{seg: idx, offset: off, size: int64(n), prepare: p}
 		count, tomb := walTombstoneCount(&p)
@@ -247,7 +248,7 @@ func scanWALSegment(f *os.File, idx int, segs []walSegFile, visit func(walRecord
 	if len(group) > 0 {
 		// The file ends inside a group: its write never completed (torn,
 		// if nothing follows) or the sealed segment was cut.
-		return classifyWALDamage(f, idx, segs, off, group[0].offset, size,
+		return classifyWALDamage(fsys, f, idx, segs, off, group[0].offset, size,
 			fmt.Errorf("the tombstone group at byte %d holds %d of its %d records", group[0].offset, len(group)-1, want))
 	}
 	return nil, nil
@@ -298,7 +299,7 @@ func readWALRecord(br *bufio.Reader, left int64, rec *[]byte) ([]byte, error) {
 // segment that a later segment follows ⇒ a sealed file damaged (a segment
 // is created only after its predecessor's last append was synced); else
 // a torn tail of the last segment.
-func classifyWALDamage(f *os.File, idx int, segs []walSegFile, at, cut, size int64, perr error) (*walDamage, error) {
+func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, cut, size int64, perr error) (*walDamage, error) {
 	d := &walDamage{seg: idx, at: at, cut: cut, segSize: size, perr: perr}
 	if nat, op, found, err := findValidEntryIn(f, at+1, size); err != nil {
 		return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
@@ -307,7 +308,7 @@ func classifyWALDamage(f *os.File, idx int, segs []walSegFile, at, cut, size int
 		return d, nil
 	}
 	for j := idx + 1; j < len(segs); j++ {
-		g, err := os.Open(segs[j].path)
+		g, err := fsys.Open(segs[j].path)
 		if err != nil {
 			return nil, fmt.Errorf("open WAL segment %s: %w", segs[j].path, err)
 		}
@@ -345,7 +346,7 @@ func classifyWALDamage(f *os.File, idx int, segs []walSegFile, at, cut, size int
 // findValidEntryIn is findValidEntry over bytes [from, size) of f, read
 // in walScanBufferBytes chunks: the first position holding the magic where
 // a complete valid record starts.
-func findValidEntryIn(f *os.File, from, size int64) (at int64, op uint64, found bool, err error) {
+func findValidEntryIn(f vfs.File, from, size int64) (at int64, op uint64, found bool, err error) {
 	magic := binary.LittleEndian.AppendUint32(nil, walMagic)
 	buf := make([]byte, walScanBufferBytes)
 	var rec []byte
@@ -395,7 +396,7 @@ func findValidEntryIn(f *os.File, from, size int64) (at int64, op uint64, found 
 // completeRecordIn is completeRecord over bytes [at, size) of f, streamed:
 // the declared length fits the bound and the file, and the bytes are not
 // all zero. It also returns the op the header names.
-func completeRecordIn(f *os.File, at, size int64) (bool, uint64, error) {
+func completeRecordIn(f vfs.File, at, size int64) (bool, uint64, error) {
 	if size-at < walHeaderBytes {
 		return false, 0, nil
 	}

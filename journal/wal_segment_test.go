@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 func bodyOf(op uint64, n int) string {
@@ -283,7 +284,7 @@ func TestWALDamageAcrossSegments(t *testing.T) {
 	}
 	for _, tc := range cases {
 		dir := writeSegments(t, tc.segs)
-		file, _, reason, cerr := firstWALDamage(dir)
+		file, _, reason, cerr := firstWALDamage(vfs.OS, dir)
 		w, rec, err := OpenWAL(dir)
 		if tc.refuse != "" {
 			if !errors.Is(err, ErrWALCorrupt) || !strings.Contains(err.Error(), tc.refuse) {
