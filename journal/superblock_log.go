@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -338,6 +339,9 @@ func (l *SuperblockLog) compact() error {
 			keep = append(keep, key)
 		}
 	}
+	// In key order: the same records give the same file (a replayed run
+	// of the simulator writes the same bytes).
+	slices.SortFunc(keep, func(a, b SuperblockKey) int { return bytes.Compare(a[:], b[:]) })
 	tmp := l.path + ".tmp"
 	f, err := l.fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
