@@ -122,12 +122,18 @@ func (s *partitionShard) wake(e *partitionEntry) {
 // wakeAll (shard goroutine) wakes every resting group after the metadata
 // group changed view or status; a group whose primary's node is gone
 // starts a view change at once.
+//
+// Awake groups whose primary's node is gone suspect it too: a group that
+// had not rested yet (a backup still probing, one that just moved) would
+// otherwise wait for its own heartbeat timeout, one more timeout after
+// the metadata group's (the tail of a 10,000-partition failover).
 func (s *partitionShard) wakeAll() {
 	for e := range s.groups {
-		if !e.resting {
-			continue
+		if e.resting {
+			s.wake(e)
+		} else {
+			s.catchUp(e)
 		}
-		s.wake(e)
 		primary := uint8(e.group.View() % uint32(s.replicaCount))
 		if primary != s.self && s.connected != nil && !s.connected(primary) && e.group.SuspectPrimary() {
 			s.touch(e)
