@@ -14,14 +14,24 @@
 #
 #   bench/cost.sh                 # DATA=1GB
 #   DATA=256MB RATE=1 bench/cost.sh
+#   SETUPS=cluster3 DURABILITIES=replicated PERF=/tmp/prof bench/cost.sh
 #
-# Everything listens on 127.0.0.61 (loopback) and lives under a temp
-# directory removed at the end; every process started is stopped.
+# SETUPS (single cluster3) and DURABILITIES (replicated persisted) pick the
+# rows; DD=0 skips the dd line. PERF=DIR records each server process with
+# `perf record -e cpu-clock -g` over the bench run into DIR/<setup>-<durability>-<i>.data
+# (i = replica id; read with `perf report -i FILE --no-children`).
+#
+# Everything listens on $IP (default 127.0.0.61, loopback) and lives under a
+# temp directory removed at the end; every process started is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-1GB}
 RATE=${RATE:-0}
-IP=127.0.0.61
+IP=${IP:-127.0.0.61}
+SETUPS=${SETUPS:-single cluster3}
+DURABILITIES=${DURABILITIES:-replicated persisted}
+DD=${DD:-1}
+PERF=${PERF:-}
 WORK=$(mktemp -d /tmp/lodestream-cost.XXXXXX)
 PIDS=()
 cleanup() {
@@ -98,11 +108,23 @@ cpu_ticks() {
 run() {
   local setup=$1 durability=$2 rate=$3
   start "$setup"
-  local before after out="$WORK/bench.json"
+  local before after out="$WORK/bench.json" perfs=()
+  if [ -n "$PERF" ]; then
+    mkdir -p "$PERF"
+    local i=0
+    for p in "${SERVERS[@]}"; do
+      perf record -q -e cpu-clock -F 499 -g -p "$p" -o "$PERF/$setup-$durability-$i.data" >/dev/null 2>&1 &
+      perfs+=($!)
+      i=$((i + 1))
+    done
+    sleep 0.5
+  fi
   before=$(cpu_ticks)
   "$WORK/bin/iggy-bench" --address "$IP:18090" --total-data "$DATA" --warmup 1s --no-progress --json \
     --durability "$durability" --rate-limit "$rate" pinned-producer >"$out"
   after=$(cpu_ticks)
+  for p in "${perfs[@]:-}"; do [ -n "$p" ] && kill -INT "$p" 2>/dev/null || true; done
+  for p in "${perfs[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
   stop
   [ -s "$out" ] || { echo "iggy-bench printed nothing ($setup $durability); server logs: $WORK" >&2; tail -5 "$WORK"/data-*.log >&2; return 1; }
   python3 - "$setup" "$durability" "$rate" "$before" "$after" "$TCK" "$out" <<'PY'
@@ -122,8 +144,8 @@ PY
 echo "| setup | durability | rate | produce | batch p50 / p99 | server CPU per acked GB | |"
 echo "|---|---|---|---|---|---|---|"
 declare -A MAX
-for setup in single cluster3; do
-  for durability in replicated persisted; do
+for setup in $SETUPS; do
+  for durability in $DURABILITIES; do
     row=$(run "$setup" "$durability" 0)
     echo "$row"
     MAX[$setup-$durability]=$(echo "$row" | awk -F'|' '{print $5}' | awk '{print $1}')
@@ -131,13 +153,16 @@ for setup in single cluster3; do
 done
 if [ "$RATE" = 1 ]; then
   # The same load for both durabilities: half the slower one's maximum.
-  for setup in single cluster3; do
-    half=$(python3 -c "print(max(1, min(${MAX[$setup-replicated]}, ${MAX[$setup-persisted]}) / 2))")
-    for durability in replicated persisted; do
+  for setup in $SETUPS; do
+    maxes=""
+    for durability in $DURABILITIES; do maxes="$maxes${MAX[$setup-$durability]},"; done
+    half=$(python3 -c "print(max(1, min([$maxes]) / 2))")
+    for durability in $DURABILITIES; do
       run "$setup" "$durability" "$half"
     done
   done
 fi
+[ "$DD" = 1 ] || exit 0
 echo
 echo "dd on the data disk ($WORK):"
 dd if=/dev/zero of="$WORK/dd.bin" bs=1M count=2048 conv=fdatasync 2>&1 | tail -1
