@@ -6,7 +6,7 @@
 #   iggy-bench --total-data $DATA --durability D pinned-producer
 # against the metadata primary, and reports produce MB/s, batch p50/p99
 # and server CPU-seconds per acknowledged GB (utime + stime from
-# /proc/<pid>/stat, every server process summed). With RATE=1 it then runs
+# /proc/<pid>/stat, every server process summed, and per process). With RATE=1 it then runs
 # both durabilities of each setup again at the same load, half the slower
 # one's measured maximum (--rate-limit): p99 at the same load, and at half
 # the cluster's maximum. Last, the data disk's sequential
@@ -95,13 +95,14 @@ stop() {
   for p in "${SERVERS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 
-cpu_ticks() {
-  local sum=0
+cpu_ticks() { # -> "total per-server,per-server,..."
+  local sum=0 each=""
   for p in "${SERVERS[@]}"; do
     read -r -a f <"/proc/$p/stat"
     sum=$((sum + f[13] + f[14]))
+    each="$each$((f[13] + f[14])),"
   done
-  echo "$sum"
+  echo "$sum $each"
 }
 
 # run setup durability rate -> prints one table row
@@ -130,19 +131,23 @@ run() {
   python3 - "$setup" "$durability" "$rate" "$before" "$after" "$TCK" "$out" <<'PY'
 import json, sys
 setup, durability, rate, before, after, tck, path = sys.argv[1:]
+before, before_each = before.split()
+after, after_each = after.split()
+each = [int(a) - int(b) for a, b in zip(after_each.strip(",").split(","), before_each.strip(",").split(","))]
 d = json.load(open(path))
 a = d["aggregate"]
 p = d["params"]
 gb = p["producers"] * p["message_batches_per_producer"] * p["messages_per_batch"] * p["message_size_bytes"] / 1e9
 cpu = (int(after) - int(before)) / int(tck)
 lat = a["batch_latency"]
+per_node = " / ".join(f"{e / int(tck) / gb:.1f}" for e in each)
 print(f"| {setup} | {durability} | {rate if rate != '0' else 'max'} | {a['mb_per_second']:.0f} MB/s | "
-      f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} ms | {cpu / gb:.1f} CPU-s/GB | complete={d['complete']} |")
+      f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} ms | {cpu / gb:.1f} CPU-s/GB | {per_node} | complete={d['complete']} |")
 PY
 }
 
-echo "| setup | durability | rate | produce | batch p50 / p99 | server CPU per acked GB | |"
-echo "|---|---|---|---|---|---|---|"
+echo "| setup | durability | rate | produce | batch p50 / p99 | server CPU per acked GB | per node (replica 0 = primary / 1 / 2) | |"
+echo "|---|---|---|---|---|---|---|---|"
 declare -A MAX
 for setup in $SETUPS; do
   for durability in $DURABILITIES; do
