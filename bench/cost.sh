@@ -140,6 +140,8 @@ p = d["params"]
 gb = p["producers"] * p["message_batches_per_producer"] * p["messages_per_batch"] * p["message_size_bytes"] / 1e9
 cpu = (int(after) - int(before)) / int(tck)
 lat = a["batch_latency"]
+if not d["complete"]:
+    print(f"{setup} {durability}: incomplete run: {d.get('stop_reason', '')}: {d.get('errors', [])[:3]}", file=sys.stderr)
 per_node = " / ".join(f"{e / int(tck) / gb:.1f}" for e in each)
 print(f"| {setup} | {durability} | {rate if rate != '0' else 'max'} | {a['mb_per_second']:.0f} MB/s | "
       f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} ms | {cpu / gb:.1f} CPU-s/GB | {per_node} | complete={d['complete']} |")
