@@ -105,11 +105,25 @@ cpu_ticks() { # -> "total per-server,per-server,..."
   echo "$sum $each"
 }
 
-# run setup durability rate -> prints one table row
+# run setup durability rate -> prints one table row. A run the bench could
+# not complete (a fresh cluster may still refuse the first batch of a new
+# partition with 58, which iggy-bench does not retry) is run again on fresh
+# servers, up to three attempts; the row says complete=False if none was.
 run() {
+  local row attempt
+  for attempt in 1 2 3; do
+    row=$(run_once "$@")
+    case "$row" in *complete=True*) break ;; esac
+    echo "($1 $2: attempt $attempt incomplete)" >&2
+  done
+  echo "$row"
+}
+
+run_once() {
   local setup=$1 durability=$2 rate=$3
   start "$setup"
   local before after out="$WORK/bench.json" perfs=()
+  rm -f "$out"
   if [ -n "$PERF" ]; then
     mkdir -p "$PERF"
     local i=0
@@ -122,7 +136,7 @@ run() {
   fi
   before=$(cpu_ticks)
   "$WORK/bin/iggy-bench" --address "$IP:18090" --total-data "$DATA" --warmup 1s --no-progress --json \
-    --durability "$durability" --rate-limit "$rate" pinned-producer >"$out"
+    --durability "$durability" --rate-limit "$rate" pinned-producer >"$out" || true # incomplete: in the row
   after=$(cpu_ticks)
   for p in "${perfs[@]:-}"; do [ -n "$p" ] && kill -INT "$p" 2>/dev/null || true; done
   for p in "${perfs[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
