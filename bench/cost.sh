@@ -6,7 +6,7 @@
 #   iggy-bench --total-data $DATA --durability D pinned-producer
 # against the metadata primary, and reports produce MB/s, batch p50/p99
 # and server CPU-seconds per acknowledged GB (utime + stime from
-# /proc/<pid>/stat, every server process summed). With RATE=1 it then runs
+# /proc/<pid>/stat, every server process summed, and per process). With RATE=1 it then runs
 # both durabilities of each setup again at the same load, half the slower
 # one's measured maximum (--rate-limit): p99 at the same load, and at half
 # the cluster's maximum. Last, the data disk's sequential
@@ -14,14 +14,24 @@
 #
 #   bench/cost.sh                 # DATA=1GB
 #   DATA=256MB RATE=1 bench/cost.sh
+#   SETUPS=cluster3 DURABILITIES=replicated PERF=/tmp/prof bench/cost.sh
 #
-# Everything listens on 127.0.0.61 (loopback) and lives under a temp
-# directory removed at the end; every process started is stopped.
+# SETUPS (single cluster3) and DURABILITIES (replicated persisted) pick the
+# rows; DD=0 skips the dd line. PERF=DIR records each server process with
+# `perf record -e cpu-clock -g` over the bench run into DIR/<setup>-<durability>-<i>.data
+# (i = replica id; read with `perf report -i FILE --no-children`).
+#
+# Everything listens on $IP (default 127.0.0.61, loopback) and lives under a
+# temp directory removed at the end; every process started is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-1GB}
 RATE=${RATE:-0}
-IP=127.0.0.61
+IP=${IP:-127.0.0.61}
+SETUPS=${SETUPS:-single cluster3}
+DURABILITIES=${DURABILITIES:-replicated persisted}
+DD=${DD:-1}
+PERF=${PERF:-}
 WORK=$(mktemp -d /tmp/lodestream-cost.XXXXXX)
 PIDS=()
 cleanup() {
@@ -85,45 +95,78 @@ stop() {
   for p in "${SERVERS[@]}"; do wait "$p" 2>/dev/null || true; done
 }
 
-cpu_ticks() {
-  local sum=0
+cpu_ticks() { # -> "total per-server,per-server,..."
+  local sum=0 each=""
   for p in "${SERVERS[@]}"; do
     read -r -a f <"/proc/$p/stat"
     sum=$((sum + f[13] + f[14]))
+    each="$each$((f[13] + f[14])),"
   done
-  echo "$sum"
+  echo "$sum $each"
 }
 
-# run setup durability rate -> prints one table row
+# run setup durability rate -> prints one table row. A run the bench could
+# not complete (a fresh cluster may still refuse the first batch of a new
+# partition with 58, which iggy-bench does not retry) is run again on fresh
+# servers, up to three attempts; the row says complete=False if none was.
 run() {
+  local row attempt
+  for attempt in 1 2 3; do
+    row=$(run_once "$@")
+    case "$row" in *complete=True*) break ;; esac
+    echo "($1 $2: attempt $attempt incomplete)" >&2
+  done
+  echo "$row"
+}
+
+run_once() {
   local setup=$1 durability=$2 rate=$3
   start "$setup"
-  local before after out="$WORK/bench.json"
+  local before after out="$WORK/bench.json" perfs=()
+  rm -f "$out"
+  if [ -n "$PERF" ]; then
+    mkdir -p "$PERF"
+    local i=0
+    for p in "${SERVERS[@]}"; do
+      perf record -q -e cpu-clock -F 499 -g -p "$p" -o "$PERF/$setup-$durability-$i.data" >/dev/null 2>&1 &
+      perfs+=($!)
+      i=$((i + 1))
+    done
+    sleep 0.5
+  fi
   before=$(cpu_ticks)
   "$WORK/bin/iggy-bench" --address "$IP:18090" --total-data "$DATA" --warmup 1s --no-progress --json \
-    --durability "$durability" --rate-limit "$rate" pinned-producer >"$out"
+    --durability "$durability" --rate-limit "$rate" pinned-producer >"$out" || true # incomplete: in the row
   after=$(cpu_ticks)
+  for p in "${perfs[@]:-}"; do [ -n "$p" ] && kill -INT "$p" 2>/dev/null || true; done
+  for p in "${perfs[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
   stop
   [ -s "$out" ] || { echo "iggy-bench printed nothing ($setup $durability); server logs: $WORK" >&2; tail -5 "$WORK"/data-*.log >&2; return 1; }
   python3 - "$setup" "$durability" "$rate" "$before" "$after" "$TCK" "$out" <<'PY'
 import json, sys
 setup, durability, rate, before, after, tck, path = sys.argv[1:]
+before, before_each = before.split()
+after, after_each = after.split()
+each = [int(a) - int(b) for a, b in zip(after_each.strip(",").split(","), before_each.strip(",").split(","))]
 d = json.load(open(path))
 a = d["aggregate"]
 p = d["params"]
 gb = p["producers"] * p["message_batches_per_producer"] * p["messages_per_batch"] * p["message_size_bytes"] / 1e9
 cpu = (int(after) - int(before)) / int(tck)
 lat = a["batch_latency"]
+if not d["complete"]:
+    print(f"{setup} {durability}: incomplete run: {d.get('stop_reason', '')}: {d.get('errors', [])[:3]}", file=sys.stderr)
+per_node = " / ".join(f"{e / int(tck) / gb:.1f}" for e in each)
 print(f"| {setup} | {durability} | {rate if rate != '0' else 'max'} | {a['mb_per_second']:.0f} MB/s | "
-      f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} ms | {cpu / gb:.1f} CPU-s/GB | complete={d['complete']} |")
+      f"{lat['p50_ms']:.1f} / {lat['p99_ms']:.1f} ms | {cpu / gb:.1f} CPU-s/GB | {per_node} | complete={d['complete']} |")
 PY
 }
 
-echo "| setup | durability | rate | produce | batch p50 / p99 | server CPU per acked GB | |"
-echo "|---|---|---|---|---|---|---|"
+echo "| setup | durability | rate | produce | batch p50 / p99 | server CPU per acked GB | per node (replica 0 = primary / 1 / 2) | |"
+echo "|---|---|---|---|---|---|---|---|"
 declare -A MAX
-for setup in single cluster3; do
-  for durability in replicated persisted; do
+for setup in $SETUPS; do
+  for durability in $DURABILITIES; do
     row=$(run "$setup" "$durability" 0)
     echo "$row"
     MAX[$setup-$durability]=$(echo "$row" | awk -F'|' '{print $5}' | awk '{print $1}')
@@ -131,13 +174,16 @@ for setup in single cluster3; do
 done
 if [ "$RATE" = 1 ]; then
   # The same load for both durabilities: half the slower one's maximum.
-  for setup in single cluster3; do
-    half=$(python3 -c "print(max(1, min(${MAX[$setup-replicated]}, ${MAX[$setup-persisted]}) / 2))")
-    for durability in replicated persisted; do
+  for setup in $SETUPS; do
+    maxes=""
+    for durability in $DURABILITIES; do maxes="$maxes${MAX[$setup-$durability]},"; done
+    half=$(python3 -c "print(max(1, min([$maxes]) / 2))")
+    for durability in $DURABILITIES; do
       run "$setup" "$durability" "$half"
     done
   done
 fi
+[ "$DD" = 1 ] || exit 0
 echo
 echo "dd on the data disk ($WORK):"
 dd if=/dev/zero of="$WORK/dd.bin" bs=1M count=2048 conv=fdatasync 2>&1 | tail -1

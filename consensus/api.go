@@ -120,7 +120,13 @@ type Restored struct {
 //	Restart(cfg Config, st Restored) (*Replica, error)     // after a crash or restart
 type Group interface {
 	Tick()
+	// Step takes m from another replica. The group may keep m's byte
+	// slices (a prepare's body) without copying them: the caller hands
+	// them over and must neither modify nor reuse them afterwards (a bus
+	// decodes each frame into memory of its own).
 	Step(m Message)
+	// Propose admits a client request. It copies the body: the caller may
+	// reuse its buffer as soon as Propose returns.
 	Propose(req Request)
 	// Checkpoint hands consensus an application snapshot taken after
 	// applying op s.Op; journal entries at or below it may be released and

@@ -137,7 +137,7 @@ func (r *Replica) onPrepare(m Message) {
 	if !r.journal.canAppend(h.Op, r.checkpointOp) {
 		return // journal full of un-checkpointed history: no ack, the driver must checkpoint
 	}
-	p := Prepare{Header: *h, Body: append([]byte(nil), m.Prepare.Body...)}
+	p := Prepare{Header: *h, Body: m.Prepare.Body} // Step owns the body: no copy
 	r.appendEntry(p)
 	r.op = h.Op
 	r.headChecksum = h.Checksum

@@ -31,7 +31,7 @@ func (r *Replica) stashReordered(p *Prepare) {
 			hi = i
 		}
 	}
-	kept := Prepare{Header: p.Header, Body: append([]byte(nil), p.Body...)}
+	kept := Prepare{Header: p.Header, Body: p.Body} // Step owns the body: no copy
 	if len(b.entries) < limit {
 		b.entries = append(b.entries, kept)
 		return

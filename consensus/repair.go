@@ -231,7 +231,7 @@ func (r *Replica) onRepairPrepare(m Message) {
 	if !r.journal.canAppend(h.Op, r.checkpointOp) {
 		return
 	}
-	r.appendEntry(Prepare{Header: *h, Body: append([]byte(nil), m.Prepare.Body...)})
+	r.appendEntry(Prepare{Header: *h, Body: m.Prepare.Body}) // Step owns the body: no copy
 	r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	if r.status == StatusNormal {
 		r.op = max(r.op, h.Op)

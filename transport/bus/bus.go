@@ -283,7 +283,7 @@ func (b *TCPBus) SendShared(to []uint8, m *consensus.Message) {
 			"size", size, "max_message_size", b.maxMessageBytes)
 		return
 	}
-	var frame []byte
+	var frame outFrame
 	for _, t := range to {
 		if int(t) >= len(b.peers) || b.peers[t] == nil {
 			b.stats.droppedNotConnected.Add(1)
@@ -294,9 +294,9 @@ func (b *TCPBus) SendShared(to []uint8, m *consensus.Message) {
 			b.stats.droppedNotConnected.Add(1)
 			continue
 		}
-		if frame == nil {
+		if frame.head == nil {
 			var err error
-			if frame, err = b.codec.Encode(nil, m); err != nil {
+			if frame.head, frame.body, err = b.codec.EncodeSplit(m); err != nil {
 				b.stats.droppedEncode.Add(uint64(len(to)))
 				b.log.Error("dropping replica message that does not encode", "kind", m.Kind, "err", err)
 				return
@@ -310,26 +310,35 @@ func (b *TCPBus) SendShared(to []uint8, m *consensus.Message) {
 
 // Send implements Bus.
 func (b *TCPBus) Send(to uint8, m *consensus.Message) {
-	b.sendFrame(to, EncodedSize(m), "replica message", m.Kind, func() ([]byte, error) { return b.codec.Encode(nil, m) })
+	b.sendFrame(to, EncodedSize(m), "replica message", m.Kind, func() (outFrame, error) {
+		head, body, err := b.codec.EncodeSplit(m)
+		return outFrame{head, body}, err
+	})
 }
 
 // SendForward implements Bus. A forward frame is HeaderBytes long, below
 // any max_message_size New accepts, so it is never dropped as oversize.
 func (b *TCPBus) SendForward(to uint8, f *Forward) {
-	b.sendFrame(to, HeaderBytes, "forward frame", f.Kind, func() ([]byte, error) { return b.codec.EncodeForward(nil, f) })
+	b.sendFrame(to, HeaderBytes, "forward frame", f.Kind, func() (outFrame, error) {
+		head, err := b.codec.EncodeForward(nil, f)
+		return outFrame{head: head}, err
+	})
 }
 
 // SendFetch implements Bus. A reply whose frame exceeds max_message_size is
 // dropped (FramesDroppedOversize) before it is encoded.
 func (b *TCPBus) SendFetch(to uint8, f *Fetch) {
-	b.sendFrame(to, FetchEncodedSize(f), "fetch frame", f.Kind, func() ([]byte, error) { return b.codec.EncodeFetch(nil, f) })
+	b.sendFrame(to, FetchEncodedSize(f), "fetch frame", f.Kind, func() (outFrame, error) {
+		head, err := b.codec.EncodeFetch(nil, f)
+		return outFrame{head: head}, err
+	})
 }
 
 // sendFrame is the one path of Send, SendForward and SendFetch: dropped
 // and counted when replica to is unknown or not connected, when the frame
 // (size bytes) is above max_message_size, or when it does not encode;
 // otherwise queued without blocking (a full queue drops and counts).
-func (b *TCPBus) sendFrame(to uint8, size int, what string, kind any, encode func() ([]byte, error)) {
+func (b *TCPBus) sendFrame(to uint8, size int, what string, kind any, encode func() (outFrame, error)) {
 	if int(to) >= len(b.peers) || b.peers[to] == nil {
 		b.stats.droppedNotConnected.Add(1)
 		return

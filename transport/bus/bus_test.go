@@ -52,13 +52,13 @@ type node struct {
 
 // cluster runs n buses on loopback ephemeral ports.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	addrs []string
 	nodes []*node
 	opts  func(id uint8, o *Options)
 }
 
-func newCluster(t *testing.T, n int, opts func(id uint8, o *Options)) *cluster {
+func newCluster(t testing.TB, n int, opts func(id uint8, o *Options)) *cluster {
 	t.Helper()
 	c := &cluster{t: t, opts: opts, nodes: make([]*node, n)}
 	listeners := make([]net.Listener, n)
@@ -135,7 +135,7 @@ func (c *cluster) stop(id uint8) {
 }
 
 // waitFor polls cond for up to 5 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {

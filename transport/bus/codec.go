@@ -193,6 +193,39 @@ func (c *Codec) Encode(dst []byte, m *consensus.Message) ([]byte, error) {
 	return dst, nil
 }
 
+// EncodeSplit encodes m as Encode does, without copying a large body: a
+// prepare's (or repair prepare's) body and a state chunk's data come back
+// as body, aliasing m, after head, the 256-byte header; head followed by
+// body is byte for byte the frame Encode produces. Every other kind comes
+// back whole in head, with body nil. The caller must not modify body until
+// it has been written (a prepare's body is immutable once proposed).
+func (c *Codec) EncodeSplit(m *consensus.Message) (head, body []byte, err error) {
+	switch m.Kind {
+	case consensus.MsgPrepare, consensus.MsgRepairPrepare, consensus.MsgStateChunk:
+	default:
+		head, err = c.Encode(nil, m)
+		return head, nil, err
+	}
+	f := fromMessage(m)
+	if f.Kind != consensus.MsgStateChunk && f.Entry == nil {
+		return nil, nil, fmt.Errorf("encode replica frame: kind %d without a prepare", m.Kind)
+	}
+	if f.Kind == consensus.MsgStateChunk {
+		body = f.ChunkData
+	} else {
+		body = f.Entry.Body
+	}
+	if len(body) > math.MaxUint32-HeaderBytes {
+		return nil, nil, fmt.Errorf("encode replica frame: kind %d body of %d bytes exceeds the u32 size field", m.Kind, len(body))
+	}
+	head = make([]byte, HeaderBytes)
+	c.putHeader(head, &f, len(body), bodyChecksum(f.Kind, body))
+	if len(body) == 0 {
+		body = nil
+	}
+	return head, body, nil
+}
+
 // bodyChecksum is the checksum_body of a frame: XXH3-64 of the body, or 0
 // for an empty body of a sealed kind (a prepare always stamps it).
 func bodyChecksum(k consensus.MessageKind, body []byte) uint64 {

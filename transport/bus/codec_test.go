@@ -324,6 +324,7 @@ func TestGoldenFrames(t *testing.T) {
 			if !bytes.Equal(committed, got) {
 				t.Fatalf("encoded frame differs from %s (run with -update after a deliberate layout change)", path)
 			}
+			checkSplit(t, c, &tc.msg, got)
 			m, err := c.Decode(got)
 			if err != nil {
 				t.Fatalf("decode: %v", err)
@@ -487,6 +488,7 @@ func TestRoundTripRandom(t *testing.T) {
 			if len(frame) != EncodedSize(&m) {
 				t.Fatalf("kind %d: EncodedSize %d, frame %d", k, EncodedSize(&m), len(frame))
 			}
+			checkSplit(t, c, &m, frame)
 			got, err := c.Decode(frame)
 			if err != nil {
 				t.Fatalf("iteration %d kind %d: decode: %v", i, k, err)
@@ -535,6 +537,9 @@ func TestEncodeRejects(t *testing.T) {
 	} {
 		if _, err := c.Encode(nil, &m); err == nil {
 			t.Errorf("%s: encoded", name)
+		}
+		if _, _, err := c.EncodeSplit(&m); err == nil {
+			t.Errorf("%s: EncodeSplit encoded", name)
 		}
 	}
 }
@@ -702,5 +707,28 @@ func checkSeed(t *testing.T, path, content string) {
 	}
 	if string(got) != content {
 		t.Fatalf("fuzz seed %s is stale (run with -update)", path)
+	}
+}
+
+// checkSplit: EncodeSplit's head and body are, end to end, exactly the
+// frame Encode produced; a large body is not copied (it aliases m).
+func checkSplit(t *testing.T, c *Codec, m *consensus.Message, frame []byte) {
+	t.Helper()
+	head, body, err := c.EncodeSplit(m)
+	if err != nil {
+		t.Fatalf("kind %d: EncodeSplit: %v", m.Kind, err)
+	}
+	if got := append(append([]byte(nil), head...), body...); !bytes.Equal(got, frame) {
+		t.Fatalf("kind %d: EncodeSplit head+body differ from Encode's frame at byte %d", m.Kind, firstDiff(got, frame))
+	}
+	var src []byte
+	switch {
+	case m.Kind == consensus.MsgStateChunk:
+		src = m.ChunkData
+	case m.Prepare != nil && (m.Kind == consensus.MsgPrepare || m.Kind == consensus.MsgRepairPrepare):
+		src = m.Prepare.Body
+	}
+	if len(body) > 0 && (len(src) == 0 || &body[0] != &src[0]) {
+		t.Fatalf("kind %d: EncodeSplit copied the body", m.Kind)
 	}
 }

@@ -32,7 +32,7 @@ type peerConn struct {
 	bus   *TCPBus
 	peer  uint8
 	nc    net.Conn
-	queue chan []byte // never closed: Send may race with close
+	queue chan outFrame // never closed: Send may race with close
 
 	stop      chan struct{} // closed to stop the writer (after draining, if graceful)
 	stopOnce  sync.Once
@@ -41,12 +41,14 @@ type peerConn struct {
 	readerOut chan struct{} // closed when the reader returned
 
 	invalid uint64 // reader goroutine only
+	// bufs: the writer's scratch list of a batch's slices (writer goroutine only).
+	bufs net.Buffers
 }
 
 func newPeerConn(b *TCPBus, peer uint8, nc net.Conn) *peerConn {
 	return &peerConn{
 		bus: b, peer: peer, nc: nc,
-		queue:     make(chan []byte, b.queueCapacity),
+		queue:     make(chan outFrame, b.queueCapacity),
 		stop:      make(chan struct{}),
 		writerOut: make(chan struct{}),
 		readerOut: make(chan struct{}),
@@ -61,8 +63,15 @@ func (pc *peerConn) start() {
 	go func() { defer pc.bus.wg.Done(); pc.reader() }()
 }
 
+// outFrame is one queued frame: head, then body (nil for a frame encoded
+// whole). A prepare's body is not copied into a frame buffer: the writer
+// hands it to the socket from where consensus keeps it (Codec.EncodeSplit).
+type outFrame struct {
+	head, body []byte
+}
+
 // enqueue adds a frame without blocking; false when the queue is full.
-func (pc *peerConn) enqueue(frame []byte) bool {
+func (pc *peerConn) enqueue(frame outFrame) bool {
 	select {
 	case pc.queue <- frame:
 		return true
@@ -74,7 +83,7 @@ func (pc *peerConn) enqueue(frame []byte) bool {
 func (pc *peerConn) writer() {
 	defer close(pc.writerOut)
 	maxBatch := pc.bus.maxBatch
-	batch := make([][]byte, 0, maxBatch)
+	batch := make([]outFrame, 0, maxBatch)
 	var bw *bufio.Writer
 	if _, isTLS := pc.nc.(*tls.Conn); isTLS {
 		bw = bufio.NewWriterSize(pc.nc, tlsWriteBufferBytes)
@@ -107,7 +116,7 @@ func (pc *peerConn) writer() {
 }
 
 // fill adds queued frames to batch without blocking, up to maxBatch.
-func (pc *peerConn) fill(batch [][]byte, maxBatch int) [][]byte {
+func (pc *peerConn) fill(batch []outFrame, maxBatch int) []outFrame {
 	for len(batch) < maxBatch {
 		select {
 		case f := <-pc.queue:
@@ -121,13 +130,16 @@ func (pc *peerConn) fill(batch [][]byte, maxBatch int) [][]byte {
 
 // write sends one batch in one socket write (writev on TCP, one buffered
 // flush on TLS).
-func (pc *peerConn) write(bw *bufio.Writer, batch [][]byte) error {
+func (pc *peerConn) write(bw *bufio.Writer, batch []outFrame) error {
 	if err := pc.nc.SetWriteDeadline(time.Now().Add(batchWriteTimeout)); err != nil {
 		return err
 	}
 	if bw != nil {
 		for _, f := range batch {
-			if _, err := bw.Write(f); err != nil {
+			if _, err := bw.Write(f.head); err != nil {
+				return err
+			}
+			if _, err := bw.Write(f.body); err != nil {
 				return err
 			}
 		}
@@ -135,8 +147,17 @@ func (pc *peerConn) write(bw *bufio.Writer, batch [][]byte) error {
 			return err
 		}
 	} else {
-		bufs := net.Buffers(batch)
-		if _, err := bufs.WriteTo(pc.nc); err != nil {
+		bufs := pc.bufs[:0]
+		for _, f := range batch {
+			bufs = append(bufs, f.head)
+			if len(f.body) > 0 {
+				bufs = append(bufs, f.body)
+			}
+		}
+		pc.bufs = bufs
+		_, err := bufs.WriteTo(pc.nc) // consumes its copy of the slice
+		clear(pc.bufs)                // drop references to sent frames
+		if err != nil {
 			return err
 		}
 	}
