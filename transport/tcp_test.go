@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,8 +156,12 @@ func TestSendThenCloseDeliversFinalFrame(t *testing.T) {
 	if err != nil || got[60] != 99 {
 		t.Fatalf("final frame not delivered: %v", err)
 	}
-	if _, err := io.ReadAll(c); err != nil {
-		t.Fatalf("expected clean EOF, got %v", err)
+	// Then the close: a FIN, or a RST when the frame this test wrote after
+	// the closing one was still unread on the server's socket at close
+	// (the kernel resets a socket closed with unread input; the final frame
+	// was read above either way).
+	if _, err := io.ReadAll(c); err != nil && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("expected EOF or a reset after the final frame, got %v", err)
 	}
 	waitFor(t, func() bool { _, closed, _ := h.counts(); return closed == 1 })
 	if _, _, frames := h.counts(); frames != 1 {
