@@ -344,26 +344,21 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 				}
 			}
 		}
-		if wal != nil && st == nil {
-			retained = wal.Bytes()
-		}
 		return nil
 	}
 	// After the superblock is durable: reclaim the WAL history its
-	// checkpoint covers.
+	// checkpoint covers; note what the WAL holds now.
 	post := func() error {
-		if st == nil {
+		if wal == nil {
 			return nil
 		}
-		if cp := st.CheckpointOp; wal != nil && cp > reclaimed {
-			if err := wal.Reclaim(cp); err != nil {
+		if st != nil && st.CheckpointOp > reclaimed {
+			if err := wal.Reclaim(st.CheckpointOp); err != nil {
 				return err
 			}
-			reclaimed = cp
+			reclaimed = st.CheckpointOp
 		}
-		if wal != nil {
-			retained = wal.Bytes()
-		}
+		retained = wal.Bytes()
 		return nil
 	}
 	done := func() {
