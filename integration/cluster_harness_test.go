@@ -44,13 +44,20 @@ func pickUDPPorts(t *testing.T, ip string, count int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.PacketConn
-	for i := 0; i < count; i++ {
+	for attempts := 0; len(ports) < count; attempts++ {
+		if attempts > 100*count {
+			t.Fatalf("reserve %d distinct UDP ports on %s", count, ip)
+		}
 		l, err := net.ListenPacket("udp", net.JoinHostPort(ip, "0"))
 		if err != nil {
 			t.Fatalf("reserve a UDP port on %s: %v", ip, err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.LocalAddr().(*net.UDPAddr).Port)
+		// Claimed with the TCP picks: config validation refuses a number
+		// used twice on one ip, whatever the transport.
+		if port := l.LocalAddr().(*net.UDPAddr).Port; claimPort(ip, port) {
+			ports = append(ports, port)
+		}
 	}
 	for _, l := range ls {
 		l.Close()
