@@ -129,6 +129,11 @@ type peerSlot struct {
 	addr string
 	ip   string
 	conn atomic.Pointer[peerConn]
+	// redial wakes this slot's dial loop (capacity 1) when its connection
+	// is lost: a live peer that dropped a connection is back within a
+	// round trip instead of a reconnect_period, so a lost connection
+	// means a gone peer (metadata primary failure detection, node/).
+	redial chan struct{}
 }
 
 // TCPBus is the replica bus over TCP (optionally TLS 1.3): one connection
@@ -223,7 +228,7 @@ func New(opts Options) (*TCPBus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("replica bus: replica %d address %q: %w", id, addr, err)
 		}
-		b.peers[id] = &peerSlot{id: id, addr: addr, ip: host}
+		b.peers[id] = &peerSlot{id: id, addr: addr, ip: host, redial: make(chan struct{}, 1)}
 	}
 	return b, nil
 }
@@ -559,17 +564,34 @@ func (b *TCPBus) dialLoop(ctx context.Context, p *peerSlot) {
 	defer b.wg.Done()
 	ticker := time.NewTicker(b.reconnectPeriod)
 	defer ticker.Stop()
+	var lastDial time.Time
 	for {
 		if p.conn.Load() == nil {
+			lastDial = time.Now()
 			b.dialOnce(ctx, p)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-p.redial:
+			// A connection that keeps dropping is redialed at most every
+			// redialGapMin.
+			if wait := redialGapMin - time.Since(lastDial); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
 	}
 }
+
+// redialGapMin spaces redials that lost connections trigger.
+const redialGapMin = 100 * time.Millisecond
 
 // dialOnce connects to p and runs TLS (if on) and the dialer handshake, all
 // within handshake_grace.
@@ -639,8 +661,11 @@ func (b *TCPBus) install(peer uint8, conn net.Conn, remote, side string) {
 // forget drops pc from its slot if it is still the live connection.
 func (b *TCPBus) forget(pc *peerConn) {
 	slot := b.peers[pc.peer]
-	if slot != nil {
-		slot.conn.CompareAndSwap(pc, nil)
+	if slot != nil && slot.conn.CompareAndSwap(pc, nil) {
+		select {
+		case slot.redial <- struct{}{}:
+		default: // one is pending already
+		}
 	}
 }
 

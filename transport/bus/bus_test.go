@@ -654,3 +654,21 @@ func TestBusTLSRefusesPlaintextDialer(t *testing.T) {
 		t.Fatal("the real TLS connection was disturbed")
 	}
 }
+
+// TestBusRedialsADroppedConnectionAtOnce: a connection dropped under a
+// live peer comes back without waiting for reconnect_period (an hour
+// here), so a connection that stays down means a gone peer (the metadata
+// group's failure detection relies on it, node/primary_watch.go).
+func TestBusRedialsADroppedConnectionAtOnce(t *testing.T) {
+	c := newCluster(t, 2, func(_ uint8, o *Options) {
+		o.MessageBus.ReconnectPeriod = config.Dur(time.Hour)
+	})
+	waitFor(t, "connections", c.allConnected)
+	for round := range 3 {
+		dialed := c.nodes[0].bus.Stats().ConnectionsDialed
+		// The accepting side drops it: the dialer (node 0) sees it close.
+		c.nodes[1].bus.peers[0].conn.Load().close(false)
+		waitFor(t, "the dialer to redial", func() bool { return c.nodes[0].bus.Stats().ConnectionsDialed > dialed && c.allConnected() })
+		c.exchange(uint64(round) + 200)
+	}
+}
