@@ -56,10 +56,17 @@ func (c *testCluster) leadership(i int) (led, served int, metadataPrimary bool) 
 // every one of the topic's partitions, and returns it and the time taken.
 func (c *testCluster) waitAligned(partitions int, within time.Duration) (int, time.Duration) {
 	c.t.Helper()
+	return c.waitAlignedExcept(-1, partitions, within)
+}
+
+// waitAlignedExcept is waitAligned ignoring node except (a frozen one,
+// whose last log lines still say it leads).
+func (c *testCluster) waitAlignedExcept(except, partitions int, within time.Duration) (int, time.Duration) {
+	c.t.Helper()
 	start := time.Now()
 	for time.Since(start) < within {
 		for i := range c.nodes {
-			if !c.nodes[i].running() {
+			if i == except || !c.nodes[i].running() {
 				continue
 			}
 			if led, _, meta := c.leadership(i); meta && led == partitions {

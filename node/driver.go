@@ -137,7 +137,10 @@ type driver struct {
 	posCommitMax atomic.Uint64
 	// viewChanged, when set, runs on the driver goroutine after the group's
 	// view or status changed (wakes resting partition groups).
-	viewChanged func()
+	viewChanged func(old, cur groupStatus)
+	// primaryGone, when set (clustered), lets a backup suspect a primary
+	// whose bus connection dropped (primary_watch.go).
+	primaryGone *primaryWatch
 	log         *slog.Logger
 	group       metadataGroup
 	store       durableLog
@@ -266,6 +269,10 @@ func (d *driver) run(ctx context.Context) error {
 		case <-ticker.C():
 			d.setNow()
 			d.group.Tick()
+			if d.primaryGone != nil && d.primaryGone.check(d.group, time.UnixMicro(int64(d.clock.NowMicros()))) {
+				d.log.Warn("metadata primary's replica connection lost: starting a view change",
+					"view", d.group.View(), "after", d.primaryGone.goneAfter)
+			}
 		case m := <-d.inbox:
 			d.step(m)
 		steps:
@@ -445,7 +452,7 @@ func (d *driver) publishStatus() {
 		d.log.Info("metadata group view", "view", cur.view, "status", cur.status.String(), "primary", cur.primary,
 			"commit", cur.commitMin)
 		if d.viewChanged != nil {
-			d.viewChanged()
+			d.viewChanged(*old, cur)
 		}
 	}
 	d.status.Store(&cur)

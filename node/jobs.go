@@ -75,8 +75,8 @@ func (n *Node) backgroundJobs() []backgroundJob {
 		ghostAfter := 2 * n.cfg.Cluster.HeartbeatTimeout.Duration
 		jobs = append(jobs, backgroundJob{name: "ghost-sweep", every: ghostSweepInterval,
 			run: func(ctx context.Context, now time.Time) { n.sweepGhosts(ctx, g, now, ghostAfter) }})
-		jobs = append(jobs, backgroundJob{name: "partition-leadership", every: time.Second,
-			run: func(context.Context, time.Time) { n.logLeadership() }})
+		jobs = append(jobs, backgroundJob{name: "partition-leadership", every: leadershipCheckEvery,
+			run: func(_ context.Context, now time.Time) { n.logLeadership(now) }})
 	}
 	return jobs
 }

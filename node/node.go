@@ -93,7 +93,11 @@ type Node struct {
 	// lastLed, lastServed: the partition leadership last logged (owned by
 	// the leadership job).
 	lastLed, lastServed int
+	lastMetaPrimary     bool
+	lastLeadershipLog   time.Time
 	lastInboxDropped    uint64 // partition inbox drops last logged (same job)
+	lastQueueFull       uint64 // bus frames dropped at full peer queues, last logged (same job)
+	lastDropLog         time.Time
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -264,7 +268,8 @@ func Run(ctx context.Context, opts Options) error {
 				sh.restAfterTicks = restAfter
 			})
 		}
-		n.driver.viewChanged = n.plane.wakePartitions
+		n.driver.viewChanged = n.plane.metadataViewChanged
+		n.driver.primaryGone = newPrimaryWatch(n.bus.Connected, int(n.topo.count), cfg.Cluster.HeartbeatTimeout.Duration)
 	} else {
 		// A single node's quiet groups rest too (issue 15 point 9): it has
 		// no backup to heartbeat and no primary to follow, and 12 000

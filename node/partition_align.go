@@ -73,10 +73,15 @@ func (s *partitionShard) align(nowTick time.Time) {
 	}
 }
 
-// logLeadership (background job, every second) logs how many partition
-// groups this node leads whenever the number changed: the operator's view
-// of where partition leadership sits (and what the alignment tests read).
-func (n *Node) logLeadership() {
+// logLeadership (background job, every leadershipCheckEvery) logs how
+// many partition groups this node leads whenever the number changed: the
+// operator's view of where partition leadership sits (and what the
+// alignment and failover tests read). While leadership moves it logs at
+// most once per leadershipLogEvery, except that a settled state (this
+// node leads all of its partitions or none, or the metadata primary
+// moved) is logged at once, so the moment a failover completes is known
+// to within a check interval.
+func (n *Node) logLeadership(now time.Time) {
 	if n.plane == nil || !n.topo.clustered {
 		return
 	}
@@ -87,17 +92,30 @@ func (n *Node) logLeadership() {
 		total += int(s.served.Load())
 		dropped += s.inboxDropped.Load()
 	}
-	if dropped != n.lastInboxDropped {
-		// Replica messages dropped at a full shard inbox: VSR retransmits,
-		// but each drop costs a retransmit timeout.
-		n.log.Warn("partition replica messages dropped at full shard inboxes", "dropped", dropped-n.lastInboxDropped,
-			"total", dropped)
-		n.lastInboxDropped = dropped
+	var queueFull uint64
+	if n.bus != nil {
+		queueFull = n.bus.Stats().FramesDroppedQueueFull
 	}
-	if led == n.lastLed && total == n.lastServed {
+	if (dropped != n.lastInboxDropped || queueFull != n.lastQueueFull) && now.Sub(n.lastDropLog) >= leadershipLogEvery {
+		// Replica messages dropped at a full shard inbox or peer send
+		// queue: VSR retransmits, but each drop costs a retransmit timeout.
+		n.log.Warn("replica messages dropped at full queues", "shard_inbox", dropped-n.lastInboxDropped,
+			"peer_send_queue", queueFull-n.lastQueueFull, "shard_inbox_total", dropped, "peer_send_queue_total", queueFull)
+		n.lastInboxDropped, n.lastQueueFull, n.lastDropLog = dropped, queueFull, now
+	}
+	meta := n.isMetadataPrimary()
+	if led == n.lastLed && total == n.lastServed && meta == n.lastMetaPrimary {
 		return
 	}
-	n.lastLed, n.lastServed = led, total
-	n.log.Info("partition leadership", "primaries_here", led, "partitions", total,
-		"metadata_primary_here", n.isMetadataPrimary())
+	settled := led == 0 || led == total || meta != n.lastMetaPrimary
+	if !settled && now.Sub(n.lastLeadershipLog) < leadershipLogEvery {
+		return
+	}
+	n.lastLed, n.lastServed, n.lastMetaPrimary, n.lastLeadershipLog = led, total, meta, now
+	n.log.Info("partition leadership", "primaries_here", led, "partitions", total, "metadata_primary_here", meta)
 }
+
+const (
+	leadershipCheckEvery = 100 * time.Millisecond
+	leadershipLogEvery   = time.Second
+)

@@ -228,6 +228,13 @@ type partitionPlane struct {
 	clusterCfg config.ClusterConfig
 	identity   journal.Identity
 
+	// The metadata primary the last metadata view change deposed (-1:
+	// none), read by the shards' wakeAll; lastNormalView and sawNormal are
+	// the driver goroutine's (metadataViewChanged).
+	deposed        atomic.Int32
+	lastNormalView uint32
+	sawNormal      bool
+
 	mu      sync.RWMutex
 	entries map[partitionKey]*partitionEntry
 	opening map[partitionKey]chan struct{} // closed when the key's queued open ends
@@ -281,9 +288,11 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		p.identity.Cluster = bus.ClusterID(clusterCfg.Name)
 	}
 	p.fatal = make(chan error, 1)
+	p.deposed.Store(-1)
 	for i := 0; i < shardCount; i++ {
 		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
 		sh.identity, sh.replicaCount, sh.self = p.identity, topo.count, topo.self
+		sh.deposed = &p.deposed
 		sh.fatal, sh.wedgedTimeout = p.fatal, clusterCfg.SuperblockWedgedFatalTimeout.Duration
 		if topo.clustered {
 			sh.records = &p.peers

@@ -120,14 +120,19 @@ func (s *partitionShard) wake(e *partitionEntry) {
 }
 
 // wakeAll (shard goroutine) wakes every resting group after the metadata
-// group changed view or status; a group whose primary's node is gone
-// starts a view change at once.
+// group changed view or status; a group whose primary's node is gone, or
+// was deposed by the metadata group (metadataViewChanged), starts a view
+// change at once.
 //
 // Awake groups whose primary's node is gone suspect it too: a group that
 // had not rested yet (a backup still probing, one that just moved) would
 // otherwise wait for its own heartbeat timeout, one more timeout after
 // the metadata group's (the tail of a 10,000-partition failover).
 func (s *partitionShard) wakeAll() {
+	deposed := int32(-1)
+	if s.deposed != nil {
+		deposed = s.deposed.Load()
+	}
 	for e := range s.groups {
 		if e.resting {
 			s.wake(e)
@@ -135,11 +140,36 @@ func (s *partitionShard) wakeAll() {
 			s.catchUp(e)
 		}
 		primary := uint8(e.group.View() % uint32(s.replicaCount))
-		if primary != s.self && s.connected != nil && !s.connected(primary) && e.group.SuspectPrimary() {
+		gone := (s.connected != nil && !s.connected(primary)) || (deposed >= 0 && uint8(deposed) == primary)
+		if primary != s.self && gone && e.group.SuspectPrimary() {
 			s.touch(e)
 		}
 		s.schedule(e)
 	}
+}
+
+// metadataViewChanged (driver goroutine) wakes every shard's resting
+// groups after the metadata group changed view or status, and names the
+// node the change deposed: the primary of the last view the metadata
+// group was Normal in, once a later view with another primary started. A
+// quorum started that view change, so partition groups led by the deposed
+// node suspect it at once, connected or not (a hung or cut-off node keeps
+// its connections); otherwise they would wait for their own heartbeat
+// timeout after the metadata group's (issue 8 point 8).
+func (p *partitionPlane) metadataViewChanged(old, cur groupStatus) {
+	n := uint32(p.topo.count)
+	if n == 0 {
+		return
+	}
+	if old.status == consensus.StatusNormal {
+		p.lastNormalView, p.sawNormal = old.view, true
+	}
+	deposed := int32(-1)
+	if p.sawNormal && cur.view > p.lastNormalView && cur.view%n != p.lastNormalView%n {
+		deposed = int32(p.lastNormalView % n)
+	}
+	p.deposed.Store(deposed)
+	p.wakePartitions()
 }
 
 // wakePartitions asks every shard to wake its resting groups (the

@@ -111,6 +111,7 @@ type partitionShard struct {
 	restAfterTicks uint32
 	connected      func(replica uint8) bool
 	wakeups        chan struct{}
+	deposed        *atomic.Int32 // the plane's deposed metadata primary (-1: none); nil in unit tests
 	proposals      chan *partitionProposal
 	controls       chan shardControl
 	stopped        chan struct{}
