@@ -317,6 +317,9 @@ type MessageBusConfig struct {
 	MaxBatch          uint64   `toml:"max_batch"`
 	MaxMessageSize    ByteSize `toml:"max_message_size"`
 	PeerQueueCapacity uint64   `toml:"peer_queue_capacity"`
+	// PeerQueueBytesMax bounds the bytes queued to one peer (frames whose
+	// bodies are larger than the budget still go alone). Ours.
+	PeerQueueBytesMax ByteSize `toml:"peer_queue_bytes_max"`
 	ReconnectPeriod   Duration `toml:"reconnect_period"`
 	ClosePeerTimeout  Duration `toml:"close_peer_timeout"`
 	CloseGrace        Duration `toml:"close_grace"`

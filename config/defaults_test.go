@@ -79,7 +79,8 @@ func TestDefaultsDecodeAndValidate(t *testing.T) {
 		{"partition.transfer_artifact_bytes_max", cfg.Partition.TransferArtifactBytesMax.Bytes(), 1088 * MiB},
 		{"partition.evicted_ring_bytes_max", cfg.Partition.EvictedRingBytesMax.Bytes(), 16 * MiB},
 		{"message_bus.max_message_size", cfg.MessageBus.MaxMessageSize.Bytes(), 64 * MiB},
-		{"message_bus.peer_queue_capacity", cfg.MessageBus.PeerQueueCapacity, uint64(256)},
+		{"message_bus.peer_queue_capacity", cfg.MessageBus.PeerQueueCapacity, uint64(8192)}, // upstream 256 (docs/config.md, deviations)
+		{"message_bus.peer_queue_bytes_max", cfg.MessageBus.PeerQueueBytesMax.Bytes(), uint64(128 << 20)},
 		{"message_bus.reconnect_period", cfg.MessageBus.ReconnectPeriod.Duration, 5 * time.Second},
 		{"message_bus.handshake_grace", cfg.MessageBus.HandshakeGrace.Duration, 10 * time.Second},
 		{"system.sharding.shutdown_poll_interval", cfg.System.Sharding.ShutdownPollInterval.Duration, 50 * time.Millisecond},

@@ -467,6 +467,9 @@ func (c *Config) validateMessageBus(v *violations) {
 	if b.PeerQueueCapacity == 0 {
 		v.add("message_bus.peer_queue_capacity = 0: must be greater than 0")
 	}
+	if b.PeerQueueBytesMax.Bytes() == 0 {
+		v.add("message_bus.peer_queue_bytes_max = 0: must be greater than 0")
+	}
 	for _, timer := range []struct {
 		key   string
 		value Duration

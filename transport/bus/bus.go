@@ -153,6 +153,7 @@ type TCPBus struct {
 
 	maxBatch         int
 	queueCapacity    int
+	queueBytesMax    int64
 	maxMessageBytes  uint64
 	reconnectPeriod  time.Duration
 	closePeerTimeout time.Duration
@@ -186,7 +187,7 @@ func New(opts Options) (*TCPBus, error) {
 		return nil, fmt.Errorf("replica bus: self replica id %d is not in the roster", opts.SelfID)
 	}
 	mb := opts.MessageBus
-	if mb.MaxBatch == 0 || mb.PeerQueueCapacity == 0 || mb.MaxMessageSize.Bytes() <= HeaderBytes ||
+	if mb.MaxBatch == 0 || mb.PeerQueueCapacity == 0 || mb.PeerQueueBytesMax.Bytes() == 0 || mb.MaxMessageSize.Bytes() <= HeaderBytes ||
 		mb.ReconnectPeriod.Duration <= 0 || mb.ClosePeerTimeout.Duration <= 0 ||
 		mb.CloseGrace.Duration <= 0 || mb.HandshakeGrace.Duration <= 0 {
 		return nil, errors.New("replica bus: [message_bus] has a zero value (config validation should have refused it)")
@@ -212,6 +213,7 @@ func New(opts Options) (*TCPBus, error) {
 		listenAt:         opts.Peers[opts.SelfID],
 		maxBatch:         int(min(mb.MaxBatch, 1<<16)),
 		queueCapacity:    int(min(mb.PeerQueueCapacity, 1<<24)),
+		queueBytesMax:    int64(min(mb.PeerQueueBytesMax.Bytes(), 1<<62)),
 		maxMessageBytes:  mb.MaxMessageSize.Bytes(),
 		reconnectPeriod:  mb.ReconnectPeriod.Duration,
 		closePeerTimeout: mb.ClosePeerTimeout.Duration,

@@ -36,7 +36,7 @@ func (s *syncBuffer) String() string {
 
 func testBusConfig() config.MessageBusConfig {
 	return config.MessageBusConfig{
-		MaxBatch: 16, MaxMessageSize: config.ByteSize(1 << 20), PeerQueueCapacity: 256,
+		MaxBatch: 16, MaxMessageSize: config.ByteSize(1 << 20), PeerQueueCapacity: 256, PeerQueueBytesMax: config.ByteSize(64 << 20),
 		ReconnectPeriod: config.Dur(20 * time.Millisecond), ClosePeerTimeout: config.Dur(500 * time.Millisecond),
 		CloseGrace: config.Dur(200 * time.Millisecond), HandshakeGrace: config.Dur(2 * time.Second),
 	}
@@ -670,5 +670,33 @@ func TestBusRedialsADroppedConnectionAtOnce(t *testing.T) {
 		c.nodes[1].bus.peers[0].conn.Load().close(false)
 		waitFor(t, "the dialer to redial", func() bool { return c.nodes[0].bus.Stats().ConnectionsDialed > dialed && c.allConnected() })
 		c.exchange(uint64(round) + 200)
+	}
+}
+
+// TestPeerQueueBoundedInBytes: peer_queue_bytes_max bounds what waits for
+// one peer; a frame larger than the budget still goes when nothing else
+// waits, and written batches give their bytes back.
+func TestPeerQueueBoundedInBytes(t *testing.T) {
+	b := &TCPBus{queueCapacity: 64, queueBytesMax: 1000}
+	pc := newPeerConn(b, 1, nil)
+	frame := func(n int) outFrame { return outFrame{head: make([]byte, 100), body: make([]byte, n-100)} }
+	if !pc.enqueue(frame(400)) || !pc.enqueue(frame(400)) {
+		t.Fatal("frames within the byte budget refused")
+	}
+	if pc.enqueue(frame(400)) {
+		t.Fatal("a frame beyond the byte budget queued")
+	}
+	if pc.enqueue(frame(5000)) {
+		t.Fatal("a frame larger than the budget queued behind others")
+	}
+	pc.dequeued(pc.fill(nil, 64))
+	if got := pc.queued.Load(); got != 0 {
+		t.Fatalf("queued bytes after the batch was written: %d", got)
+	}
+	if !pc.enqueue(frame(5000)) {
+		t.Fatal("a frame larger than the budget refused with nothing queued")
+	}
+	if pc.enqueue(frame(200)) {
+		t.Fatal("a frame queued behind one that already exceeds the budget")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,6 +34,8 @@ type peerConn struct {
 	peer  uint8
 	nc    net.Conn
 	queue chan outFrame // never closed: Send may race with close
+	// queued is the bytes in queue (peer_queue_bytes_max bounds it).
+	queued atomic.Int64
 
 	stop      chan struct{} // closed to stop the writer (after draining, if graceful)
 	stopOnce  sync.Once
@@ -70,14 +73,34 @@ type outFrame struct {
 	head, body []byte
 }
 
-// enqueue adds a frame without blocking; false when the queue is full.
+// bytes is what the frame holds.
+func (f outFrame) bytes() int64 { return int64(len(f.head) + len(f.body)) }
+
+// enqueue adds a frame without blocking; false when the queue is full, in
+// frames or in bytes (a frame larger than the byte budget still goes when
+// nothing else is queued).
 func (pc *peerConn) enqueue(frame outFrame) bool {
+	n := frame.bytes()
+	if after := pc.queued.Add(n); after > pc.bus.queueBytesMax && after != n {
+		pc.queued.Add(-n)
+		return false
+	}
 	select {
 	case pc.queue <- frame:
 		return true
 	default:
+		pc.queued.Add(-n)
 		return false
 	}
+}
+
+// dequeued releases a written (or dropped) batch's bytes from the budget.
+func (pc *peerConn) dequeued(batch []outFrame) {
+	var n int64
+	for _, f := range batch {
+		n += f.bytes()
+	}
+	pc.queued.Add(-n)
 }
 
 func (pc *peerConn) writer() {
@@ -101,13 +124,17 @@ func (pc *peerConn) writer() {
 				if len(batch) == 0 {
 					return
 				}
-				if err := pc.write(bw, batch); err != nil {
+				err := pc.write(bw, batch)
+				pc.dequeued(batch)
+				if err != nil {
 					return
 				}
 			}
 		}
 		batch = pc.fill(batch, maxBatch)
-		if err := pc.write(bw, batch); err != nil {
+		err := pc.write(bw, batch)
+		pc.dequeued(batch)
+		if err != nil {
 			pc.bus.log.Debug("replica connection write failed", "peer", pc.peer, "err", err)
 			pc.close(false)
 			return
