@@ -80,8 +80,14 @@ soak:
 # and a bounded simulator sweep.
 test: lint test-unit test-race sim-ci
 
+# The real-process tests (./integration/) run once, under -race in
+# test-race (their server binaries are race-built there); only the two
+# that -race skips (crash matrix, all-node kill loop) run here as well.
+UNIT_PKGS = $(shell $(GO) list $(PKGS) | grep -v '/integration$$')
+RACE_SKIPPED_INTEGRATION := 'TestCrashMatrix$$|TestClusterAllNodesKilledMidProduce$$'
 test-unit:
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(UNIT_PKGS)
+	$(GO) test -count=1 -timeout 20m ./integration/ -run $(RACE_SKIPPED_INTEGRATION)
 
 test-race:
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
