@@ -125,8 +125,9 @@ type Group interface {
 	// them over and must neither modify nor reuse them afterwards (a bus
 	// decodes each frame into memory of its own).
 	Step(m Message)
-	// Propose admits a client request. It copies the body: the caller may
-	// reuse its buffer as soon as Propose returns.
+	// Propose admits a client request. It copies the body unless
+	// req.BodyOwned: the caller may then reuse its buffer as soon as
+	// Propose returns.
 	Propose(req Request)
 	// Checkpoint hands consensus an application snapshot taken after
 	// applying op s.Op; journal entries at or below it may be released and
@@ -172,6 +173,10 @@ type Request struct {
 	Operation Operation
 	UserID    uint32
 	Body      []byte
+	// BodyOwned: the caller hands Body over, and consensus keeps it as
+	// the prepare's body without copying; the caller must neither modify
+	// nor reuse it afterwards. Otherwise Propose copies it.
+	BodyOwned bool
 	// Tag is opaque to consensus and returned in the matching Reply, so
 	// the driver can find the waiting connection.
 	Tag uint64

@@ -25,7 +25,10 @@ func (r *Replica) Propose(req Request) {
 		r.reply(Reply{Tag: req.Tag, Kind: ReplyNotAccepted})
 		return
 	}
-	req.Body = append([]byte(nil), req.Body...)
+	if !req.BodyOwned {
+		req.Body = append([]byte(nil), req.Body...)
+		req.BodyOwned = true
+	}
 	r.requestQueue = append(r.requestQueue, req)
 }
 
@@ -51,7 +54,10 @@ func (r *Replica) prepare(req Request) {
 		Operation: req.Operation,
 		UserID:    req.UserID,
 	}
-	body := append([]byte(nil), req.Body...)
+	body := req.Body
+	if !req.BodyOwned {
+		body = append([]byte(nil), body...)
+	}
 	h.Checksum = PrepareChecksum(&h, body)
 	p := Prepare{Header: h, Body: body}
 	r.op = op

@@ -101,7 +101,13 @@ func (n *Node) sendMessages(ctx context.Context, v sessionView, id sendIdentity,
 		}
 	}
 	conf = wire.SendConfirmation{StreamID: t.StreamID, TopicID: t.ID, PartitionID: pid}
-	p := &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch}
+	// The batch is the request frame's (or the ciphertext's) own: consensus
+	// keeps it as the prepare body without a copy, and the frame is then
+	// never recycled (bodyInUse). Not when the buffer behind it is much
+	// larger (frame pools round up to powers of two): the journal would pin
+	// memory its byte bounds do not count, so consensus copies it.
+	owned := cap(batch)-len(batch) <= len(batch)/4
+	p := &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch, bodyOwned: owned}
 	if id.request&dedupRequestFlag != 0 {
 		p.user, p.client, p.request, p.sum = v.userID, id.client, id.request, sum
 	}

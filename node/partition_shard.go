@@ -49,7 +49,11 @@ type partitionProposal struct {
 	entry *partitionEntry
 	op    wire.Operation
 	body  []byte
-	done  chan partitionOutcome // buffered 1; nil = fire and forget (auto-commit)
+	// bodyOwned: body is the proposal's own (a request frame the caller
+	// gives up), so consensus keeps it without a copy; handedOver is set
+	// once it did (the caller must then never reuse the buffer).
+	bodyOwned, handedOver bool
+	done                  chan partitionOutcome // buffered 1; nil = fire and forget (auto-commit)
 	// A client send's identity for retry recognition (partition_dedup.go);
 	// zero client: none.
 	user    uint32
@@ -69,7 +73,8 @@ type partitionOutcome struct {
 	// bodyReleased (set by propose): the shard and consensus keep no
 	// reference to the proposal's body (consensus copied it at Propose, or
 	// it never got there), so the caller may reuse its buffer. False when
-	// the wait timed out with the proposal possibly still queued.
+	// consensus kept an owned body, or when the wait timed out with the
+	// proposal possibly still queued.
 	bodyReleased bool
 }
 
@@ -228,7 +233,7 @@ func (s *partitionShard) propose(ctx context.Context, p *partitionProposal) part
 	defer timer.Stop()
 	select {
 	case out := <-p.done:
-		out.bodyReleased = true
+		out.bodyReleased = out.bodyReleased || !p.handedOver
 		return out
 	case <-ctx.Done():
 		return partitionOutcome{code: wire.ErrTransientNotCommitted}
@@ -505,8 +510,9 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 	e.walQueuedBytes += uint64(len(p.body))
 	s.catchUp(e)
 	e.group.SetNow(s.clock.NowMicros())
-	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, Tag: s.nextTag,
-		Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
+	e.group.Propose(consensus.Request{Operation: consensus.Operation(p.op), Body: p.body, BodyOwned: p.bodyOwned,
+		Tag: s.nextTag, Client: p.client, Request: p.request, Checksum: p.sum, UserID: p.user})
+	p.handedOver = p.bodyOwned
 	s.touch(e)
 	s.schedule(e)
 }
