@@ -97,3 +97,39 @@ func BenchmarkPollPath(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkSendPathBodyOwnership compares the two ways a request's batch
+// reaches consensus, each with the read of the frame that carries it:
+// lent (the frame is a reused buffer; Propose copies the batch out of it)
+// and owned (each frame is fresh memory; consensus keeps the batch,
+// Request.BodyOwned, as partition_send.go does for sends).
+func BenchmarkSendPathBodyOwnership(b *testing.B) {
+	for _, owned := range []bool{false, true} {
+		name := "lent"
+		if owned {
+			name = "owned"
+		}
+		b.Run(name, func(b *testing.B) {
+			e, stop := benchPlane(b, metadata.DurabilityReplicated)
+			defer stop()
+			batch := benchBatch(b)
+			b.SetBytes(int64(len(batch)))
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				frame := make([]byte, len(batch))
+				for pb.Next() {
+					if owned {
+						frame = make([]byte, len(batch))
+					}
+					copy(frame, batch) // the frame's read
+					out := e.shard.propose(context.Background(), &partitionProposal{entry: e, op: wire.OpSendMessages, body: frame, bodyOwned: owned})
+					if out.code != wire.OK {
+						b.Errorf("send: %s", out.code)
+						return
+					}
+				}
+			})
+		})
+	}
+}
