@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/lodestream/lodestream/wire"
@@ -67,7 +66,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger, readOnly: opts.ReadOnly}
 	if l.readOnly {
 		l.failure = fmt.Errorf("%w: opened read-only", ErrFailed)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
 	}
 	if err := l.recoverSegments(); err != nil {
@@ -100,7 +99,7 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
-	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
+	if l.offsets, err = openOffsetStore(opts.FS, dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
 		l.closeSegments()
 		return nil, err
 	}
@@ -111,16 +110,16 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
 // createSegment creates empty .log and .index files for a new active segment starting at start.
 func (l *Log) createSegment(start uint64) (*segment, error) {
-	logFile, err := l.opts.Files.Create(segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644,
+	logFile, err := l.opts.Files.Create(l.opts.FS, segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644,
 		l.opts.SyncOnEvict)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", start, err)
 	}
-	indexFile, err := l.opts.Files.Create(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644,
+	indexFile, err := l.opts.Files.Create(l.opts.FS, segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644,
 		l.opts.SyncOnEvict)
 	if err != nil {
 		logFile.Close()
-		os.Remove(logFile.Name())
+		l.opts.FS.Remove(logFile.Name())
 		return nil, fmt.Errorf("create index of segment %d: %w", start, err)
 	}
 	l.dirDirty = true
@@ -257,7 +256,7 @@ func (l *Log) syncLocked() error {
 		}
 	}
 	if l.dirDirty {
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.opts.FS, l.dir); err != nil {
 			return err
 		}
 		l.dirDirty = false
@@ -317,7 +316,7 @@ func (l *Log) Close() error {
 		syncErr = l.syncLocked()
 		if syncErr == nil && l.opts.ReserveOffsets && l.reserved > l.nextOffset {
 			// Clean shutdown: the next open resumes exactly here, nothing skipped.
-			if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(l.nextOffset), true); err != nil {
+			if err := l.writeReservation(l.nextOffset); err != nil {
 				syncErr = fmt.Errorf("close %s: record the next offset: %w", l.dir, err)
 			}
 		}

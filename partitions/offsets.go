@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
@@ -38,6 +39,7 @@ type offsetKey struct {
 // offsetStore keeps consumer and consumer-group offsets in memory and one file per consumer under
 // offsets/consumers/<id> and offsets/groups/<id>.
 type offsetStore struct {
+	fs      vfs.FS
 	dir     string
 	durable bool
 	logger  *slog.Logger
@@ -61,18 +63,18 @@ func (o *offsetStore) kindDir(kind wire.ConsumerKind) (string, error) {
 
 // openOffsetStore loads every offset file. A file that is short, long or fails its checksum is renamed
 // to <id>.corrupt with a warning and ignored, so one bad file never stops the partition.
-func openOffsetStore(dir string, durable bool, logger *slog.Logger, readOnly bool,
+func openOffsetStore(fsys vfs.FS, dir string, durable bool, logger *slog.Logger, readOnly bool,
 	note func(string, ...any)) (*offsetStore, error) {
-	o := &offsetStore{dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}, readOnly: readOnly,
+	o := &offsetStore{fs: fsys, dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}, readOnly: readOnly,
 		note: note}
 	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
 		kdir, _ := o.kindDir(kind)
 		if !readOnly {
-			if err := os.MkdirAll(kdir, 0o755); err != nil {
+			if err := o.fs.MkdirAll(kdir, 0o755); err != nil {
 				return nil, fmt.Errorf("create offsets directory %s: %w", kdir, err)
 			}
 		}
-		entries, err := os.ReadDir(kdir)
+		entries, err := o.fs.ReadDir(kdir)
 		if readOnly && errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -94,7 +96,7 @@ func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) 
 		if o.readOnly {
 			return nil
 		}
-		return os.Remove(path) // an interrupted store: the previous value is intact
+		return o.fs.Remove(path) // an interrupted store: the previous value is intact
 	}
 	if strings.HasSuffix(name, corruptOffsetSuffix) {
 		return nil
@@ -107,7 +109,7 @@ func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) 
 	if len(o.offsets) >= offsetsPerPartitionMax {
 		return fmt.Errorf("offsets directory %s holds more than %d consumers", kdir, offsetsPerPartitionMax)
 	}
-	data, err := os.ReadFile(path)
+	data, err := o.fs.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read consumer offset %s: %w", path, err)
 	}
@@ -119,7 +121,7 @@ func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) 
 	if !ok {
 		o.logger.Warn("quarantining corrupt consumer offset file", "path", path, "bytes", len(data),
 			"moved_to", path+corruptOffsetSuffix)
-		if err := os.Rename(path, path+corruptOffsetSuffix); err != nil {
+		if err := o.fs.Rename(path, path+corruptOffsetSuffix); err != nil {
 			return fmt.Errorf("quarantine corrupt offset file %s: %w", path, err)
 		}
 		return nil
@@ -154,7 +156,7 @@ func (o *offsetStore) store(kind wire.ConsumerKind, id uint32, offset uint64) er
 		return fmt.Errorf("store consumer offset: partition already tracks %d consumers", offsetsPerPartitionMax)
 	}
 	path := filepath.Join(kdir, strconv.FormatUint(uint64(id), 10))
-	if err := writeFileAtomic(kdir, path, encodeOffsetFile(offset), o.durable); err != nil {
+	if err := writeFileAtomic(o.fs, kdir, path, encodeOffsetFile(offset), o.durable); err != nil {
 		return fmt.Errorf("store consumer offset: %w", err)
 	}
 	o.offsets[key] = offset
@@ -195,11 +197,11 @@ func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
 		return fmt.Errorf("delete consumer offset of %d/%d: %w", kind, id, ErrConsumerOffsetNotFound)
 	}
 	path := filepath.Join(kdir, strconv.FormatUint(uint64(id), 10))
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete consumer offset %s: %w", path, err)
 	}
 	if o.durable {
-		if err := syncDir(kdir); err != nil {
+		if err := syncDir(o.fs, kdir); err != nil {
 			return err
 		}
 	}
@@ -214,7 +216,7 @@ func (o *offsetStore) clear() error {
 	for key := range o.offsets {
 		kdir, _ := o.kindDir(key.kind)
 		path := filepath.Join(kdir, strconv.FormatUint(uint64(key.id), 10))
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("purge consumer offset %s: %w", path, err)
 		}
 		delete(o.offsets, key)
@@ -222,7 +224,7 @@ func (o *offsetStore) clear() error {
 	if o.durable {
 		for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
 			kdir, _ := o.kindDir(kind)
-			if err := syncDir(kdir); err != nil {
+			if err := syncDir(o.fs, kdir); err != nil {
 				return err
 			}
 		}
