@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -209,11 +210,16 @@ func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
 	return nil
 }
 
-// clear removes every stored offset (purge).
+// clear removes every stored offset (purge), durably whatever the offsets' durability: the purge
+// itself is durable (the log restarts its offsets at 0), so an offset of the old generation that a
+// power loss brought back would point into the new one and make its consumer skip messages.
 func (o *offsetStore) clear() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for key := range o.offsets {
+	keys := slices.SortedFunc(maps.Keys(o.offsets), func(a, b offsetKey) int {
+		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.id, b.id))
+	})
+	for _, key := range keys {
 		kdir, _ := o.kindDir(key.kind)
 		path := filepath.Join(kdir, strconv.FormatUint(uint64(key.id), 10))
 		if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -221,12 +227,10 @@ func (o *offsetStore) clear() error {
 		}
 		delete(o.offsets, key)
 	}
-	if o.durable {
-		for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
-			kdir, _ := o.kindDir(kind)
-			if err := syncDir(o.fs, kdir); err != nil {
-				return err
-			}
+	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
+		kdir, _ := o.kindDir(kind) // synced even with nothing to remove: an earlier undurable delete
+		if err := syncDir(o.fs, kdir); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -1,0 +1,55 @@
+package partitions
+
+import (
+	"path"
+	"testing"
+
+	"github.com/lodestream/lodestream/vfs"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// memPartitionDir creates dir on m durably, as the node does before it opens a partition's log.
+func memPartitionDir(t *testing.T, m *vfs.Mem, dir string) {
+	t.Helper()
+	if err := m.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; d != "/"; d = path.Dir(d) {
+		if err := m.SyncDir(path.Dir(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestPurgeClearsConsumerOffsetsDurably: a purge restarts the offsets at 0 durably, so the consumer
+// offsets it removed must not come back after a power loss, even when offsets are not persisted
+// (SyncOffsets off): an old-generation offset would make its consumer skip the new messages up to it.
+// Found by TestPowerLossPartitionLog (seed 1).
+func TestPurgeClearsConsumerOffsetsDurably(t *testing.T) {
+	const dir = "/p"
+	for seed := uint64(1); seed <= 20; seed++ {
+		m := vfs.NewMem(seed)
+		memPartitionDir(t, m, dir)
+		l := openLog(t, dir, Options{FS: m, SyncOffsets: true, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		fillLog(t, l, 3, 2, 100)
+		for id := uint32(1); id <= 3; id++ {
+			if err := l.StoreConsumerOffset(wire.ConsumerKindSingle, id, 5); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		l = openLog(t, dir, Options{FS: m, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		if _, err := l.Purge(); err != nil {
+			t.Fatal(err)
+		}
+		m.Crash()
+		l = openLog(t, dir, Options{FS: m, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		if got := l.ConsumerOffsets(); len(got) != 0 {
+			t.Fatalf("seed %d: after a purge and a power loss the log (next offset %d) has consumer offsets %v",
+				seed, l.NextOffset(), got)
+		}
+		l.Close()
+	}
+}
