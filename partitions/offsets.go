@@ -71,8 +71,8 @@ func openOffsetStore(fsys vfs.FS, dir string, durable bool, logger *slog.Logger,
 	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
 		kdir, _ := o.kindDir(kind)
 		if !readOnly {
-			if err := o.fs.MkdirAll(kdir, 0o755); err != nil {
-				return nil, fmt.Errorf("create offsets directory %s: %w", kdir, err)
+			if err := o.createKindDir(kdir); err != nil {
+				return nil, err
 			}
 		}
 		entries, err := o.fs.ReadDir(kdir)
@@ -89,6 +89,23 @@ func openOffsetStore(fsys vfs.FS, dir string, durable bool, logger *slog.Logger,
 		}
 	}
 	return o, nil
+}
+
+// createKindDir creates an offsets directory if it is missing, durably: the directories above it are
+// synced too, or a power loss could take the directory, and every offset stored durably in it, away.
+func (o *offsetStore) createKindDir(kdir string) error {
+	if _, err := o.fs.Stat(kdir); err == nil {
+		return nil
+	}
+	if err := o.fs.MkdirAll(kdir, 0o755); err != nil {
+		return fmt.Errorf("create offsets directory %s: %w", kdir, err)
+	}
+	for _, parent := range []string{filepath.Dir(kdir), o.dir} {
+		if err := syncDir(o.fs, parent); err != nil {
+			return fmt.Errorf("create offsets directory %s: %w", kdir, err)
+		}
+	}
+	return nil
 }
 
 func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) error {

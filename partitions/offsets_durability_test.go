@@ -53,3 +53,25 @@ func TestPurgeClearsConsumerOffsetsDurably(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestOffsetsDirectoryIsCreatedDurably: a consumer offset stored durably (SyncOffsets) survives a
+// power loss right after the log's first open, which created offsets/consumers and offsets/groups:
+// their entries in the directories above must be durable too. Found by TestPowerLossPartitionLog
+// (seed 2).
+func TestOffsetsDirectoryIsCreatedDurably(t *testing.T) {
+	const dir = "/p"
+	for seed := uint64(1); seed <= 20; seed++ {
+		m := vfs.NewMem(seed)
+		memPartitionDir(t, m, dir)
+		l := openLog(t, dir, Options{FS: m, SyncOffsets: true, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		if err := l.StoreConsumerOffset(wire.ConsumerKindGroup, 3, 7); err != nil {
+			t.Fatal(err)
+		}
+		m.Crash()
+		l = openLog(t, dir, Options{FS: m, SyncOffsets: true, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		if v, ok := l.ConsumerOffset(wire.ConsumerKindGroup, 3); !ok || v != 7 {
+			t.Fatalf("seed %d: durably stored offset 7 after a power loss: %d, %v", seed, v, ok)
+		}
+		l.Close()
+	}
+}
