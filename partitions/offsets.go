@@ -93,15 +93,23 @@ func openOffsetStore(fsys vfs.FS, dir string, durable bool, logger *slog.Logger,
 
 // createKindDir creates an offsets directory if it is missing, durably: the directories above it are
 // synced too, or a power loss could take the directory, and every offset stored durably in it, away.
+// When a sync fails the new directories are removed again, so the next open creates and syncs them
+// rather than finding them present and trusting them.
 func (o *offsetStore) createKindDir(kdir string) error {
 	if _, err := o.fs.Stat(kdir); err == nil {
 		return nil
 	}
+	top := filepath.Dir(kdir)
+	_, topErr := o.fs.Stat(top)
 	if err := o.fs.MkdirAll(kdir, 0o755); err != nil {
 		return fmt.Errorf("create offsets directory %s: %w", kdir, err)
 	}
-	for _, parent := range []string{filepath.Dir(kdir), o.dir} {
+	for _, parent := range []string{top, o.dir} {
 		if err := syncDir(o.fs, parent); err != nil {
+			o.fs.Remove(kdir)
+			if topErr != nil {
+				o.fs.Remove(top)
+			}
 			return fmt.Errorf("create offsets directory %s: %w", kdir, err)
 		}
 	}

@@ -75,3 +75,34 @@ func TestOffsetsDirectoryIsCreatedDurably(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestOffsetsDirectoryCreationRetriedAfterAFailedSync: when the directory sync of the offsets
+// directories fails the open fails, and the next open syncs them (it does not trust directories a
+// failed open left behind). Found by TestPowerLossPartitionLog (seed 4).
+func TestOffsetsDirectoryCreationRetriedAfterAFailedSync(t *testing.T) {
+	const dir = "/p"
+	for seed := uint64(1); seed <= 20; seed++ {
+		m := vfs.NewMem(seed)
+		memPartitionDir(t, m, dir)
+		for range 2 { // the partition directory's next two syncs fail: two opens fail
+			if err := m.InjectSyncFailure(dir); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 2 {
+			if _, err := Open(dir, Options{FS: m, SyncOffsets: true, Logger: quietLogger}); err == nil {
+				t.Fatal("open succeeded although a directory sync failed")
+			}
+		}
+		l := openLog(t, dir, Options{FS: m, SyncOffsets: true, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		if err := l.StoreConsumerOffset(wire.ConsumerKindSingle, 1, 9); err != nil {
+			t.Fatal(err)
+		}
+		m.Crash()
+		l = openLog(t, dir, Options{FS: m, SyncOffsets: true, Files: NewFileCache(OpenFilesMin, quietLogger)})
+		if v, ok := l.ConsumerOffset(wire.ConsumerKindSingle, 1); !ok || v != 9 {
+			t.Fatalf("seed %d: durably stored offset 9 after a power loss: %d, %v", seed, v, ok)
+		}
+		l.Close()
+	}
+}
