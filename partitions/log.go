@@ -84,6 +84,12 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.segments = append(l.segments, s)
 	}
 	l.nextOffset = l.active().nextOffset
+	if !l.readOnly {
+		// What recovery found may be in the page cache only (a process crash keeps it, unsynced, and
+		// its segment's name may not be durable): the first Sync makes it durable with what follows.
+		l.active().dirty = true
+		l.dirDirty = true
+	}
 	if opts.ReserveOffsets && !l.readOnly {
 		if err := l.loadReservation(); err != nil {
 			l.closeSegments()
