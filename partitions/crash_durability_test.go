@@ -1,25 +1,11 @@
 package partitions
 
 import (
-	"path"
 	"testing"
 
 	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
-
-// memPartitionDir creates dir on m durably, as the node does before it opens a partition's log.
-func memPartitionDir(t *testing.T, m *vfs.Mem, dir string) {
-	t.Helper()
-	if err := m.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for d := dir; d != "/"; d = path.Dir(d) {
-		if err := m.SyncDir(path.Dir(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // TestPurgeClearsConsumerOffsetsDurably: a purge restarts the offsets at 0 durably, so the consumer
 // offsets it removed must not come back after a power loss, even when offsets are not persisted
