@@ -120,3 +120,32 @@ func TestSyncAfterReopenCoversTheRecoveredTail(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestPurgeRemovesAnOffsetWhoseStoreFailed: a consumer-offset store whose directory sync failed
+// returns an error but its file is in place; a purge must remove it too, or it comes back at the
+// next open as an offset of the old generation. Found by TestPowerLossPartitionLog (seed 18).
+func TestPurgeRemovesAnOffsetWhoseStoreFailed(t *testing.T) {
+	const dir = "/p"
+	m := vfs.NewMem(1)
+	memPartitionDir(t, m, dir)
+	opts := Options{FS: m, SyncOffsets: true, Files: NewFileCache(OpenFilesMin, quietLogger)}
+	l := openLog(t, dir, opts)
+	fillLog(t, l, 2, 2, 100)
+	if err := m.InjectSyncFailure(dir + "/offsets/groups"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.StoreConsumerOffset(wire.ConsumerKindGroup, 2, 3); err == nil {
+		t.Fatal("the store succeeded although its directory sync failed")
+	}
+	if _, err := l.Purge(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, opts)
+	defer l.Close()
+	if got := l.ConsumerOffsets(); len(got) != 0 {
+		t.Fatalf("after a purge the reopened log has consumer offsets %v", got)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -241,23 +240,30 @@ func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
 func (o *offsetStore) clear() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	keys := slices.SortedFunc(maps.Keys(o.offsets), func(a, b offsetKey) int {
-		return cmp.Or(cmp.Compare(a.kind, b.kind), cmp.Compare(a.id, b.id))
-	})
-	for _, key := range keys {
-		kdir, _ := o.kindDir(key.kind)
-		path := filepath.Join(kdir, strconv.FormatUint(uint64(key.id), 10))
-		if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("purge consumer offset %s: %w", path, err)
-		}
-		delete(o.offsets, key)
-	}
+	// Every offset file on disk, not only those in the map: a store whose directory sync failed
+	// returned an error but left its file in place.
 	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
-		kdir, _ := o.kindDir(kind) // synced even with nothing to remove: an earlier undurable delete
+		kdir, _ := o.kindDir(kind)
+		entries, err := o.fs.ReadDir(kdir)
+		if err != nil {
+			return fmt.Errorf("purge consumer offsets: list %s: %w", kdir, err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if _, err := strconv.ParseUint(name, 10, 32); err != nil && !strings.HasSuffix(name, ".tmp") {
+				continue // a quarantined <id>.corrupt is kept for inspection
+			}
+			path := filepath.Join(kdir, name)
+			if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("purge consumer offset %s: %w", path, err)
+			}
+		}
+		// Synced even with nothing removed now: an earlier delete may not be durable yet.
 		if err := syncDir(o.fs, kdir); err != nil {
 			return err
 		}
 	}
+	clear(o.offsets)
 	return nil
 }
 
