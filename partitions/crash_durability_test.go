@@ -149,3 +149,27 @@ func TestPurgeRemovesAnOffsetWhoseStoreFailed(t *testing.T) {
 		t.Fatalf("after a purge the reopened log has consumer offsets %v", got)
 	}
 }
+
+// TestSyncReportsAFailedRollSync: when the fsync that seals a full segment fails, the append that
+// filled it still succeeds (the roll is retried), but the next Sync must fail: Linux marks the
+// pages the fsync could not write clean, so a later fsync succeeds without them, and that batch
+// was acknowledged as persisted and lost at a power loss. Found by TestPowerLossPartitionLog (seed 1).
+func TestSyncReportsAFailedRollSync(t *testing.T) {
+	const dir = "/p"
+	for seed := uint64(1); seed <= 20; seed++ {
+		m := vfs.NewMem(seed)
+		memPartitionDir(t, m, dir)
+		opts := Options{FS: m, SegmentSizeBytes: segmentSizeBytesMin, Files: NewFileCache(OpenFilesMin, quietLogger)}
+		l := openLog(t, dir, opts)
+		if err := m.InjectSyncFailure(segmentLogPath(dir, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(makeBatch(t, 0, 2, segmentSizeBytesMin, 1000)); err != nil {
+			t.Fatalf("the append that fills the segment: %v", err)
+		}
+		if err := l.Sync(); err == nil {
+			t.Fatalf("seed %d: Sync succeeded after the segment's sealing fsync failed", seed)
+		}
+		l.Close()
+	}
+}

@@ -25,11 +25,13 @@ type Log struct {
 	nextOffset uint64     // offset the next appended batch must carry
 	dirDirty   bool       // a segment file was created or removed since the last directory sync
 	failure    error      // set by a write that could not be rolled back
-	closed     bool
-	offsets    *offsetStore
-	corruption corruptionReports
-	readOnly   bool   // Options.ReadOnly
-	reserved   uint64 // durable offset reservation (Options.ReserveOffsets)
+	// rollSyncErr: a roll's fsync failed since the last Sync, which returns it.
+	rollSyncErr error
+	closed      bool
+	offsets     *offsetStore
+	corruption  corruptionReports
+	readOnly    bool   // Options.ReadOnly
+	reserved    uint64 // durable offset reservation (Options.ReserveOffsets)
 	// reservedRebooted: the reservation was written before the machine last booted.
 	reservedRebooted bool
 	findings         []string // what the open-time walk found wrong (Findings)
@@ -228,6 +230,12 @@ func (l *Log) roll() error {
 	s := l.active()
 	s.dirty = true
 	if err := s.sync(); err != nil {
+		// Linux marks the pages this fdatasync could not write clean: a later one succeeds without
+		// them. The next Sync reports this failure, so the batches it covered are not acknowledged
+		// as persisted on that later success (as for a failed sync at eviction, filecache.go).
+		if l.rollSyncErr == nil {
+			l.rollSyncErr = fmt.Errorf("sync of segment %d when sealing it failed: %w", s.startOffset, err)
+		}
 		return err
 	}
 	next, err := l.createSegment(l.nextOffset)
@@ -256,6 +264,10 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) syncLocked() error {
+	if err := l.rollSyncErr; err != nil {
+		l.rollSyncErr = nil
+		return fmt.Errorf("sync %s: %w", l.dir, err)
+	}
 	for _, s := range l.segments {
 		if err := s.sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", l.dir, err)
