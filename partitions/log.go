@@ -35,6 +35,9 @@ type Log struct {
 	// reservedRebooted: the reservation was written before the machine last booted.
 	reservedRebooted bool
 	findings         []string // what the open-time walk found wrong (Findings)
+	// indexEntryBuf is Append's index entry (under mu): a stack array would escape through the
+	// vfs.File interface call and cost an allocation per indexed append.
+	indexEntryBuf [indexEntrySize]byte
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
@@ -178,9 +181,9 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	before := *s // the accounting noteBatch changes, restored if the index write fails
 	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
 		l.opts.IndexIntervalBytes); ok {
-		var entry [indexEntrySize]byte
-		e.encode(entry[:])
-		if _, err := s.indexFile.WriteAt(entry[:], int64(indexLen*indexEntrySize)); err != nil {
+		entry := l.indexEntryBuf[:]
+		e.encode(entry)
+		if _, err := s.indexFile.WriteAt(entry, int64(indexLen*indexEntrySize)); err != nil {
 			// A full disk (issue 15 point 8): undo the batch exactly, so the log takes appends
 			// again once space returns instead of refusing them until a restart.
 			*s = before
