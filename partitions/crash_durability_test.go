@@ -1,6 +1,7 @@
 package partitions
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/lodestream/lodestream/vfs"
@@ -171,5 +172,50 @@ func TestSyncReportsAFailedRollSync(t *testing.T) {
 			t.Fatalf("seed %d: Sync succeeded after the segment's sealing fsync failed", seed)
 		}
 		l.Close()
+	}
+}
+
+// TestSetAsideDamageAtTheStartOfTheOnlySegmentKeepsTheNextOffset: a replica whose oldest segments
+// retention removed finds damage at byte 0 of its only segment; after SetAsideDamage the log must
+// open at that segment's start offset, not at 0 (offsets below were handed out). Found by
+// TestPowerLossPartitionLog (seed 154).
+func TestSetAsideDamageAtTheStartOfTheOnlySegmentKeepsTheNextOffset(t *testing.T) {
+	m := vfs.NewMem(1)
+	memPartitionDir(t, m, "/p")
+	opts := Options{FS: m, SegmentSizeBytes: segmentSizeBytesMin, Logger: quietLogger}
+	opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+	l := openLog(t, "/p", opts)
+	for l.Stats().SegmentsCount < 3 {
+		if _, err := l.Append(makeBatch(t, l.NextOffset(), 2, 1500, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := l.SegmentEndOffset(2)
+	if _, err := l.DeleteSegments(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(makeBatch(t, l.NextOffset(), 2, 100, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.FlipByte(segmentLogPath("/p", start), 0); err != nil {
+		t.Fatal(err)
+	}
+	opts.SyncedBelow = l.NextOffset() // a replica knows its synced frontier: damage there is corruption
+	opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+	_, err := Open("/p", opts)
+	var q *QuarantineError
+	if !errors.As(err, &q) || q.Position != 0 || q.Offset != start {
+		t.Fatalf("open of a log damaged at byte 0 of segment %d: %v", start, err)
+	}
+	if err := SetAsideDamage(q); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, "/p", opts)
+	defer l.Close()
+	if got := l.NextOffset(); got != start {
+		t.Fatalf("after setting the damage aside the log resumes at %d, want %d", got, start)
 	}
 }

@@ -48,7 +48,11 @@ func SetAsideDamage(q *QuarantineError) error {
 			return fmt.Errorf("set aside damage: remove index: %w", err)
 		}
 	}
-	if q.Position > 0 {
+	// Written back also when nothing before the damage verified (Position 0) if the segment's own
+	// start was expected there: the empty segment keeps the log's next offset at q.Offset, which an
+	// empty directory would reset to 0 once retention removed the segments before it. (Not for a
+	// segment that does not start where the previous one ended: its empty copy would be that gap again.)
+	if q.Position > 0 || q.Offset == damaged {
 		src := segmentLogPath(q.Dir, damaged) + suffix
 		if err := copyPrefix(fsys, src, segmentLogPath(q.Dir, damaged), int64(q.Position)); err != nil {
 			return fmt.Errorf("set aside damage: keep the verified prefix of %s: %w", q.File, err)
