@@ -301,13 +301,33 @@ func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) 
 			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
 		}
 		if _, err := wire.VerifyBatchRecord(record); err != nil {
-			return &segmentDamage{position: pos, reason: err.Error(), complete: h.MessageCount > 0,
+			return &segmentDamage{position: pos, reason: err.Error(), complete: framesMatchCount(record, h.MessageCount),
 				length: h.BatchLength, count: h.MessageCount}, nil
 		}
 		s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount, l.opts.IndexIntervalBytes)
 		pos += h.BatchLength
 	}
 	return nil, nil
+}
+
+// framesMatchCount says whether a batch record that fails its checksums still has whole framing: its
+// frames, walked by their lengths, end exactly at the record's end, number count (> 0) and carry
+// offset deltas 0..count-1. Only then is message_count trusted for the offsets the batch took: a flip
+// in it would otherwise refuse (or skip) billions of offsets.
+func framesMatchCount(record []byte, count uint32) bool {
+	if count == 0 {
+		return false
+	}
+	pos, n := uint64(wire.BatchHeaderSize), uint32(0)
+	for pos < uint64(len(record)) {
+		m, err := wire.DecodeBatchMessageHeader(record[pos:])
+		if err != nil || m.OffsetDelta != n || m.FrameSize() > uint64(len(record))-pos {
+			return false
+		}
+		pos += m.FrameSize()
+		n++
+	}
+	return n == count
 }
 
 // findVerifiedBatchAfter looks for any fully verified batch starting after position from whose base
