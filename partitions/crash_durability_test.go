@@ -219,3 +219,49 @@ func TestSetAsideDamageAtTheStartOfTheOnlySegmentKeepsTheNextOffset(t *testing.T
 		t.Fatalf("after setting the damage aside the log resumes at %d, want %d", got, start)
 	}
 }
+
+// TestReservationReadAtOpenIsMadeDurableBeforeUse: a reservation whose replacement's directory fsync
+// failed is in the page cache, not on disk. A restart without a reboot reads it and must not hand out
+// offsets under it before writing it durably: a power loss could revert it and the offsets would be
+// handed out again. Found by TestPowerLossPartitionLog (seed 4189).
+func TestReservationReadAtOpenIsMadeDurableBeforeUse(t *testing.T) {
+	const dir = "/p"
+	for seed := uint64(1); seed <= 20; seed++ {
+		m := vfs.NewMem(seed)
+		memPartitionDir(t, m, dir)
+		if err := writeBootID(m, 1); err != nil {
+			t.Fatal(err)
+		}
+		m.SetCrashModel(vfs.CrashModel{}) // every unsynced write is lost
+		opts := Options{FS: m, ReserveOffsets: true}
+		opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+		l := openLog(t, dir, opts)
+		appendN(t, l, 1)
+		if err := l.Close(); err != nil { // durable: the exact next offset
+			t.Fatal(err)
+		}
+		opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+		l = openLog(t, dir, opts)
+		if err := m.InjectSyncFailure(dir); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(makeBatch(t, l.NextOffset(), 1, 100, 2000)); err == nil {
+			t.Fatal("an append succeeded although its reservation's directory fsync failed")
+		}
+		// The process restarts (same boot) and appends under the reservation it reads.
+		opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+		l = openLog(t, dir, opts)
+		appendN(t, l, 3)
+		acked := l.NextOffset()
+		m.Crash()
+		if err := writeBootID(m, 2); err != nil {
+			t.Fatal(err)
+		}
+		opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+		l = openLog(t, dir, opts)
+		if got := l.NextOffset(); got < acked {
+			t.Fatalf("seed %d: after a reboot the log resumes at %d, below the acknowledged %d", seed, got, acked)
+		}
+		l.Close()
+	}
+}

@@ -34,7 +34,11 @@ type Log struct {
 	reserved    uint64 // durable offset reservation (Options.ReserveOffsets)
 	// reservedRebooted: the reservation was written before the machine last booted.
 	reservedRebooted bool
-	findings         []string // what the open-time walk found wrong (Findings)
+	// reservedDurable: this process wrote the reservation durably. The file Open reads may be a
+	// replacement whose rename a failed directory fsync left undurable (a power loss can revert it),
+	// so the first append rewrites it before handing out offsets.
+	reservedDurable bool
+	findings        []string // what the open-time walk found wrong (Findings)
 	// indexEntryBuf is Append's index entry (under mu): a stack array would escape through the
 	// vfs.File interface call and cost an allocation per indexed append.
 	indexEntryBuf [indexEntrySize]byte
@@ -159,7 +163,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		if err := l.crossHole(); err != nil {
 			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
-		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved {
+		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved || !l.reservedDurable {
 			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
 				return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 			}

@@ -102,13 +102,14 @@ func decodeReservation(b []byte) (uint64, string, bool) {
 
 // reserve durably moves the reservation to at least upTo (under l.mu).
 func (l *Log) reserve(upTo uint64) error {
-	if upTo <= l.reserved {
+	if upTo <= l.reserved && l.reservedDurable {
 		return nil
 	}
+	upTo = max(upTo, l.reserved)
 	if err := l.writeReservation(upTo); err != nil {
 		return fmt.Errorf("reserve offsets up to %d in %s: %w", upTo, l.dir, err)
 	}
-	l.reserved = upTo
+	l.reserved, l.reservedDurable = upTo, true
 	return nil
 }
 

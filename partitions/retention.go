@@ -132,7 +132,7 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 			l.failure = fmt.Errorf("%w: purge could not reset the offset reservation: %v", ErrFailed, err)
 			return res, l.failure
 		}
-		l.reserved = start
+		l.reserved, l.reservedDurable = start, true
 	}
 	if err := l.offsets.clear(); err != nil {
 		return res, err
