@@ -29,6 +29,8 @@ type plRun struct {
 	cov     map[string]int
 	now     uint64
 	faults  vfs.Faults
+	// syncFailures: the file system's failed fsyncs when the round began.
+	syncFailures int
 }
 
 // TestPowerLossPartitionLog: random appends (some synced, as a persisted topic; some not, as a
@@ -92,6 +94,7 @@ func (r *plRun) run() error {
 	}
 	for round := 0; round < 6; round++ {
 		r.mem.PowerOffAfter(r.rng.IntN(300))
+		r.syncFailures = r.mem.Stats().SyncFailures
 		r.workload(10 + r.rng.IntN(80))
 		if err := r.restart(); err != nil {
 			return fmt.Errorf("round %d (boot %d): %w", round, r.boot, err)
@@ -141,6 +144,9 @@ func (r *plRun) open(why string) error {
 			r.cov["set_aside_failed_by_a_fault"]++
 			start, _ := parseSegmentName(q.File, logSuffix)
 			r.m.dropFrom(start)
+			if errors.Is(err, syscall.EIO) { // the prefix copy's fsync: as after a failed Sync
+				r.m.limbo = append(r.m.limbo, [2]uint64{start, 1 << 63})
+			}
 		}
 	}
 }
@@ -350,11 +356,18 @@ func (r *plRun) restart() error {
 			}
 		}
 	}
+	if !powerLoss && r.mem.Stats().SyncFailures > r.syncFailures {
+		// An fsync failed this round (some not reported yet: a roll's, an eviction's); the restarted
+		// process serves what it dropped from the page cache, which no later fsync writes.
+		r.m.limbo = append(r.m.limbo, [2]uint64{r.m.synced, r.m.handedOut})
+	}
 	kind := "process_crash"
 	var flipped uint64 = plAbsent
+	settled := 0
 	if powerLoss {
 		kind = "power_loss"
 		r.mem.Crash()
+		settled = len(r.m.limbo) // checked at this reopen, then forgotten (the reopen may add more)
 		r.boot++
 		if err := r.newBoot(); err != nil {
 			return err
@@ -378,7 +391,11 @@ func (r *plRun) restart() error {
 	if err := r.open(kind); err != nil {
 		return err
 	}
-	return r.check(kind, powerLoss, clean)
+	if err := r.check(kind, powerLoss, clean); err != nil {
+		return err
+	}
+	r.m.limbo = r.m.limbo[settled:] // the power loss settled what the failed fsyncs before it left
+	return nil
 }
 
 // flipSyncedByte flips a byte of a synced, still stored batch (damage a later read or the open must
@@ -535,9 +552,7 @@ func (r *plRun) rebuild(st Stats, sc plScan, refused [][2]uint64, durable, offse
 	m.refused = append(m.refused, refused...)
 	m.purgeUnsure, m.flipped = keepOld, plAbsent
 	m.removalUnsure = m.removalUnsure && !offsetsDurable
-	if offsetsDurable { // a power loss settled what the failed fsyncs left
-		m.limbo = nil
-	}
+
 	for k := range m.offsets {
 		v, ok := r.l.ConsumerOffset(k.kind, k.id)
 		if !ok {
