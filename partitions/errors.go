@@ -3,6 +3,8 @@ package partitions
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 var (
@@ -26,6 +28,17 @@ type QuarantineError struct {
 	Position uint64 // byte position of the damage in File
 	Offset   uint64 // the offset expected at Position
 	Reason   string
+	// fs is the file system of the log that found the damage (SetAsideDamage works on it); nil:
+	// vfs.OS.
+	fs vfs.FS
+}
+
+// fileSystem is the file system SetAsideDamage works on.
+func (e *QuarantineError) fileSystem() vfs.FS {
+	if e.fs == nil {
+		return vfs.OS
+	}
+	return e.fs
 }
 
 func (e *QuarantineError) Error() string {

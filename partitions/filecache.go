@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // The open-file cache (issue 15 point 8). A partition's segment files (the .log of every segment, the
@@ -98,20 +99,24 @@ func (c *FileCache) Stats() FileCacheStats {
 		EvictionSyncs: c.evictionSyncs.Load(), Waits: c.waits.Load(), Exhausted: c.exhausted.Load()}
 }
 
-// Register makes path a cached file without opening it: it is opened with flag (no O_CREATE,
-// O_EXCL or O_TRUNC: the file must exist) when first used. This is the hook for any per-partition
-// file that is not a segment (a prepare WAL, for instance): Register it, use ReadAt/WriteAt/Sync or
-// Acquire/Release, Close it when done, and it shares the node's descriptor bound.
-func (c *FileCache) Register(path string, flag int, syncOnEvict bool) *CachedFile {
-	return &CachedFile{c: c, path: path, flag: flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC),
+// Register makes path (a file of fsys; nil: vfs.OS) a cached file without opening it: it is opened
+// with flag (no O_CREATE, O_EXCL or O_TRUNC: the file must exist) when first used. This is the hook
+// for any per-partition file that is not a segment (a prepare WAL, for instance): Register it, use
+// ReadAt/WriteAt/Sync or Acquire/Release, Close it when done, and it shares the node's descriptor
+// bound. The file system is per file, so one cache can serve logs on different file systems.
+func (c *FileCache) Register(fsys vfs.FS, path string, flag int, syncOnEvict bool) *CachedFile {
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	return &CachedFile{c: c, fs: fsys, path: path, flag: flag &^ (os.O_CREATE | os.O_EXCL | os.O_TRUNC),
 		syncOnEvict: syncOnEvict}
 }
 
 // Create opens path now with createFlag (O_CREATE, O_EXCL, O_TRUNC as needed), so creation errors
 // surface at once, and keeps it as a cached file reopened later with createFlag minus those flags.
 // The new file is not dirty: its directory entry is the caller's to sync (a directory fsync).
-func (c *FileCache) Create(path string, createFlag int, perm os.FileMode, syncOnEvict bool) (*CachedFile, error) {
-	h := c.Register(path, createFlag, syncOnEvict)
+func (c *FileCache) Create(fsys vfs.FS, path string, createFlag int, perm os.FileMode, syncOnEvict bool) (*CachedFile, error) {
+	h := c.Register(fsys, path, createFlag, syncOnEvict)
 	if _, err := h.acquire(createFlag, perm); err != nil {
 		return nil, err
 	}
@@ -122,12 +127,13 @@ func (c *FileCache) Create(path string, createFlag int, perm os.FileMode, syncOn
 // CachedFile is one file of a FileCache. Its methods are safe for concurrent use.
 type CachedFile struct {
 	c           *FileCache
+	fs          vfs.FS
 	path        string
 	flag        int
 	syncOnEvict bool
 
 	// Under c.mu:
-	f          *os.File
+	f          vfs.File
 	pins       int
 	busy       bool // being opened or closed outside c.mu
 	closed     bool
@@ -142,12 +148,12 @@ func (h *CachedFile) Name() string { return h.path }
 // Acquire pins the file open and returns its descriptor, opening it (and closing the least recently
 // used idle file when the cache is full) if needed. Release it after the call that uses it; do not
 // Acquire another CachedFile before releasing this one.
-func (h *CachedFile) Acquire() (*os.File, error) { return h.acquire(h.flag, 0) }
+func (h *CachedFile) Acquire() (vfs.File, error) { return h.acquire(h.flag, 0) }
 
 // Release unpins a file Acquire returned; dirty says the caller wrote to it.
 func (h *CachedFile) Release(dirty bool) { h.release(dirty) }
 
-func (h *CachedFile) acquire(flag int, perm os.FileMode) (*os.File, error) {
+func (h *CachedFile) acquire(flag int, perm os.FileMode) (vfs.File, error) {
 	c := h.c
 	c.mu.Lock()
 	for {
@@ -188,7 +194,7 @@ func (h *CachedFile) acquire(flag int, perm os.FileMode) (*os.File, error) {
 	}
 	h.busy = true
 	c.mu.Unlock()
-	f, err := os.OpenFile(h.path, flag, perm)
+	f, err := h.fs.OpenFile(h.path, flag, perm)
 	for err != nil && isOutOfDescriptors(err) {
 		// The process ran out of descriptors (connections, other files): close one of ours and retry.
 		c.mu.Lock()
@@ -201,7 +207,7 @@ func (h *CachedFile) acquire(flag int, perm os.FileMode) (*os.File, error) {
 		c.evictLocked(victim)
 		c.open-- // the victim's slot is given up: the process needs it, not the cache
 		c.mu.Unlock()
-		f, err = os.OpenFile(h.path, flag, perm)
+		f, err = h.fs.OpenFile(h.path, flag, perm)
 	}
 	c.mu.Lock()
 	h.busy = false

@@ -36,7 +36,7 @@ func BenchmarkReadAt4KiB(b *testing.B) {
 		}
 	})
 	b.Run("CachedFile", func(b *testing.B) {
-		h := NewFileCache(OpenFilesMin, quietLogger).Register(path, os.O_RDONLY, false)
+		h := NewFileCache(OpenFilesMin, quietLogger).Register(nil, path, os.O_RDONLY, false)
 		defer h.Close()
 		b.SetBytes(4096)
 		for i := 0; b.Loop(); i++ {
@@ -51,7 +51,7 @@ func BenchmarkReadAt4KiB(b *testing.B) {
 		c := NewFileCache(1024, quietLogger)
 		b.SetBytes(4096)
 		b.RunParallel(func(pb *testing.PB) {
-			h := c.Register(path, os.O_RDONLY, false)
+			h := c.Register(nil, path, os.O_RDONLY, false)
 			defer h.Close()
 			buf := make([]byte, 4096)
 			for i := 0; pb.Next(); i++ {
@@ -85,7 +85,7 @@ func BenchmarkReadAt4KiB(b *testing.B) {
 // BenchmarkPinUnpin is the cache's whole per-call overhead without the system call: Acquire and
 // Release of an open file (two mutex sections, an LRU unlink and push).
 func BenchmarkPinUnpin(b *testing.B) {
-	h := NewFileCache(OpenFilesMin, quietLogger).Register(benchFile(b), os.O_RDONLY, false)
+	h := NewFileCache(OpenFilesMin, quietLogger).Register(nil, benchFile(b), os.O_RDONLY, false)
 	defer h.Close()
 	if _, err := h.Acquire(); err != nil {
 		b.Fatal(err)

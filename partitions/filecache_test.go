@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/wire"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // openFDs counts the process's open descriptors (/proc/self/fd; the listing's own descriptor
@@ -183,7 +185,7 @@ func TestEvictionKeepsThePendingSyncState(t *testing.T) {
 	defer l.Close()
 	others := make([]*CachedFile, 2*OpenFilesMin)
 	for i := range others {
-		h, err := cache.Create(filepath.Join(dir, fmt.Sprint("other-", i)), os.O_RDWR|os.O_CREATE, 0o644, false)
+		h, err := cache.Create(nil, filepath.Join(dir, fmt.Sprint("other-", i)), os.O_RDWR|os.O_CREATE, 0o644, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +213,7 @@ func TestEvictionKeepsThePendingSyncState(t *testing.T) {
 	}
 
 	injected := errors.New("injected: fdatasync failed")
-	evictSync = func(*os.File) error { return injected }
+	evictSync = func(vfs.File) error { return injected }
 	defer func() { evictSync = datasync }()
 	fillLog(t, l, 1, 3, 100)
 	evictAll()
@@ -229,7 +231,7 @@ func TestEvictionKeepsThePendingSyncState(t *testing.T) {
 // idle file of its own and opens; with none to close the read answers the error and nothing breaks.
 func TestOpenFailsCleanlyWhenAFileIsGone(t *testing.T) {
 	cache := NewFileCache(OpenFilesMin, quietLogger)
-	h := cache.Register(filepath.Join(t.TempDir(), "missing"), os.O_RDWR, false)
+	h := cache.Register(nil, filepath.Join(t.TempDir(), "missing"), os.O_RDWR, false)
 	if _, err := h.ReadAt(make([]byte, 1), 0); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("read of a missing file: %v", err)
 	}

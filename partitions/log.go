@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/lodestream/lodestream/wire"
@@ -26,14 +25,23 @@ type Log struct {
 	nextOffset uint64     // offset the next appended batch must carry
 	dirDirty   bool       // a segment file was created or removed since the last directory sync
 	failure    error      // set by a write that could not be rolled back
-	closed     bool
-	offsets    *offsetStore
-	corruption corruptionReports
-	readOnly   bool   // Options.ReadOnly
-	reserved   uint64 // durable offset reservation (Options.ReserveOffsets)
+	// rollSyncErr: a roll's fsync failed since the last Sync, which returns it.
+	rollSyncErr error
+	closed      bool
+	offsets     *offsetStore
+	corruption  corruptionReports
+	readOnly    bool   // Options.ReadOnly
+	reserved    uint64 // durable offset reservation (Options.ReserveOffsets)
 	// reservedRebooted: the reservation was written before the machine last booted.
 	reservedRebooted bool
-	findings         []string // what the open-time walk found wrong (Findings)
+	// reservedDurable: this process wrote the reservation durably. The file Open reads may be a
+	// replacement whose rename a failed directory fsync left undurable (a power loss can revert it),
+	// so the first append rewrites it before handing out offsets.
+	reservedDurable bool
+	findings        []string // what the open-time walk found wrong (Findings)
+	// indexEntryBuf is Append's index entry (under mu): a stack array would escape through the
+	// vfs.File interface call and cost an allocation per indexed append.
+	indexEntryBuf [indexEntrySize]byte
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
@@ -67,7 +75,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger, readOnly: opts.ReadOnly}
 	if l.readOnly {
 		l.failure = fmt.Errorf("%w: opened read-only", ErrFailed)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	} else if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
 	}
 	if err := l.recoverSegments(); err != nil {
@@ -85,6 +93,12 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.segments = append(l.segments, s)
 	}
 	l.nextOffset = l.active().nextOffset
+	if !l.readOnly {
+		// What recovery found may be in the page cache only (a process crash keeps it, unsynced, and
+		// its segment's name may not be durable): the first Sync makes it durable with what follows.
+		l.active().dirty = true
+		l.dirDirty = true
+	}
 	if opts.ReserveOffsets && !l.readOnly {
 		if err := l.loadReservation(); err != nil {
 			l.closeSegments()
@@ -100,7 +114,7 @@ func Open(dir string, opts Options) (*Log, error) {
 			return nil, err
 		}
 	}
-	if l.offsets, err = openOffsetStore(dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
+	if l.offsets, err = openOffsetStore(opts.FS, dir, opts.SyncOffsets, opts.Logger, l.readOnly, l.note); err != nil {
 		l.closeSegments()
 		return nil, err
 	}
@@ -111,16 +125,16 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 
 // createSegment creates empty .log and .index files for a new active segment starting at start.
 func (l *Log) createSegment(start uint64) (*segment, error) {
-	logFile, err := l.opts.Files.Create(segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644,
+	logFile, err := l.opts.Files.Create(l.opts.FS, segmentLogPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644,
 		l.opts.SyncOnEvict)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %d: %w", start, err)
 	}
-	indexFile, err := l.opts.Files.Create(segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644,
+	indexFile, err := l.opts.Files.Create(l.opts.FS, segmentIndexPath(l.dir, start), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644,
 		l.opts.SyncOnEvict)
 	if err != nil {
 		logFile.Close()
-		os.Remove(logFile.Name())
+		l.opts.FS.Remove(logFile.Name())
 		return nil, fmt.Errorf("create index of segment %d: %w", start, err)
 	}
 	l.dirDirty = true
@@ -149,7 +163,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		if err := l.crossHole(); err != nil {
 			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
-		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved {
+		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved || !l.reservedDurable {
 			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
 				return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 			}
@@ -171,9 +185,9 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	before := *s // the accounting noteBatch changes, restored if the index write fails
 	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
 		l.opts.IndexIntervalBytes); ok {
-		var entry [indexEntrySize]byte
-		e.encode(entry[:])
-		if _, err := s.indexFile.WriteAt(entry[:], int64(indexLen*indexEntrySize)); err != nil {
+		entry := l.indexEntryBuf[:]
+		e.encode(entry)
+		if _, err := s.indexFile.WriteAt(entry, int64(indexLen*indexEntrySize)); err != nil {
 			// A full disk (issue 15 point 8): undo the batch exactly, so the log takes appends
 			// again once space returns instead of refusing them until a restart.
 			*s = before
@@ -223,6 +237,12 @@ func (l *Log) roll() error {
 	s := l.active()
 	s.dirty = true
 	if err := s.sync(); err != nil {
+		// Linux marks the pages this fdatasync could not write clean: a later one succeeds without
+		// them. The next Sync reports this failure, so the batches it covered are not acknowledged
+		// as persisted on that later success (as for a failed sync at eviction, filecache.go).
+		if l.rollSyncErr == nil {
+			l.rollSyncErr = fmt.Errorf("sync of segment %d when sealing it failed: %w", s.startOffset, err)
+		}
 		return err
 	}
 	next, err := l.createSegment(l.nextOffset)
@@ -251,13 +271,17 @@ func (l *Log) Sync() error {
 }
 
 func (l *Log) syncLocked() error {
+	if err := l.rollSyncErr; err != nil {
+		l.rollSyncErr = nil
+		return fmt.Errorf("sync %s: %w", l.dir, err)
+	}
 	for _, s := range l.segments {
 		if err := s.sync(); err != nil {
 			return fmt.Errorf("sync %s: %w", l.dir, err)
 		}
 	}
 	if l.dirDirty {
-		if err := syncDir(l.dir); err != nil {
+		if err := syncDir(l.opts.FS, l.dir); err != nil {
 			return err
 		}
 		l.dirDirty = false
@@ -317,7 +341,7 @@ func (l *Log) Close() error {
 		syncErr = l.syncLocked()
 		if syncErr == nil && l.opts.ReserveOffsets && l.reserved > l.nextOffset {
 			// Clean shutdown: the next open resumes exactly here, nothing skipped.
-			if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(l.nextOffset), true); err != nil {
+			if err := l.writeReservation(l.nextOffset); err != nil {
 				syncErr = fmt.Errorf("close %s: record the next offset: %w", l.dir, err)
 			}
 		}

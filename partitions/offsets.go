@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
@@ -38,6 +39,7 @@ type offsetKey struct {
 // offsetStore keeps consumer and consumer-group offsets in memory and one file per consumer under
 // offsets/consumers/<id> and offsets/groups/<id>.
 type offsetStore struct {
+	fs      vfs.FS
 	dir     string
 	durable bool
 	logger  *slog.Logger
@@ -61,18 +63,18 @@ func (o *offsetStore) kindDir(kind wire.ConsumerKind) (string, error) {
 
 // openOffsetStore loads every offset file. A file that is short, long or fails its checksum is renamed
 // to <id>.corrupt with a warning and ignored, so one bad file never stops the partition.
-func openOffsetStore(dir string, durable bool, logger *slog.Logger, readOnly bool,
+func openOffsetStore(fsys vfs.FS, dir string, durable bool, logger *slog.Logger, readOnly bool,
 	note func(string, ...any)) (*offsetStore, error) {
-	o := &offsetStore{dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}, readOnly: readOnly,
+	o := &offsetStore{fs: fsys, dir: dir, durable: durable, logger: logger, offsets: map[offsetKey]uint64{}, readOnly: readOnly,
 		note: note}
 	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
 		kdir, _ := o.kindDir(kind)
 		if !readOnly {
-			if err := os.MkdirAll(kdir, 0o755); err != nil {
-				return nil, fmt.Errorf("create offsets directory %s: %w", kdir, err)
+			if err := o.createKindDir(kdir); err != nil {
+				return nil, err
 			}
 		}
-		entries, err := os.ReadDir(kdir)
+		entries, err := o.fs.ReadDir(kdir)
 		if readOnly && errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -88,13 +90,38 @@ func openOffsetStore(dir string, durable bool, logger *slog.Logger, readOnly boo
 	return o, nil
 }
 
+// createKindDir creates an offsets directory if it is missing, durably: the directories above it are
+// synced too, or a power loss could take the directory, and every offset stored durably in it, away.
+// When a sync fails the new directories are removed again, so the next open creates and syncs them
+// rather than finding them present and trusting them.
+func (o *offsetStore) createKindDir(kdir string) error {
+	if _, err := o.fs.Stat(kdir); err == nil {
+		return nil
+	}
+	top := filepath.Dir(kdir)
+	_, topErr := o.fs.Stat(top)
+	if err := o.fs.MkdirAll(kdir, 0o755); err != nil {
+		return fmt.Errorf("create offsets directory %s: %w", kdir, err)
+	}
+	for _, parent := range []string{top, o.dir} {
+		if err := syncDir(o.fs, parent); err != nil {
+			o.fs.Remove(kdir)
+			if topErr != nil {
+				o.fs.Remove(top)
+			}
+			return fmt.Errorf("create offsets directory %s: %w", kdir, err)
+		}
+	}
+	return nil
+}
+
 func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) error {
 	path := filepath.Join(kdir, name)
 	if strings.HasSuffix(name, ".tmp") {
 		if o.readOnly {
 			return nil
 		}
-		return os.Remove(path) // an interrupted store: the previous value is intact
+		return o.fs.Remove(path) // an interrupted store: the previous value is intact
 	}
 	if strings.HasSuffix(name, corruptOffsetSuffix) {
 		return nil
@@ -107,7 +134,7 @@ func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) 
 	if len(o.offsets) >= offsetsPerPartitionMax {
 		return fmt.Errorf("offsets directory %s holds more than %d consumers", kdir, offsetsPerPartitionMax)
 	}
-	data, err := os.ReadFile(path)
+	data, err := o.fs.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read consumer offset %s: %w", path, err)
 	}
@@ -119,7 +146,7 @@ func (o *offsetStore) loadOffsetFile(kind wire.ConsumerKind, kdir, name string) 
 	if !ok {
 		o.logger.Warn("quarantining corrupt consumer offset file", "path", path, "bytes", len(data),
 			"moved_to", path+corruptOffsetSuffix)
-		if err := os.Rename(path, path+corruptOffsetSuffix); err != nil {
+		if err := o.fs.Rename(path, path+corruptOffsetSuffix); err != nil {
 			return fmt.Errorf("quarantine corrupt offset file %s: %w", path, err)
 		}
 		return nil
@@ -154,7 +181,7 @@ func (o *offsetStore) store(kind wire.ConsumerKind, id uint32, offset uint64) er
 		return fmt.Errorf("store consumer offset: partition already tracks %d consumers", offsetsPerPartitionMax)
 	}
 	path := filepath.Join(kdir, strconv.FormatUint(uint64(id), 10))
-	if err := writeFileAtomic(kdir, path, encodeOffsetFile(offset), o.durable); err != nil {
+	if err := writeFileAtomic(o.fs, kdir, path, encodeOffsetFile(offset), o.durable); err != nil {
 		return fmt.Errorf("store consumer offset: %w", err)
 	}
 	o.offsets[key] = offset
@@ -195,11 +222,11 @@ func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
 		return fmt.Errorf("delete consumer offset of %d/%d: %w", kind, id, ErrConsumerOffsetNotFound)
 	}
 	path := filepath.Join(kdir, strconv.FormatUint(uint64(id), 10))
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete consumer offset %s: %w", path, err)
 	}
 	if o.durable {
-		if err := syncDir(kdir); err != nil {
+		if err := syncDir(o.fs, kdir); err != nil {
 			return err
 		}
 	}
@@ -207,26 +234,36 @@ func (o *offsetStore) remove(kind wire.ConsumerKind, id uint32) error {
 	return nil
 }
 
-// clear removes every stored offset (purge).
+// clear removes every stored offset (purge), durably whatever the offsets' durability: the purge
+// itself is durable (the log restarts its offsets at 0), so an offset of the old generation that a
+// power loss brought back would point into the new one and make its consumer skip messages.
 func (o *offsetStore) clear() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for key := range o.offsets {
-		kdir, _ := o.kindDir(key.kind)
-		path := filepath.Join(kdir, strconv.FormatUint(uint64(key.id), 10))
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("purge consumer offset %s: %w", path, err)
+	// Every offset file on disk, not only those in the map: a store whose directory sync failed
+	// returned an error but left its file in place.
+	for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
+		kdir, _ := o.kindDir(kind)
+		entries, err := o.fs.ReadDir(kdir)
+		if err != nil {
+			return fmt.Errorf("purge consumer offsets: list %s: %w", kdir, err)
 		}
-		delete(o.offsets, key)
-	}
-	if o.durable {
-		for _, kind := range []wire.ConsumerKind{wire.ConsumerKindSingle, wire.ConsumerKindGroup} {
-			kdir, _ := o.kindDir(kind)
-			if err := syncDir(kdir); err != nil {
-				return err
+		for _, e := range entries {
+			name := e.Name()
+			if _, err := strconv.ParseUint(name, 10, 32); err != nil && !strings.HasSuffix(name, ".tmp") {
+				continue // a quarantined <id>.corrupt is kept for inspection
+			}
+			path := filepath.Join(kdir, name)
+			if err := o.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("purge consumer offset %s: %w", path, err)
 			}
 		}
+		// Synced even with nothing removed now: an earlier delete may not be durable yet.
+		if err := syncDir(o.fs, kdir); err != nil {
+			return err
+		}
 	}
+	clear(o.offsets)
 	return nil
 }
 

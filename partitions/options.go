@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -56,6 +57,10 @@ type Options struct {
 	// Files is the open-file cache the log's segment files go through (filecache.go): shared by every
 	// log of a node so their descriptors stay under one bound. nil: SharedFileCache().
 	Files *FileCache
+	// FS is the file system every file of the log goes through: segments and indexes (through
+	// Files), consumer offsets, offsets.reserved, lost-offset markers, the boot id, recovery,
+	// retention and salvage. nil: vfs.OS. A vfs.Mem runs the log on a simulated disk.
+	FS vfs.FS
 	// SyncOnEvict: the cache fdatasyncs a segment file written since the last Sync before it closes
 	// it (persisted topics), and the next Sync reports that sync's error.
 	SyncOnEvict bool
@@ -73,6 +78,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = vfs.OS
 	}
 	if o.Files == nil {
 		o.Files = SharedFileCache()

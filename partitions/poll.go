@@ -112,6 +112,9 @@ type poller struct {
 	count     uint32
 	res       *PollResult
 	reader    segmentReader
+	// skipBelow: damaged ranges whose offsets all lie below it are passed over, not reported (a poll
+	// from an offset after a range set apart at a segment's end must not answer that range).
+	skipBelow uint64
 }
 
 func (p *poller) full() bool {
@@ -125,6 +128,7 @@ func (p *poller) fromOffset(start uint64) error {
 		si--
 	}
 	pos := segs[si].positionForOffset(start)
+	p.skipBelow = start
 	return p.scan(si, pos, func(h wire.BatchHeader) (uint32, bool) {
 		if h.LastOffset() < start {
 			return 0, false
@@ -156,6 +160,10 @@ func (p *poller) scan(si int, pos uint64, selectFrom func(wire.BatchHeader) (uin
 		s := p.log.segments[si]
 		p.reader.reset(s)
 		for pos < s.sizeBytes {
+			if d := s.damageAt(pos); d != nil && d.to > pos && d.endOffset <= p.skipBelow {
+				pos = d.to
+				continue
+			}
 			at := pos
 			record, h, err := p.reader.record(pos)
 			if err != nil {
@@ -178,7 +186,7 @@ func (p *poller) scan(si int, pos uint64, selectFrom func(wire.BatchHeader) (uin
 				return nil
 			}
 		}
-		if d := s.damageAt(s.sizeBytes); d != nil {
+		if d := s.damageAt(s.sizeBytes); d != nil && d.endOffset > p.skipBelow {
 			// Offsets missing after this segment (set apart at open).
 			ce, _ := p.log.damageError(s, d)
 			return p.stopAtDamage(ce)

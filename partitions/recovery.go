@@ -35,7 +35,7 @@ type segmentDamage struct {
 // recoverSegments loads every segment of dir in start-offset order, verifying each batch. A damaged
 // tail of the last segment is truncated; any other damage returns a *QuarantineError.
 func (l *Log) recoverSegments() error {
-	entries, err := os.ReadDir(l.dir)
+	entries, err := l.opts.FS.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list partition directory %s: %w", l.dir, err)
 	}
@@ -50,7 +50,7 @@ func (l *Log) recoverSegments() error {
 				l.note("stale %s (left by an interrupted replacement; removed at open)", name)
 				continue
 			}
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+			if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil {
 				return fmt.Errorf("remove stale %s: %w", name, err)
 			}
 		case strings.HasSuffix(name, logSuffix):
@@ -71,7 +71,7 @@ func (l *Log) recoverSegments() error {
 				continue
 			}
 			l.logger.Warn("removing orphan index without a log file", "dir", l.dir, "start_offset", start)
-			if err := os.Remove(segmentIndexPath(l.dir, start)); err != nil {
+			if err := l.opts.FS.Remove(segmentIndexPath(l.dir, start)); err != nil {
 				return fmt.Errorf("remove orphan index %d: %w", start, err)
 			}
 		}
@@ -178,7 +178,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 	}
 	// The walk reads through the open-file cache like any read, so a boot never holds more than its
 	// bound however many segments the node has.
-	f := l.opts.Files.Register(segmentLogPath(l.dir, start), mode, l.opts.SyncOnEvict)
+	f := l.opts.Files.Register(l.opts.FS, segmentLogPath(l.dir, start), mode, l.opts.SyncOnEvict)
 	s := &segment{startOffset: start, nextOffset: start, logFile: f}
 	fail := func(err error) (*segment, error) {
 		s.close()
@@ -264,7 +264,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 	}
 	if last && !l.readOnly {
 		// reconcileIndex left the file in place; it is opened on the first append.
-		s.indexFile = l.opts.Files.Register(segmentIndexPath(l.dir, start), os.O_RDWR, l.opts.SyncOnEvict)
+		s.indexFile = l.opts.Files.Register(l.opts.FS, segmentIndexPath(l.dir, start), os.O_RDWR, l.opts.SyncOnEvict)
 	}
 	return s, nil
 }
@@ -301,13 +301,33 @@ func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) 
 			return nil, fmt.Errorf("read segment %d at %d: %w", s.startOffset, pos, err)
 		}
 		if _, err := wire.VerifyBatchRecord(record); err != nil {
-			return &segmentDamage{position: pos, reason: err.Error(), complete: h.MessageCount > 0,
+			return &segmentDamage{position: pos, reason: err.Error(), complete: framesMatchCount(record, h.MessageCount),
 				length: h.BatchLength, count: h.MessageCount}, nil
 		}
 		s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount, l.opts.IndexIntervalBytes)
 		pos += h.BatchLength
 	}
 	return nil, nil
+}
+
+// framesMatchCount says whether a batch record that fails its checksums still has whole framing: its
+// frames, walked by their lengths, end exactly at the record's end, number count (> 0) and carry
+// offset deltas 0..count-1. Only then is message_count trusted for the offsets the batch took: a flip
+// in it would otherwise refuse (or skip) billions of offsets.
+func framesMatchCount(record []byte, count uint32) bool {
+	if count == 0 {
+		return false
+	}
+	pos, n := uint64(wire.BatchHeaderSize), uint32(0)
+	for pos < uint64(len(record)) {
+		m, err := wire.DecodeBatchMessageHeader(record[pos:])
+		if err != nil || m.OffsetDelta != n || m.FrameSize() > uint64(len(record))-pos {
+			return false
+		}
+		pos += m.FrameSize()
+		n++
+	}
+	return n == count
 }
 
 // findVerifiedBatchAfter looks for any fully verified batch starting after position from whose base
@@ -367,7 +387,7 @@ func allZero(b []byte) bool {
 func (l *Log) reconcileIndex(s *segment) error {
 	path := segmentIndexPath(l.dir, s.startOffset)
 	want := encodeIndex(s.index)
-	have, err := os.ReadFile(path)
+	have, err := l.opts.FS.ReadFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read index %s: %w", path, err)
 	}
@@ -387,7 +407,7 @@ func (l *Log) reconcileIndex(s *segment) error {
 	}
 	l.logger.Log(context.Background(), level, "rebuilding sparse index from the log", "dir", l.dir, "start_offset", s.startOffset,
 		"index_bytes", len(have), "rebuilt_bytes", len(want))
-	return writeFileAtomic(l.dir, path, want, true)
+	return writeFileAtomic(l.opts.FS, l.dir, path, want, true)
 }
 
 func encodeIndex(entries []indexEntry) []byte {
@@ -400,7 +420,7 @@ func encodeIndex(entries []indexEntry) []byte {
 
 // quarantine logs the interior corruption once, loudly, and returns the typed error.
 func (l *Log) quarantine(file string, position, offset uint64, reason string) error {
-	err := &QuarantineError{Dir: l.dir, File: file, Position: position, Offset: offset, Reason: reason}
+	err := &QuarantineError{Dir: l.dir, File: file, Position: position, Offset: offset, Reason: reason, fs: l.opts.FS}
 	l.logger.Error("partition quarantined: interior corruption in the log; it will not be served",
 		"dir", l.dir, "file", file, "position", position, "expected_offset", offset, "reason", reason)
 	return err

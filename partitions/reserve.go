@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -35,7 +36,7 @@ const (
 
 // loadReservation reads offsets.reserved (0 when absent: nothing reserved yet).
 func (l *Log) loadReservation() error {
-	data, err := os.ReadFile(filepath.Join(l.dir, reservedFileName))
+	data, err := l.opts.FS.ReadFile(filepath.Join(l.dir, reservedFileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -48,16 +49,21 @@ func (l *Log) loadReservation() error {
 		return l.quarantine(reservedFileName, 0, l.nextOffset, fmt.Sprintf(
 			"the offset reservation file is damaged (%d bytes); offsets handed out before the crash are unknown", len(data)))
 	}
-	l.reserved, l.reservedRebooted = v, boot == "" || boot != currentBootID()
+	l.reserved, l.reservedRebooted = v, boot == "" || boot != currentBootID(l.opts.FS)
 	return nil
 }
 
 // bootIDBytes is the length of a Linux boot id (a UUID string).
 const bootIDBytes = 36
 
-// currentBootID is this machine's boot id ("" when unknown). A variable so tests can simulate a reboot.
-var currentBootID = func() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+// bootIDPath is where Linux publishes the boot id. It is read through the log's file system, so a
+// simulation on a vfs.Mem fakes a reboot by writing a new id there.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// currentBootID is the boot id of the machine fsys belongs to ("" when unknown). A variable so tests
+// can simulate a reboot.
+var currentBootID = func(fsys vfs.FS) string {
+	b, err := fsys.ReadFile(bootIDPath)
 	if err != nil {
 		return ""
 	}
@@ -68,8 +74,10 @@ var currentBootID = func() string {
 	return id
 }
 
-func encodeReservation(reserved uint64) []byte {
-	return encodeReservationBoot(reserved, currentBootID())
+// writeReservation durably replaces offsets.reserved with reserved and the current boot id.
+func (l *Log) writeReservation(reserved uint64) error {
+	data := encodeReservationBoot(reserved, currentBootID(l.opts.FS))
+	return writeFileAtomic(l.opts.FS, l.dir, filepath.Join(l.dir, reservedFileName), data, true)
 }
 
 // encodeReservationBoot writes the reservation with a given boot id; "" makes the next Open resume at
@@ -94,13 +102,14 @@ func decodeReservation(b []byte) (uint64, string, bool) {
 
 // reserve durably moves the reservation to at least upTo (under l.mu).
 func (l *Log) reserve(upTo uint64) error {
-	if upTo <= l.reserved {
+	if upTo <= l.reserved && l.reservedDurable {
 		return nil
 	}
-	if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(upTo), true); err != nil {
+	upTo = max(upTo, l.reserved)
+	if err := l.writeReservation(upTo); err != nil {
 		return fmt.Errorf("reserve offsets up to %d in %s: %w", upTo, l.dir, err)
 	}
-	l.reserved = upTo
+	l.reserved, l.reservedDurable = upTo, true
 	return nil
 }
 
@@ -112,7 +121,7 @@ func (l *Log) crossHole() error {
 		return nil
 	}
 	marker := filepath.Join(l.dir, segmentBaseName(s.nextOffset)+lostSuffix)
-	if err := writeFileAtomic(l.dir, marker, nil, true); err != nil {
+	if err := writeFileAtomic(l.opts.FS, l.dir, marker, nil, true); err != nil {
 		return fmt.Errorf("record lost offsets %d..%d in %s: %w", s.nextOffset, l.nextOffset-1, l.dir, err)
 	}
 	l.logger.Warn("offsets lost in a crash are skipped, never re-issued", "dir", l.dir, "first", s.nextOffset,
@@ -122,14 +131,14 @@ func (l *Log) crossHole() error {
 
 // lostMarker says whether a hole starting at offset was recorded.
 func (l *Log) lostMarker(offset uint64) bool {
-	_, err := os.Stat(filepath.Join(l.dir, segmentBaseName(offset)+lostSuffix))
+	_, err := l.opts.FS.Stat(filepath.Join(l.dir, segmentBaseName(offset)+lostSuffix))
 	return err == nil
 }
 
 // removeLostMarkers deletes the hole markers below offset (retention or a reset removed what they
 // separated); all of them when below is ^0.
 func (l *Log) removeLostMarkers(below uint64) error {
-	entries, err := os.ReadDir(l.dir)
+	entries, err := l.opts.FS.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", l.dir, err)
 	}
@@ -139,7 +148,7 @@ func (l *Log) removeLostMarkers(below uint64) error {
 			continue
 		}
 		if start, ok := parseSegmentName(name, lostSuffix); ok && start < below {
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 			l.dirDirty = true

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/lodestream/lodestream/wire"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // TestOffsetsAreNeverReissuedAfterACrashLosesTheTail (issue 15 point 5): a power loss that loses the
@@ -32,7 +34,7 @@ func TestOffsetsAreNeverReissuedAfterACrashLosesTheTail(t *testing.T) {
 	}
 	// After a reboot (power loss), the page cache may have held acknowledged batches.
 	booted := currentBootID
-	currentBootID = func() string { return "00000000-0000-0000-0000-000000000001" }
+	currentBootID = func(vfs.FS) string { return "00000000-0000-0000-0000-000000000001" }
 	defer func() { currentBootID = booted }()
 	l2 := openLog(t, dir, opts)
 	if got := l2.NextOffset(); got < handedOut {
@@ -117,7 +119,7 @@ func TestFailedIndexWriteLeavesTheLogWritable(t *testing.T) {
 	s := l.active()
 	writable := s.indexFile
 	// Writes through a read-only handle fail, as on a full disk.
-	readOnly := l.opts.Files.Register(writable.Name(), os.O_RDONLY, false)
+	readOnly := l.opts.Files.Register(l.opts.FS, writable.Name(), os.O_RDONLY, false)
 	s.indexFile = readOnly
 	if _, err := l.Append(makeBatch(t, l.NextOffset(), 3, 50, 5000)); err == nil {
 		t.Fatal("append with a failing index write succeeded")

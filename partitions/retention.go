@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // RetentionResult says what a retention pass, DeleteSegments or Purge removed.
@@ -108,7 +109,7 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 		res.SegmentsDeleted++
 		res.MessagesDeleted += s.messages
 		res.BytesDeleted += s.sizeBytes
-		if err := removeSegmentFiles(l.dir, s); err != nil {
+		if err := removeSegmentFiles(l.opts.FS, l.dir, s); err != nil {
 			l.failure = fmt.Errorf("%w: purge stopped half way: %v", ErrFailed, err)
 			return res, l.failure
 		}
@@ -127,11 +128,11 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 		if err := l.removeLostMarkers(^uint64(0)); err != nil {
 			return res, err
 		}
-		if err := writeFileAtomic(l.dir, filepath.Join(l.dir, reservedFileName), encodeReservation(start), true); err != nil {
+		if err := l.writeReservation(start); err != nil {
 			l.failure = fmt.Errorf("%w: purge could not reset the offset reservation: %v", ErrFailed, err)
 			return res, l.failure
 		}
-		l.reserved = start
+		l.reserved, l.reservedDurable = start, true
 	}
 	if err := l.offsets.clear(); err != nil {
 		return res, err
@@ -148,7 +149,7 @@ func (l *Log) Delete() error {
 	}
 	l.closed = true
 	closeErr := l.closeSegments()
-	if err := os.RemoveAll(l.dir); err != nil {
+	if err := l.opts.FS.RemoveAll(l.dir); err != nil {
 		return errors.Join(closeErr, fmt.Errorf("delete partition directory %s: %w", l.dir, err))
 	}
 	return closeErr
@@ -156,7 +157,7 @@ func (l *Log) Delete() error {
 
 func (l *Log) deleteOldestSegment(res *RetentionResult) error {
 	s := l.segments[0]
-	if err := removeSegmentFiles(l.dir, s); err != nil {
+	if err := removeSegmentFiles(l.opts.FS, l.dir, s); err != nil {
 		return err
 	}
 	res.SegmentsDeleted++
@@ -169,10 +170,10 @@ func (l *Log) deleteOldestSegment(res *RetentionResult) error {
 	return nil
 }
 
-func removeSegmentFiles(dir string, s *segment) error {
+func removeSegmentFiles(fsys vfs.FS, dir string, s *segment) error {
 	closeErr := s.close()
 	for _, path := range []string{segmentLogPath(dir, s.startOffset), segmentIndexPath(dir, s.startOffset)} {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsys.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("delete segment file %s: %w", path, err)
 		}
 	}
@@ -186,7 +187,7 @@ func (l *Log) syncDirIfDirty() error {
 	if !l.dirDirty {
 		return nil
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.opts.FS, l.dir); err != nil {
 		return err
 	}
 	l.dirDirty = false

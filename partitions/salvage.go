@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // SetAsideDamage keeps the verified prefix of a quarantined log so that a
@@ -20,11 +22,12 @@ import (
 // damage are written back as that segment. Open then serves the prefix,
 // which ends at q.Offset.
 func SetAsideDamage(q *QuarantineError) error {
+	fsys := q.fileSystem()
 	damaged, ok := parseSegmentName(q.File, logSuffix)
 	if !ok {
 		return fmt.Errorf("set aside damage in %s: %q is not a segment file", q.Dir, q.File)
 	}
-	entries, err := os.ReadDir(q.Dir)
+	entries, err := fsys.ReadDir(q.Dir)
 	if err != nil {
 		return fmt.Errorf("set aside damage: list %s: %w", q.Dir, err)
 	}
@@ -38,30 +41,34 @@ func SetAsideDamage(q *QuarantineError) error {
 	suffix := ".corrupt-" + strconv.FormatInt(time.Now().UnixNano(), 10)
 	for _, start := range later {
 		from := segmentLogPath(q.Dir, start)
-		if err := os.Rename(from, from+suffix); err != nil {
+		if err := fsys.Rename(from, from+suffix); err != nil {
 			return fmt.Errorf("set aside %s: %w", from, err)
 		}
-		if err := os.Remove(segmentIndexPath(q.Dir, start)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsys.Remove(segmentIndexPath(q.Dir, start)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("set aside damage: remove index: %w", err)
 		}
 	}
-	if q.Position > 0 {
+	// Written back also when nothing before the damage verified (Position 0) if the segment's own
+	// start was expected there: the empty segment keeps the log's next offset at q.Offset, which an
+	// empty directory would reset to 0 once retention removed the segments before it. (Not for a
+	// segment that does not start where the previous one ended: its empty copy would be that gap again.)
+	if q.Position > 0 || q.Offset == damaged {
 		src := segmentLogPath(q.Dir, damaged) + suffix
-		if err := copyPrefix(src, segmentLogPath(q.Dir, damaged), int64(q.Position)); err != nil {
+		if err := copyPrefix(fsys, src, segmentLogPath(q.Dir, damaged), int64(q.Position)); err != nil {
 			return fmt.Errorf("set aside damage: keep the verified prefix of %s: %w", q.File, err)
 		}
 	}
-	return syncDir(q.Dir)
+	return syncDir(fsys, q.Dir)
 }
 
 // copyPrefix writes the first n bytes of src to a new file dst, synced.
-func copyPrefix(src, dst string, n int64) error {
-	in, err := os.Open(src)
+func copyPrefix(fsys vfs.FS, src, dst string, n int64) error {
+	in, err := fsys.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	out, err := fsys.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
@@ -82,8 +89,11 @@ func copyPrefix(src, dst string, n int64) error {
 // the verified bytes before the damage kept — and the offset reservation is raised to the next offset
 // the log had handed out, so nothing after the cut is ever re-issued. It returns the range it cut at
 // (nil when the log has no damaged range).
-func CutAtFirstDamage(dir string) (*DamagedRange, error) {
-	l, err := Open(dir, Options{ReadOnly: true, ServeAroundDamage: true, Logger: quietDiscard()})
+func CutAtFirstDamage(dir string) (*DamagedRange, error) { return cutAtFirstDamage(vfs.OS, dir) }
+
+// cutAtFirstDamage is CutAtFirstDamage on fsys.
+func cutAtFirstDamage(fsys vfs.FS, dir string) (*DamagedRange, error) {
+	l, err := Open(dir, Options{FS: fsys, ReadOnly: true, ServeAroundDamage: true, Logger: quietDiscard()})
 	if err != nil {
 		return nil, err
 	}
@@ -95,20 +105,21 @@ func CutAtFirstDamage(dir string) (*DamagedRange, error) {
 	}
 	first := ranges[0]
 	reserved := next
-	if data, err := os.ReadFile(filepath.Join(dir, reservedFileName)); err == nil {
+	if data, err := fsys.ReadFile(filepath.Join(dir, reservedFileName)); err == nil {
 		if v, _, ok := decodeReservation(data); ok {
 			reserved = max(reserved, v)
 		}
 	}
-	q := &QuarantineError{Dir: dir, File: first.File, Position: first.Position, Offset: first.FirstOffset, Reason: first.Reason}
+	q := &QuarantineError{Dir: dir, File: first.File, Position: first.Position, Offset: first.FirstOffset, Reason: first.Reason,
+		fs: fsys}
 	if err := SetAsideDamage(q); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(dir, filepath.Join(dir, reservedFileName), encodeReservationBoot(reserved, ""), true); err != nil {
+	if err := writeFileAtomic(fsys, dir, filepath.Join(dir, reservedFileName), encodeReservationBoot(reserved, ""), true); err != nil {
 		return nil, fmt.Errorf("cut %s: keep offsets below %d from being re-issued: %w", dir, reserved, err)
 	}
 	// One open rebuilds the indexes SetAsideDamage removed.
-	l, err = Open(dir, Options{ServeAroundDamage: true, ReserveOffsets: true, Logger: quietDiscard()})
+	l, err = Open(dir, Options{FS: fsys, ServeAroundDamage: true, ReserveOffsets: true, Logger: quietDiscard()})
 	if err != nil {
 		return &first, fmt.Errorf("cut %s: reopen: %w", dir, err)
 	}

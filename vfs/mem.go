@@ -560,6 +560,44 @@ func (m *Mem) Remove(name string) error {
 	return nil
 }
 
+// RemoveAll implements FS: every entry under name, deepest first, then
+// name itself, each an unlink in the parent's undurable operations (so a
+// crash keeps a prefix: children go before their directory).
+func (m *Mem) RemoveAll(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.powerLocked("removeall", name); err != nil {
+		return err
+	}
+	p := clean(name)
+	ino := m.names[p]
+	switch {
+	case ino == nil:
+		if errno := m.missing(p); errno != syscall.ENOENT {
+			return perr("removeall", name, errno)
+		}
+		return nil
+	case p == "/":
+		return perr("removeall", name, syscall.EBUSY)
+	}
+	prefix := p + "/"
+	var doomed []string
+	for k := range m.names {
+		if k == p || strings.HasPrefix(k, prefix) {
+			doomed = append(doomed, k)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(doomed))) // a child sorts after its directory
+	for _, k := range doomed {
+		victim := m.names[k]
+		delete(m.names, k)
+		victim.nlink--
+		m.releaseIfDead(victim)
+		m.dirOps = append(m.dirOps, dirOp{kind: opUnlink, path: k, ino: victim})
+	}
+	return nil
+}
+
 // Truncate implements FS.
 func (m *Mem) Truncate(name string, size int64) error {
 	m.mu.Lock()

@@ -1,5 +1,5 @@
 // Package vfs is the file-system seam of the durable storage code: an FS
-// interface with what journal/ needs, OS (a thin wrapper over package os)
+// interface with what journal/ and partitions/ need, OS (a thin wrapper over package os)
 // and Mem (an in-memory file system for deterministic power-loss and
 // fault simulation).
 //
@@ -12,7 +12,8 @@
 // file's size is part of its data). They do not make its name durable.
 //
 // Directory entries (create, mkdir, rename, remove) are operations on the
-// parent directory. Each is durable only once SyncDir of that parent
+// parent directory; RemoveAll is one remove per entry under the path,
+// deepest first, then the path itself (one operation for PowerOffAfter). Each is durable only once SyncDir of that parent
 // succeeded (for a rename: of either parent). Undurable directory
 // operations are kept in one global order; at a crash a prefix of them in
 // that order survives (metadata journals commit in order, as ext4's
@@ -71,6 +72,9 @@ type FS interface {
 	ReadFile(name string) ([]byte, error)
 	Rename(oldpath, newpath string) error
 	Remove(name string) error
+	// RemoveAll removes name and everything under it, like os.RemoveAll
+	// (nil when name does not exist).
+	RemoveAll(name string) error
 	// Truncate changes the size of the named file (not synced).
 	Truncate(name string, size int64) error
 	MkdirAll(path string, perm fs.FileMode) error

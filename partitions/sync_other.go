@@ -1,8 +1,0 @@
-//go:build !linux
-
-package partitions
-
-import "os"
-
-// datasync falls back to a full fsync where fdatasync is not available.
-func datasync(f *os.File) error { return f.Sync() }
