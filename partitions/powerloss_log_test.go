@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lodestream/lodestream/vfs"
+	"github.com/lodestream/lodestream/vfs/vfstest"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -207,7 +208,7 @@ func (r *plRun) workload(steps int) {
 
 // tracef logs a step when one seed is replayed with -v.
 func (r *plRun) tracef(format string, args ...any) {
-	if *powerLossSeed != 0 && testing.Verbose() {
+	if vfstest.OneSeed() && testing.Verbose() {
 		r.t.Logf(format, args...)
 	}
 }
@@ -379,7 +380,7 @@ func (r *plRun) restart() error {
 		kind = "clean_close"
 	}
 	r.cov[kind]++
-	if *powerLossSeed != 0 {
+	if vfstest.OneSeed() {
 		des, _ := r.mem.ReadDir(plDir)
 		var names []string
 		for _, de := range des {
