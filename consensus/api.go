@@ -135,6 +135,10 @@ type Group interface {
 	Checkpoint(s Snapshot)
 	Ready() Ready
 	Advance(rd Ready)
+	// Outdated reports whether a message of a Ready handed out earlier
+	// must be dropped instead of sent: the group moved to a newer view,
+	// or no longer holds the prepare the message names (outdated.go).
+	Outdated(m *Message) bool
 	HasReady() bool
 	// HandOver makes a Normal primary step down in favour of replica to
 	// through an orderly view change; false when it is not the primary.
@@ -271,7 +275,8 @@ type Ready struct {
 	// Superblock, if non-nil, must be durably written before Messages go out.
 	Superblock *VsrState
 	// Messages to send, after the above are durable. Best effort: the
-	// protocol retransmits what is lost.
+	// protocol retransmits what is lost. A driver that steps the group
+	// between Ready and the send drops those the group now calls Outdated.
 	Messages []Message
 	// Committed ops to apply to the state machine, in op order, exactly once.
 	Committed []Prepare

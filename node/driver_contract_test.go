@@ -25,6 +25,7 @@ func (g *scriptedGroup) Step(consensus.Message)                        {}
 func (g *scriptedGroup) Propose(consensus.Request)                     {}
 func (g *scriptedGroup) Checkpoint(consensus.Snapshot)                 {}
 func (g *scriptedGroup) Ready() consensus.Ready                        { return g.readies[0] }
+func (g *scriptedGroup) Outdated(m *consensus.Message) bool            { return m.View < g.View() }
 func (g *scriptedGroup) HasReady() bool                                { return len(g.readies) > 0 }
 func (g *scriptedGroup) HandOver(uint8) bool                           { return false }
 func (g *scriptedGroup) SuspectPrimary() bool                          { return false }
@@ -206,5 +207,29 @@ func TestDriverRejectedCheckpointNeverReachesDisk(t *testing.T) {
 	defer reopened.Close()
 	if rec.snapshot.Op != 3 || rec.superblock.CheckpointOp != 3 || len(rec.entries) != 1 || rec.entries[0].Header.Op != 3 {
 		t.Fatalf("after a valid checkpoint: snapshot %d superblock %d entries %d", rec.snapshot.Op, rec.superblock.CheckpointOp, len(rec.entries))
+	}
+}
+
+// A group stepped while its Ready was written may have moved to a newer
+// view: the messages of the old view stay home, the rest leave in order,
+// and the Ready's own slice (shared with the group) is left as it was.
+func TestSendableDropsOutdatedMessagesWithoutTouchingTheReady(t *testing.T) {
+	g := &scriptedGroup{} // in view 1
+	msgs := []consensus.Message{
+		{Kind: consensus.MsgPrepareOk, View: 0, To: 1},
+		{Kind: consensus.MsgPrepareOk, View: 1, To: 2},
+		{Kind: consensus.MsgCommit, View: 0, To: 3},
+		{Kind: consensus.MsgCommit, View: 1, To: 4},
+	}
+	got := sendable(g, msgs)
+	if len(got) != 2 || got[0].To != 2 || got[1].To != 4 {
+		t.Fatalf("sendable kept %+v, want the view-1 messages to 2 and 4", got)
+	}
+	if msgs[0].To != 1 || msgs[2].To != 3 {
+		t.Fatalf("sendable rewrote the Ready's messages: %+v", msgs)
+	}
+	current := msgs[1:2]
+	if kept := sendable(g, current); &kept[0] != &current[0] {
+		t.Fatal("sendable copied a slice with nothing to drop")
 	}
 }

@@ -49,7 +49,7 @@ func carryOut(g consensus.Group, steps readySteps) error {
 
 // finishReady carries out steps 2-6 of a Ready whose persist step is done.
 func finishReady(g consensus.Group, steps readySteps, rd *consensus.Ready) error {
-	steps.send(rd.Messages)
+	steps.send(sendable(g, rd.Messages))
 	if rd.Snapshot != nil {
 		if err := steps.install(*rd.Snapshot); err != nil {
 			return err
@@ -61,6 +61,27 @@ func finishReady(g consensus.Group, steps readySteps, rd *consensus.Ready) error
 	steps.reply(rd.Replies)
 	g.Advance(*rd)
 	return nil
+}
+
+// sendable drops the messages the group calls Outdated: a partition
+// group keeps being stepped while its Ready is written off the loop, and
+// may have moved to a newer view or dropped the prepare a message names
+// (consensus/outdated.go). It copies only when it drops something: the
+// Ready's slice is shared with the group until Advance.
+func sendable(g consensus.Group, msgs []consensus.Message) []consensus.Message {
+	for i := range msgs {
+		if !g.Outdated(&msgs[i]) {
+			continue
+		}
+		kept := append(make([]consensus.Message, 0, len(msgs)-1), msgs[:i]...)
+		for j := i + 1; j < len(msgs); j++ {
+			if !g.Outdated(&msgs[j]) {
+				kept = append(kept, msgs[j])
+			}
+		}
+		return kept
+	}
+	return msgs
 }
 
 // batchedSteps splits persist for a loop that carries out many groups'

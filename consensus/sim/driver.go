@@ -234,7 +234,12 @@ func (d *replicaDriver) send(rd *consensus.Ready, plan crashPlan) bool {
 			w.fail(d.group, d.node, checkContract, "message kind %d from %d to %d group %d is misaddressed", m.Kind, m.From, m.To, m.Group)
 			continue
 		}
+		if d.g.Outdated(m) {
+			w.cov.OutdatedDropped++ // the replica moved on while the Ready was held
+			continue
+		}
 		d.checkPersistBeforeSend(m)
+		d.checkCurrentView(m)
 		w.checkers[d.group].onSent(d.node, m)
 		w.traceMessage(evSend, m)
 		w.net.send(*m)
@@ -440,6 +445,21 @@ func (d *replicaDriver) verifyChecksums(rd *consensus.Ready) {
 			if got := consensus.PrepareChecksum(&p.Header, p.Body); got != p.Header.Checksum {
 				d.w.fail(d.group, d.node, checkContract, "op %d carries checksum %x, its header and body hash to %x", p.Header.Op, p.Header.Checksum, got)
 			}
+		}
+	}
+}
+
+// checkCurrentView: a message bound to a view leaves only while its
+// sender is still in that view. A replica that moved to a later view takes
+// no part in earlier ones (finding 14: a late PrepareOk of view 0 after a
+// StartView of view 1 could count towards a view-0 commit the view change
+// never saw).
+func (d *replicaDriver) checkCurrentView(m *consensus.Message) {
+	switch m.Kind {
+	case consensus.MsgPrepare, consensus.MsgPrepareOk, consensus.MsgCommit, consensus.MsgStartViewChange,
+		consensus.MsgDoViewChange, consensus.MsgStartView:
+		if v := d.g.View(); m.View < v {
+			d.w.fail(d.group, d.node, checkPersistBeforeSend, "message kind %d of view %d sent while the replica is in view %d", m.Kind, m.View, v)
 		}
 	}
 }

@@ -25,6 +25,7 @@ type Coverage struct {
 	Abandoned         uint64     // client requests given up (eviction, response budget)
 	Truncations       uint64     // Ready.Truncate: a divergent suffix removed
 	HeldReadys        uint64     // Readys persisted and held before their Advance (async profile)
+	OutdatedDropped   uint64     // messages of held Readys dropped at send: the replica had moved on
 	SkippedTicks      uint64     // replica ticks skipped until a timer was due (skip profile)
 	Delivered         [32]uint64 // replica messages delivered, by kind
 }
@@ -46,6 +47,7 @@ func (c *Coverage) add(o Coverage) {
 	c.Abandoned += o.Abandoned
 	c.Truncations += o.Truncations
 	c.HeldReadys += o.HeldReadys
+	c.OutdatedDropped += o.OutdatedDropped
 	c.SkippedTicks += o.SkippedTicks
 	for i := range c.Delivered {
 		c.Delivered[i] += o.Delivered[i]
