@@ -52,13 +52,8 @@ func replaceFile(fsys vfs.FS, path string, data []byte) error {
 	return syncDir(fsys, filepath.Dir(path))
 }
 
-// ensureDir creates dir (and parents) and fsyncs its parent when created.
+// ensureDir creates dir (and parents), each created level synced in its
+// parent.
 func ensureDir(fsys vfs.FS, dir string) error {
-	if _, err := fsys.Stat(dir); err == nil {
-		return nil
-	}
-	if err := fsys.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create dir %s: %w", dir, err)
-	}
-	return syncDir(fsys, filepath.Dir(dir))
+	return vfs.MkdirAllDurable(fsys, dir, 0o755)
 }

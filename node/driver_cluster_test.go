@@ -13,6 +13,7 @@ import (
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // memBus connects drivers in one process: Send deep-copies the message
@@ -127,7 +128,7 @@ func TestDriversReplicateAndTransferState(t *testing.T) {
 	dir := t.TempDir()
 	reps := make([]*clusterReplica, n)
 	start := func(i int, sub string) {
-		store, _, err := openMetaStorage(filepath.Join(dir, sub), journal.Identity{ReplicaID: uint8(i), ReplicaCount: n})
+		store, _, err := openMetaStorage(vfs.OS, filepath.Join(dir, sub), journal.Identity{ReplicaID: uint8(i), ReplicaCount: n})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/transport"
 	"github.com/lodestream/lodestream/transport/bus"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // ServerVersion is reported in Register replies and stats.
@@ -42,6 +43,11 @@ type Options struct {
 	HTTP HTTPStarter
 	// Requests observes binary requests (metrics); nil: none.
 	Requests RequestObserver
+	// FS holds the data directory (system.path): nil is the real file
+	// system; tests pass a simulated disk (vfs.Mem) to cut the power
+	// under a running node. Only the metadata and partition storage go
+	// through it (diagnostics read /proc and the real disk).
+	FS vfs.FS
 }
 
 // Node is one running server.
@@ -156,7 +162,11 @@ func Run(ctx context.Context, opts Options) error {
 		// superblock: data of another cluster refuses to boot here.
 		identity.Cluster = bus.ClusterID(cfg.Cluster.Name)
 	}
-	store, recovered, err := openMetaStorage(filepath.Join(n.dataDir, "metadata"), identity)
+	fsys := opts.FS
+	if fsys == nil {
+		fsys = vfs.OS
+	}
+	store, recovered, err := openMetaStorage(fsys, filepath.Join(n.dataDir, "metadata"), identity)
 	if err != nil {
 		return err
 	}
@@ -205,6 +215,7 @@ func Run(ctx context.Context, opts Options) error {
 	n.plane = newPartitionPlane(log.With("plane", "partitions"), n.dataDir, partitionShardCount(), n.partitionGroupConfig(),
 		topo, cfg.Cluster)
 	n.plane.files = newOpenFileCache(cfg, log)
+	n.plane.useFS(fsys)
 	if topo.count > 1 {
 		sbLog, err := n.plane.openSuperblockLog(n.dataDir)
 		if err != nil {

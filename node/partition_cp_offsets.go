@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
@@ -47,8 +48,8 @@ func encodeCheckpointOffsets(op uint64, offsets []partitions.ConsumerOffsetEntry
 // readCheckpointOffsets returns the file's offsets if they are those of
 // checkpoint op (written at op, or at an earlier checkpoint with no change
 // since); ok is false without a usable file.
-func readCheckpointOffsets(dir string, op uint64) (offsets []partitions.ConsumerOffsetEntry, ok bool, err error) {
-	b, err := os.ReadFile(filepath.Join(dir, checkpointOffsetsFile))
+func readCheckpointOffsets(fsys vfs.FS, dir string, op uint64) (offsets []partitions.ConsumerOffsetEntry, ok bool, err error) {
+	b, err := fsys.ReadFile(filepath.Join(dir, checkpointOffsetsFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -78,16 +79,16 @@ func readCheckpointOffsets(dir string, op uint64) (offsets []partitions.Consumer
 }
 
 // writeCheckpointOffsets replaces the file: durably when asked.
-func writeCheckpointOffsets(dir string, op uint64, offsets []partitions.ConsumerOffsetEntry, durable bool) error {
+func writeCheckpointOffsets(fsys vfs.FS, dir string, op uint64, offsets []partitions.ConsumerOffsetEntry, durable bool) error {
 	data := encodeCheckpointOffsets(op, offsets)
 	if durable {
-		return replaceFileDurably(dir, checkpointOffsetsFile, data)
+		return replaceFileDurably(fsys, dir, checkpointOffsetsFile, data)
 	}
 	tmp := filepath.Join(dir, checkpointOffsetsFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	if err := vfs.WriteFile(fsys, tmp, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, checkpointOffsetsFile)); err != nil {
+	if err := fsys.Rename(tmp, filepath.Join(dir, checkpointOffsetsFile)); err != nil {
 		return fmt.Errorf("install %s in %s: %w", checkpointOffsetsFile, dir, err)
 	}
 	return nil

@@ -13,26 +13,27 @@ import (
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
 func TestCheckpointOffsetsFileRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	want := []partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindSingle, ID: 3, Offset: 30}, {Kind: wire.ConsumerKindGroup, ID: 1, Offset: 7}}
-	if _, ok, err := readCheckpointOffsets(dir, 16); ok || err != nil {
+	if _, ok, err := readCheckpointOffsets(vfs.OS, dir, 16); ok || err != nil {
 		t.Fatalf("no file: ok=%v err=%v", ok, err)
 	}
 	for _, durable := range []bool{false, true} {
-		if err := writeCheckpointOffsets(dir, 16, want, durable); err != nil {
+		if err := writeCheckpointOffsets(vfs.OS, dir, 16, want, durable); err != nil {
 			t.Fatal(err)
 		}
 		for _, cp := range []uint64{16, 48} { // written at 16: valid for later checkpoints too
-			got, ok, err := readCheckpointOffsets(dir, cp)
+			got, ok, err := readCheckpointOffsets(vfs.OS, dir, cp)
 			if err != nil || !ok || !slices.Equal(got, want) {
 				t.Fatalf("checkpoint %d: %v ok=%v err=%v", cp, got, ok, err)
 			}
 		}
-		if _, ok, err := readCheckpointOffsets(dir, 15); ok || err != nil {
+		if _, ok, err := readCheckpointOffsets(vfs.OS, dir, 15); ok || err != nil {
 			t.Fatalf("a file of a later checkpoint than the superblock's must be ignored: ok=%v err=%v", ok, err)
 		}
 	}
@@ -42,7 +43,7 @@ func TestCheckpointOffsetsFileRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := readCheckpointOffsets(dir, 16); ok || err == nil {
+	if _, ok, err := readCheckpointOffsets(vfs.OS, dir, 16); ok || err == nil {
 		t.Fatal("a damaged file must be refused")
 	}
 }

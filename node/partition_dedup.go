@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/zeebo/xxh3"
 )
 
@@ -227,8 +228,8 @@ func encodeDedupFile(op uint64, table []byte) []byte {
 // readDedupFile returns the table of dir's file if it was written at or
 // before checkpoint op (it is rewritten only when the table changed, so an
 // older one is the table of op too); else an empty table and why not.
-func readDedupFile(dir string, op uint64) (dedupTable, error) {
-	b, err := os.ReadFile(filepath.Join(dir, dedupFileName))
+func readDedupFile(fsys vfs.FS, dir string, op uint64) (dedupTable, error) {
+	b, err := fsys.ReadFile(filepath.Join(dir, dedupFileName))
 	if errors.Is(err, os.ErrNotExist) {
 		return dedupTable{}, nil
 	}
@@ -249,6 +250,6 @@ func readDedupFile(dir string, op uint64) (dedupTable, error) {
 }
 
 // writeDedupFile replaces the file durably (tmp, fsync, rename, dir fsync).
-func writeDedupFile(dir string, op uint64, table []byte) error {
-	return replaceFileDurably(dir, dedupFileName, encodeDedupFile(op, table))
+func writeDedupFile(fsys vfs.FS, dir string, op uint64, table []byte) error {
+	return replaceFileDurably(fsys, dir, dedupFileName, encodeDedupFile(op, table))
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 func TestDedupTableRecognisesReplaysWithinTheWindow(t *testing.T) {
@@ -66,14 +67,14 @@ func TestDedupFileKeepsTheCheckpointsTable(t *testing.T) {
 	dir := t.TempDir()
 	var tb dedupTable
 	tb.record(dedupKey{user: 3, client: consensus.Uint128{Lo: 4}}, 5, 6, 7, 8)
-	if err := writeDedupFile(dir, 40, tb.encode(nil)); err != nil {
+	if err := writeDedupFile(vfs.OS, dir, 40, tb.encode(nil)); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readDedupFile(dir, 50) // written at op 40, unchanged since: valid for 50
+	got, err := readDedupFile(vfs.OS, dir, 50) // written at op 40, unchanged since: valid for 50
 	if err != nil || len(got.clients) != 1 {
 		t.Fatalf("read at a later checkpoint: %v %v", got.clients, err)
 	}
-	if _, err := readDedupFile(dir, 30); err == nil {
+	if _, err := readDedupFile(vfs.OS, dir, 30); err == nil {
 		t.Fatal("a table written after the superblock's checkpoint was accepted")
 	}
 }

@@ -132,7 +132,7 @@ func (s *partitionShard) applyCut(e *partitionEntry, p *consensus.Prepare) parti
 // otherwise carry the purge or cut out again, over what was appended
 // since. A single node (no replays) logs it and goes on.
 func (s *partitionShard) recordMarker(e *partitionEntry, m partitionMarker) error {
-	if err := writeMarker(e.dir, m); err != nil {
+	if err := writeMarker(e.shard.fsys, e.dir, m); err != nil {
 		s.log.Error("record partition watermarks", "dir", e.dir, "err", err)
 		if e.superblock != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/transport/bus"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
@@ -163,8 +164,8 @@ func (m partitionMarker) encode() []byte {
 	return b
 }
 
-func readMarker(dir string) (partitionMarker, bool) {
-	b, err := os.ReadFile(filepath.Join(dir, markerFileName))
+func readMarker(fsys vfs.FS, dir string) (partitionMarker, bool) {
+	b, err := fsys.ReadFile(filepath.Join(dir, markerFileName))
 	if err != nil || len(b) != markerFileBytes || binary.LittleEndian.Uint64(b[24:]) != xxh3.Hash(b[:24]) {
 		return partitionMarker{}, false
 	}
@@ -176,15 +177,15 @@ func readMarker(dir string) (partitionMarker, bool) {
 }
 
 // writeMarker replaces the marker durably (tmp, fsync, rename, dir fsync).
-func writeMarker(dir string, m partitionMarker) error {
-	return replaceFileDurably(dir, markerFileName, m.encode())
+func writeMarker(fsys vfs.FS, dir string, m partitionMarker) error {
+	return replaceFileDurably(fsys, dir, markerFileName, m.encode())
 }
 
 // replaceFileDurably replaces dir/name with data: tmp file, fsync, rename,
 // directory fsync.
-func replaceFileDurably(dir, name string, data []byte) error {
+func replaceFileDurably(fsys vfs.FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", name, err)
 	}
@@ -194,20 +195,14 @@ func replaceFileDurably(dir, name string, data []byte) error {
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("install %s in %s: %w", name, dir, err)
 	}
-	return syncDirectory(dir)
+	return syncDirectory(fsys, dir)
 }
 
-func syncDirectory(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
-	}
-	serr := d.Sync()
-	cerr := d.Close()
-	if err := errors.Join(serr, cerr); err != nil {
+func syncDirectory(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync directory %s: %w", dir, err)
 	}
 	return nil
@@ -269,6 +264,18 @@ type partitionPlane struct {
 	// sbLog: the node's partition superblock log (cluster mode,
 	// openSuperblockLog); nil on a single node.
 	sbLog *journal.SuperblockLog
+	// fsys holds every partition file: vfs.OS in production, a simulated
+	// disk in tests (useFS).
+	fsys vfs.FS
+}
+
+// useFS puts the plane's files (and its shards') on fsys; before any
+// partition opens.
+func (p *partitionPlane) useFS(fsys vfs.FS) {
+	p.fsys = fsys
+	for _, sh := range p.shards {
+		sh.fsys = fsys
+	}
 }
 
 func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg partitionGroupConfig,
@@ -282,6 +289,7 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		topicPartitions: make(map[topicKey]int),
 		topo:            topo,
 		clusterCfg:      clusterCfg,
+		fsys:            vfs.OS,
 		identity:        journal.Identity{ReplicaID: topo.self, ReplicaCount: topo.count},
 	}
 	if topo.clustered {
@@ -397,6 +405,7 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// One descriptor bound for every partition of the node; a persisted
 		// topic's files are synced before the cache closes them.
 		Files:       p.files,
+		FS:          p.fsys,
 		SyncOnEvict: t.Options.Durability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 	}
 }

@@ -10,16 +10,17 @@ import (
 	"testing"
 
 	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
 func TestPartitionMarkerRoundTripAndCorruption(t *testing.T) {
 	dir := t.TempDir()
 	want := partitionMarker{Revision: 7, PurgeGeneration: 2, DeletedUpTo: 1000}
-	if err := writeMarker(dir, want); err != nil {
+	if err := writeMarker(vfs.OS, dir, want); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := readMarker(dir)
+	got, ok := readMarker(vfs.OS, dir)
 	if !ok || got != want {
 		t.Fatalf("marker %+v %v, want %+v", got, ok, want)
 	}
@@ -28,7 +29,7 @@ func TestPartitionMarkerRoundTripAndCorruption(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, markerFileName), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := readMarker(dir); ok {
+	if _, ok := readMarker(vfs.OS, dir); ok {
 		t.Fatal("a corrupt marker was accepted")
 	}
 }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/lodestream/lodestream/journal"
-	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -290,7 +290,7 @@ func (p *partitionPlane) openLog(e *partitionEntry, t metadata.Topic) (*partitio
 		// Segments were synced up to the frontier the last checkpoint's
 		// superblock records (partition_vsr.go): damage below it is
 		// corruption, set aside below, never cut as a torn tail.
-		if sb, st, err := journal.OpenSuperblock(dir, p.identity); err == nil {
+		if sb, st, err := journal.OpenSuperblock(dir, p.identity, journal.WithFS(p.fsys)); err == nil {
 			if st, err = p.newestSuperblock(e, sb, st); err == nil && st != nil {
 				opts.SyncedBelow = st.OffsetFrontier
 			}
@@ -323,7 +323,8 @@ func lastAppendTime(l partitionStore) uint64 {
 // of another revision (a partition deleted and re-created while the node was
 // down) or none at all means the files are stale.
 func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) error {
-	m, ok := readMarker(e.dir)
+	fsys := p.fsys
+	m, ok := readMarker(fsys, e.dir)
 	if ok && m.Revision == part.CreatedRevision {
 		e.marker = m
 		return nil
@@ -331,24 +332,23 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 	if !ok {
 		// Without a readable marker the files' incarnation is unknown: never
 		// wipe segments on a guess.
-		if logs, _ := filepath.Glob(filepath.Join(e.dir, "*.log")); len(logs) > 0 {
+		if logs, _ := vfs.Glob(fsys, filepath.Join(e.dir, "*.log")); len(logs) > 0 {
 			return fmt.Errorf("%w: %s holds %d segment files but its %s is missing or corrupt; restore it or remove the directory",
 				partitions.ErrQuarantined, e.dir, len(logs), markerFileName)
 		}
 	}
-	if err := os.RemoveAll(e.dir); err != nil {
+	if err := fsys.RemoveAll(e.dir); err != nil {
 		return fmt.Errorf("clear stale partition directory %s: %w", e.dir, err)
 	}
-	if err := os.MkdirAll(e.dir, 0o755); err != nil {
+	// Every level created (stream, topic, partitions) is synced in its
+	// parent: a power loss must not drop a directory holding synced data.
+	if err := vfs.MkdirAllDurable(fsys, e.dir, 0o755); err != nil {
 		return fmt.Errorf("create partition directory %s: %w", e.dir, err)
 	}
 	// A fresh partition has nothing to purge or truncate.
 	e.marker = partitionMarker{Revision: part.CreatedRevision, PurgeGeneration: part.PurgeGeneration,
 		DeletedUpTo: part.DeletedUpToOffset}
-	if err := writeMarker(e.dir, e.marker); err != nil {
-		return err
-	}
-	return syncDirectory(filepath.Dir(e.dir))
+	return writeMarker(fsys, e.dir, e.marker)
 }
 
 // remove stops serving a partition and deletes its files.
@@ -367,7 +367,7 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 			}
 			return
 		}
-		if err := os.RemoveAll(e.dir); err != nil {
+		if err := p.fsys.RemoveAll(e.dir); err != nil {
 			p.log.Error("delete partition directory", "dir", e.dir, "err", err)
 		}
 	})
@@ -389,13 +389,13 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 		}
 	}
 	removeUnknown := func(pattern string) {
-		paths, _ := filepath.Glob(pattern)
+		paths, _ := vfs.Glob(p.fsys, pattern)
 		for _, path := range paths {
 			if known[path] {
 				continue
 			}
 			p.log.Info("removing partition data metadata no longer knows", "path", path)
-			if err := os.RemoveAll(path); err != nil {
+			if err := p.fsys.RemoveAll(path); err != nil {
 				p.log.Error("remove orphan partition data", "path", path, "err", err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -88,6 +89,8 @@ type shardControl struct {
 // (apply in op order, sync persisted topics once per Ready, reply, Advance,
 // Checkpoint).
 type partitionShard struct {
+	// fsys holds the shard's partition files (the plane's, useFS).
+	fsys  vfs.FS
 	log   *slog.Logger
 	clock loopClock
 	// inbox holds replica messages for this shard's groups (routed by
@@ -152,6 +155,7 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		log:       log,
 		peers:     peers,
 		clock:     systemClock{},
+		fsys:      vfs.OS,
 		cfg:       cfg,
 		proposals: make(chan *partitionProposal, partitionProposalQueueMax),
 		controls:  make(chan shardControl, partitionControlQueueMax),

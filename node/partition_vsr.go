@@ -40,7 +40,7 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		e.group = g
 		return nil
 	}
-	sb, st, err := journal.OpenSuperblock(e.dir, p.identity)
+	sb, st, err := journal.OpenSuperblock(e.dir, p.identity, journal.WithFS(p.fsys))
 	if err != nil {
 		return err
 	}
@@ -111,14 +111,14 @@ func superblockKey(k partitionKey, revision uint64) journal.SuperblockKey {
 // goes (harmless: its new incarnation has another key).
 func (p *partitionPlane) superblockLive(key journal.SuperblockKey) bool {
 	k := partitionKey{binary.LittleEndian.Uint32(key[0:]), binary.LittleEndian.Uint32(key[4:]), binary.LittleEndian.Uint32(key[8:])}
-	_, err := os.Stat(p.partitionDir(k))
+	_, err := p.fsys.Stat(p.partitionDir(k))
 	return !errors.Is(err, os.ErrNotExist)
 }
 
 // openSuperblockLog opens the node's partition superblock log (cluster
 // mode) and hands it to the shards.
 func (p *partitionPlane) openSuperblockLog(dataDir string) (*journal.SuperblockLog, error) {
-	l, err := journal.OpenSuperblockLog(filepath.Join(dataDir, superblockLogDir), p.identity, journal.SuperblockLogBytesMin, p.superblockLive)
+	l, err := journal.OpenSuperblockLog(filepath.Join(dataDir, superblockLogDir), p.identity, journal.SuperblockLogBytesMin, p.superblockLive, journal.WithFS(p.fsys))
 	if err != nil {
 		return nil, fmt.Errorf("open the partition superblock log: %w", err)
 	}
@@ -185,11 +185,11 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					return err
 				}
 			} else {
-				table, err := readDedupFile(e.dir, vs.CheckpointOp)
+				table, err := readDedupFile(p.fsys, e.dir, vs.CheckpointOp)
 				if err != nil {
 					p.log.Warn("partition retry table unreadable: replays of earlier sends are not recognised", "dir", e.dir, "err", err)
 				}
-				if offsets, ok, err := readCheckpointOffsets(e.dir, vs.CheckpointOp); err != nil {
+				if offsets, ok, err := readCheckpointOffsets(p.fsys, e.dir, vs.CheckpointOp); err != nil {
 					p.log.Warn("partition checkpoint offsets unreadable: restarting with the offsets last applied", "dir", e.dir, "err", err)
 				} else if ok {
 					// Back to the checkpoint's offsets: the replay above it
@@ -311,6 +311,7 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	if st != nil && e.shard.sbLog != nil {
 		record = &journal.SuperblockLogEntry{Key: superblockKey(e.key, e.revision), Sequence: sb.NextSequence(), State: *st}
 	}
+	fsys := e.shard.fsys
 	run := func() error {
 		if wal != nil && (from != 0 || len(entries) > 0) {
 			if err := wal.Write(from, entries); err != nil {
@@ -329,12 +330,12 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 				}
 			}
 			if dedup != nil {
-				if err := writeDedupFile(dir, op, dedup); err != nil {
+				if err := writeDedupFile(fsys, dir, op, dedup); err != nil {
 					return err
 				}
 			}
 			if writeOffsets {
-				if err := writeCheckpointOffsets(dir, op, offsets, offsetsDurable); err != nil {
+				if err := writeCheckpointOffsets(fsys, dir, op, offsets, offsetsDurable); err != nil {
 					return err
 				}
 			}

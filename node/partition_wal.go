@@ -3,12 +3,11 @@ package node
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -36,7 +35,7 @@ func partitionWALPath(dir string) string { return filepath.Join(dir, partitionWA
 // acknowledged prepares it no longer holds.
 func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (entries []consensus.Prepare, damaged bool, err error) {
 	path := partitionWALPath(e.dir)
-	wal, entries, err := journal.OpenPrepareLog(path, fromOp)
+	wal, entries, err := journal.OpenPrepareLog(path, fromOp, journal.WithFS(p.fsys))
 	if err == nil {
 		p.useWAL(e, wal)
 		return entries, false, nil
@@ -45,14 +44,14 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (ent
 		return nil, false, err
 	}
 	wal.Close()
-	aside := fmt.Sprintf("%s.damaged-%d", path, time.Now().UnixNano())
+	aside := fmt.Sprintf("%s.damaged-%d", path, e.shard.clock.NowMicros())
 	p.log.Error("partition prepare WAL damaged: set aside; the replica rejoins without a vote until the view's primary answers",
 		"dir", e.dir, "set_aside", aside, "err", err)
-	if rerr := os.Rename(path, aside); rerr != nil {
+	if rerr := p.fsys.Rename(path, aside); rerr != nil {
 		return nil, false, fmt.Errorf("set the damaged prepare WAL aside: %w", rerr)
 	}
-	pruneDamagedWALs(e.dir)
-	wal, _, err = journal.OpenPrepareLog(path, 0)
+	pruneDamagedWALs(p.fsys, e.dir)
+	wal, _, err = journal.OpenPrepareLog(path, 0, journal.WithFS(p.fsys))
 	if err != nil {
 		return nil, false, err
 	}
@@ -63,10 +62,10 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (ent
 // resetPartitionWAL starts the group's WAL empty: a fresh group, or a
 // group restarting without the state its old WAL entries build on.
 func (p *partitionPlane) resetPartitionWAL(e *partitionEntry) error {
-	if err := os.RemoveAll(partitionWALPath(e.dir)); err != nil {
+	if err := p.fsys.RemoveAll(partitionWALPath(e.dir)); err != nil {
 		return fmt.Errorf("clear the partition prepare WAL: %w", err)
 	}
-	wal, _, err := journal.OpenPrepareLog(partitionWALPath(e.dir), 0)
+	wal, _, err := journal.OpenPrepareLog(partitionWALPath(e.dir), 0, journal.WithFS(p.fsys))
 	if err != nil {
 		return err
 	}
@@ -96,10 +95,10 @@ func (e *partitionEntry) closeWAL() error {
 }
 
 // pruneDamagedWALs keeps the newest damagedWALKeep set-aside WALs.
-func pruneDamagedWALs(dir string) {
-	aside, _ := filepath.Glob(partitionWALPath(dir) + ".damaged-*")
-	for len(aside) > damagedWALKeep { // Glob sorts: oldest first (same-width nanosecond stamps)
-		_ = os.RemoveAll(aside[0])
+func pruneDamagedWALs(fsys vfs.FS, dir string) {
+	aside, _ := vfs.Glob(fsys, partitionWALPath(dir)+".damaged-*")
+	for len(aside) > damagedWALKeep { // Glob sorts: oldest first (same-width microsecond stamps)
+		_ = fsys.RemoveAll(aside[0])
 		aside = aside[1:]
 	}
 }
@@ -185,7 +184,7 @@ func (f *fsyncFailed) Unwrap() error { return f.err }
 // walHoldsAbove reports whether the group's WAL holds a prepare above op
 // (a damaged WAL counts as holding one: what it held is unknown).
 func (p *partitionPlane) walHoldsAbove(e *partitionEntry, op uint64) (bool, error) {
-	wal, entries, err := journal.OpenPrepareLog(partitionWALPath(e.dir), op+1)
+	wal, entries, err := journal.OpenPrepareLog(partitionWALPath(e.dir), op+1, journal.WithFS(p.fsys))
 	if wal != nil {
 		defer wal.Close()
 	}

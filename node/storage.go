@@ -9,6 +9,7 @@ import (
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // metaLockFileName is the lock file guarding the metadata directory: one
@@ -20,7 +21,8 @@ const metaLockFileName = ".lock"
 // .lock file held (flock) for the process's lifetime.
 type metaStorage struct {
 	dir        string
-	lock       *os.File
+	fsys       vfs.FS
+	lock       *os.File // nil on a simulated disk (lockMetaDir)
 	wal        *journal.WAL
 	superblock *journal.Superblock
 	identity   journal.Identity
@@ -34,26 +36,33 @@ var _ durableLog = (*metaStorage)(nil)
 // openMetaStorage locks the metadata directory, opens it and reads back
 // what a restart needs, verifying that the superblock and the snapshot
 // pair up (server-design §4.7).
-func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec recovered, err error) {
-	lock, err := lockMetaDir(dir)
-	if err != nil {
+func openMetaStorage(fsys vfs.FS, dir string, id journal.Identity) (st *metaStorage, rec recovered, err error) {
+	if err := ensureMetaDir(fsys, dir); err != nil {
 		return nil, recovered{}, err
 	}
-	defer func() {
-		if err != nil {
-			lock.Close() // releases the flock
+	var lock *os.File
+	if fsys == vfs.OS {
+		// A simulated disk belongs to one process; a real one may be shared.
+		if lock, err = lockMetaDir(dir); err != nil {
+			return nil, recovered{}, err
 		}
-	}()
-	snap, err := journal.ReadSnapshot(dir)
+		defer func() {
+			if err != nil {
+				lock.Close() // releases the flock
+			}
+		}()
+	}
+	withFS := journal.WithFS(fsys)
+	snap, err := journal.ReadSnapshot(dir, withFS)
 	if err != nil {
 		return nil, recovered{}, fmt.Errorf("metadata snapshot: %w", err)
 	}
-	sb, sbState, err := journal.OpenSuperblock(dir, id)
+	sb, sbState, err := journal.OpenSuperblock(dir, id, withFS)
 	if err != nil {
 		return nil, recovered{}, fmt.Errorf("metadata superblock: %w", err)
 	}
 	rec = recovered{snapshot: snap, superblockDamage: sb.OlderCopyDamage()}
-	st = &metaStorage{dir: dir, lock: lock, superblock: sb, identity: id}
+	st = &metaStorage{dir: dir, fsys: fsys, lock: lock, superblock: sb, identity: id}
 	if sbState != nil {
 		vsr := sbState.VsrState
 		rec.superblock = &vsr
@@ -70,7 +79,7 @@ func openMetaStorage(dir string, id journal.Identity) (st *metaStorage, rec reco
 	if snap != nil {
 		st.snapshotOp, st.snapshotChecksum = snap.Op, snap.Checksum
 	}
-	wal, entries, err := journal.OpenWAL(dir)
+	wal, entries, err := journal.OpenWAL(dir, withFS)
 	if err != nil {
 		return nil, recovered{}, fmt.Errorf("metadata journal: %w", err)
 	}
@@ -98,15 +107,12 @@ func entriesFromSnapshotOp(entries []consensus.Prepare, snap *consensus.Snapshot
 	return nil
 }
 
-// lockMetaDir creates dir if needed and takes an exclusive, non-blocking
+// lockMetaDir takes an exclusive, non-blocking
 // flock on dir/.lock, so a second server on the same data directory
 // refuses to boot instead of interleaving writes with the first. The lock
 // lives as long as the returned file (the kernel drops it when the
 // process dies, so a crash never leaves a stale lock).
 func lockMetaDir(dir string) (*os.File, error) {
-	if err := ensureMetaDir(dir); err != nil {
-		return nil, err
-	}
 	path := filepath.Join(dir, metaLockFileName)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -122,22 +128,12 @@ func lockMetaDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
-// ensureMetaDir creates dir (and parents) and fsyncs the parent when it
-// had to create it, so the directory entry survives a crash.
-func ensureMetaDir(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create metadata directory %s: %w", dir, err)
-	}
-	parent, err := os.Open(filepath.Dir(dir))
-	if err != nil {
-		return fmt.Errorf("open %s for fsync: %w", filepath.Dir(dir), err)
-	}
-	defer parent.Close()
-	if err := parent.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", filepath.Dir(dir), err)
+// ensureMetaDir creates dir (and parents, system.path included), each
+// created level synced in its parent, so a power loss after the first
+// boot cannot drop the directory with everything synced under it.
+func ensureMetaDir(fsys vfs.FS, dir string) error {
+	if err := vfs.MkdirAllDurable(fsys, dir, 0o755); err != nil {
+		return fmt.Errorf("create metadata directory: %w", err)
 	}
 	return nil
 }
@@ -160,7 +156,7 @@ func (s *metaStorage) WriteSuperblock(v consensus.VsrState) error {
 }
 
 func (s *metaStorage) WriteSnapshot(snap consensus.Snapshot) error {
-	if err := journal.WriteSnapshot(s.dir, snap); err != nil {
+	if err := journal.WriteSnapshot(s.dir, snap, journal.WithFS(s.fsys)); err != nil {
 		return err
 	}
 	s.snapshotOp, s.snapshotChecksum = snap.Op, snap.Checksum

@@ -11,6 +11,7 @@ import (
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // TruncateAndAppend completes memLog (driver_test.go) as a durableLog.
@@ -32,7 +33,7 @@ var soloIdentity = journal.Identity{ReplicaID: 0, ReplicaCount: 1}
 
 func openTestStorage(t *testing.T, dir string) (*metaStorage, recovered) {
 	t.Helper()
-	st, rec, err := openMetaStorage(dir, soloIdentity)
+	st, rec, err := openMetaStorage(vfs.OS, dir, soloIdentity)
 	if err != nil {
 		t.Fatalf("open metadata storage: %v", err)
 	}
@@ -45,7 +46,7 @@ func openTestStorage(t *testing.T, dir string) (*metaStorage, recovered) {
 func TestMetaStorageLockRefusesSecondOpener(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data", "metadata")
 	first, _ := openTestStorage(t, dir)
-	if _, _, err := openMetaStorage(dir, soloIdentity); err == nil || !strings.Contains(err.Error(), "locked by another process") {
+	if _, _, err := openMetaStorage(vfs.OS, dir, soloIdentity); err == nil || !strings.Contains(err.Error(), "locked by another process") {
 		t.Fatalf("second opener: err %v, want a lock refusal", err)
 	}
 	// The refused opener left the first one intact.

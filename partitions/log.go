@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -78,7 +79,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	l := &Log{dir: dir, opts: opts, logger: opts.Logger, readOnly: opts.ReadOnly}
 	if l.readOnly {
 		l.failure = fmt.Errorf("%w: opened read-only", ErrFailed)
-	} else if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+	} else if err := vfs.MkdirAllDurable(opts.FS, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
 	}
 	if err := l.recoverSegments(); err != nil {

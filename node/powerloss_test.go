@@ -1,0 +1,290 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/client"
+	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/vfs"
+	"github.com/lodestream/lodestream/wire"
+)
+
+var flagPowerLossSeeds = flag.Int("node.powerloss.seeds", 3, "TestNodePowerLoss: power cuts to run (each one seed)")
+
+// powerLossTopics are the topics produced to, named by their durability.
+var powerLossTopics = []string{"persisted"}
+
+// memBootIDPath is where Linux publishes the boot id; on a vfs.Mem the test
+// writes it, so a reboot is a new id (partitions/reserve.go reads it).
+const memBootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// TestNodePowerLoss runs a single node in-process on a simulated disk
+// (vfs.Mem: unsynced writes lost or torn at a crash, by seed), cuts the
+// power while producers send to a persisted and a replicated topic and a
+// client creates users, reboots the machine on what the disk kept, and
+// checks what each durability class promised:
+//   - persisted: every acknowledged message is at its acknowledged offset;
+//   - replicated (page cache only): messages may be lost, but no offset
+//     acknowledged before the cut is ever handed out again;
+//   - metadata (fsynced WAL): every acknowledged CreateUser survived.
+//
+// The node's own goroutines run unchanged, so the interleaving is not
+// reproducible; the seed fixes the cut point and the disk's crash draws.
+func TestNodePowerLoss(t *testing.T) {
+	for i := range *flagPowerLossSeeds {
+		seed := uint64(7_000_001 + i)
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { runPowerLoss(t, seed) })
+	}
+}
+
+type powerLossAcks struct {
+	mu    sync.Mutex
+	sends map[string][]ackedSend // topic -> acknowledged batches
+	users []string
+}
+
+type ackedSend struct {
+	offset  uint64
+	payload string
+}
+
+func runPowerLoss(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	mem := vfs.NewMem(seed)
+	writeBootID(t, mem, 1)
+	dir := t.TempDir() // runtime files on the real disk; data on mem under the same path
+	addr, stop := startNodeOn(t, dir, mem)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin := loggedIn(ctx, t, addr)
+	if _, err := admin.CreateStream(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range powerLossTopics {
+		if _, err := admin.CreateTopic(ctx, wire.NamedID("s"), d, 1,
+			wire.Option{Key: "durability", Kind: wire.KindString, Value: []byte(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acks := &powerLossAcks{sends: map[string][]ackedSend{}}
+	cutAfter := 50 + rng.IntN(400) // acknowledged sends before the cut
+	usersBefore := 1 + rng.IntN(4) // and acknowledged CreateUsers (each hashes a password: slow)
+	var wg sync.WaitGroup
+	var once sync.Once
+	cut := make(chan struct{})
+	cutNow := func() {
+		once.Do(func() {
+			mem.PowerOffAfter(rng.IntN(8)) // a few more operations get through, then none
+			close(cut)
+		})
+	}
+	// Every client logs in before anything is sent: the cut may come fast.
+	producers := map[string]*client.Client{}
+	for _, topic := range powerLossTopics {
+		producers[topic] = loggedIn(ctx, t, addr)
+	}
+	users := loggedIn(ctx, t, addr)
+	for _, topic := range powerLossTopics {
+		c := producers[topic]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				payload := fmt.Sprintf("%s-%06d", topic, i)
+				sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+				conf, err := c.SendMessages(sctx, wire.NamedID("s"), wire.NamedID(topic),
+					wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
+					[]wire.BatchMessageInput{{Payload: []byte(payload)}})
+				scancel()
+				if err != nil {
+					return // the power is off (or the node stopped)
+				}
+				acks.mu.Lock()
+				acks.sends[topic] = append(acks.sends[topic], ackedSend{offset: conf[0].BaseOffset, payload: payload})
+				n := len(acks.sends["persisted"]) + len(acks.sends["replicated"])
+				u := len(acks.users)
+				acks.mu.Unlock()
+				if n >= cutAfter && u >= usersBefore {
+					cutNow()
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("user-%04d", i)
+			uctx, ucancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := users.CreateUser(uctx, name, "secret-password", wire.UserActive, nil)
+			ucancel()
+			if err != nil {
+				return
+			}
+			acks.mu.Lock()
+			acks.users = append(acks.users, name)
+			acks.mu.Unlock()
+		}
+	}()
+	select {
+	case <-cut:
+	case <-ctx.Done():
+		t.Fatal("the producers never reached the cut")
+	}
+	wg.Wait() // every client saw the power go
+	if err := stop(); err != nil {
+		t.Logf("Run after the power cut: %v", err) // expected: storage failed
+	}
+	mem.Crash()
+	writeBootID(t, mem, 2) // the machine rebooted
+
+	addr, stop = startNodeOn(t, dir, mem)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run after the reboot: %v", err)
+		}
+	}()
+	c := loggedIn(ctx, t, addr)
+	stored := map[string]map[uint64]string{}
+	for _, topic := range powerLossTopics {
+		stored[topic] = pollEverything(ctx, t, c, topic)
+	}
+	acks.mu.Lock()
+	defer acks.mu.Unlock()
+	for _, a := range acks.sends["persisted"] {
+		if got, ok := stored["persisted"][a.offset]; !ok || got != a.payload {
+			t.Fatalf("persisted: acknowledged %q at offset %d, after the power loss %q (present %v)", a.payload, a.offset, got, ok)
+		}
+	}
+	for _, topic := range powerLossTopics {
+		var highest uint64
+		for _, a := range acks.sends[topic] {
+			highest = max(highest, a.offset)
+		}
+		conf, err := c.SendMessages(ctx, wire.NamedID("s"), wire.NamedID(topic),
+			wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
+			[]wire.BatchMessageInput{{Payload: []byte("after-reboot")}})
+		if err != nil {
+			t.Fatalf("%s: send after the reboot: %v", topic, err)
+		}
+		if n := len(acks.sends[topic]); n > 0 && conf[0].BaseOffset <= highest {
+			t.Fatalf("%s: offset %d handed out again after the power loss (highest acknowledged %d)", topic, conf[0].BaseOffset, highest)
+		}
+	}
+	for _, name := range acks.users {
+		if _, err := c.GetUser(ctx, wire.NamedID(name)); err != nil {
+			t.Fatalf("acknowledged user %s lost in the power loss: %v", name, err)
+		}
+	}
+	t.Logf("cut after %d sends: persisted %d acked, %d stored; replicated %d acked, %d stored; %d users",
+		cutAfter, len(acks.sends["persisted"]), len(stored["persisted"]), len(acks.sends["replicated"]),
+		len(stored["replicated"]), len(acks.users))
+}
+
+func writeBootID(t *testing.T, mem *vfs.Mem, n int) {
+	t.Helper()
+	if err := mem.MkdirAll(filepath.Dir(memBootIDPath), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", n)
+	if err := vfs.WriteFile(mem, memBootIDPath, []byte(id+"\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func loggedIn(ctx context.Context, t *testing.T, addr string) *client.Client {
+	t.Helper()
+	c, err := client.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.LoginUser(ctx, "iggy", "iggy"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func pollEverything(ctx context.Context, t *testing.T, c *client.Client, topic string) map[uint64]string {
+	t.Helper()
+	out := map[uint64]string{}
+	for next := uint64(0); ; {
+		r, err := c.PollMessages(ctx, wire.PollMessagesRequest{
+			Consumer: wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(1)},
+			Stream:   wire.NamedID("s"), Topic: wire.NamedID(topic), Partition: wire.SomePartition(0),
+			Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: next}, Count: 1000})
+		if err != nil {
+			t.Fatalf("%s: poll from %d: %v", topic, next, err)
+		}
+		if len(r.Messages) == 0 {
+			return out
+		}
+		for _, m := range r.Messages {
+			out[m.Offset] = string(m.Payload)
+			next = m.Offset + 1
+		}
+	}
+}
+
+// startNodeOn is startNode with the data directory on fsys.
+func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
+	t.Helper()
+	cfg, err := config.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.System.Path = dir
+	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Enabled = false
+	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
+	addrFile := filepath.Join(dir, "runtime", "tcp.addr")
+	_ = os.Remove(addrFile)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: powerLossLogger(), FS: fsys})
+	}()
+	stop := func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(20 * time.Second):
+			return errors.New("Run did not return within 20 s of cancel")
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b)), stop
+		}
+		select {
+		case err := <-done:
+			cancel()
+			t.Fatalf("Run returned during boot: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	t.Fatal("node did not publish its address")
+	return "", nil
+}
+
+// powerLossLogger: LODESTREAM_TEST_LOGS=1 shows the node's logs.
+func powerLossLogger() *slog.Logger {
+	if os.Getenv("LODESTREAM_TEST_LOGS") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return quietLogger()
+}

@@ -1,0 +1,93 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Glob returns the paths matching pattern (filepath.Match syntax in any
+// element, like filepath.Glob), sorted within each directory. A missing
+// directory matches nothing; a malformed pattern is an error.
+func Glob(fsys FS, pattern string) ([]string, error) {
+	if _, err := filepath.Match(pattern, ""); err != nil {
+		return nil, fmt.Errorf("glob %q: %w", pattern, err)
+	}
+	dir, elem := filepath.Split(pattern)
+	dir = filepath.Clean(dir) // "" becomes "."
+	dirs := []string{dir}
+	if hasMeta(dir) {
+		var err error
+		if dirs, err = Glob(fsys, dir); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	for _, d := range dirs {
+		if !hasMeta(elem) {
+			p := filepath.Join(d, elem)
+			if _, err := fsys.Stat(p); err == nil {
+				out = append(out, p)
+			}
+			continue
+		}
+		entries, err := fsys.ReadDir(d)
+		if err != nil {
+			continue // not a directory, or gone: matches nothing (as filepath.Glob)
+		}
+		for _, e := range entries {
+			if ok, _ := filepath.Match(elem, e.Name()); ok {
+				out = append(out, filepath.Join(d, e.Name()))
+			}
+		}
+	}
+	return out, nil
+}
+
+func hasMeta(path string) bool { return strings.ContainsAny(path, `*?[\`) }
+
+// WriteFile writes data to name (created or truncated), without a sync.
+func WriteFile(fsys FS, name string, data []byte, perm fs.FileMode) error {
+	f, err := fsys.OpenFile(name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	return errors.Join(werr, f.Close())
+}
+
+// MkdirAllDurable creates path and any missing parents, like MkdirAll,
+// and makes every level it created durable: each new directory's entry
+// is synced in its parent (a power loss cannot then drop a directory, and
+// with it every file synced under it). Nothing is synced when path exists.
+func MkdirAllDurable(fsys FS, path string, perm fs.FileMode) error {
+	var created []string
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		_, err := fsys.Stat(p)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+		created = append(created, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := fsys.MkdirAll(path, perm); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	for i := len(created) - 1; i >= 0; i-- { // outermost first
+		if err := fsys.SyncDir(filepath.Dir(created[i])); err != nil {
+			return fmt.Errorf("create %s: sync %s: %w", path, filepath.Dir(created[i]), err)
+		}
+	}
+	return nil
+}

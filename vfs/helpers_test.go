@@ -1,0 +1,86 @@
+package vfs
+
+import (
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestGlobMatchesTheLastElementOnEitherFS(t *testing.T) {
+	for name, fsys := range map[string]FS{"os": OS, "mem": NewMem(1)} {
+		dir := "/g"
+		if name == "os" {
+			dir = t.TempDir()
+		}
+		if err := fsys.MkdirAll(filepath.Join(dir, "wal.damaged-2"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"b.log", "a.log", "a.index", "wal.damaged-1"} {
+			if err := WriteFile(fsys, filepath.Join(dir, f), []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := Glob(fsys, filepath.Join(dir, "*.log"))
+		want := []string{filepath.Join(dir, "a.log"), filepath.Join(dir, "b.log")}
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("%s: Glob *.log = %v, %v; want %v", name, got, err, want)
+		}
+		got, _ = Glob(fsys, filepath.Join(dir, "wal.damaged-*"))
+		if len(got) != 2 {
+			t.Fatalf("%s: Glob wal.damaged-* = %v, want the file and the directory", name, got)
+		}
+		if got, err := Glob(fsys, filepath.Join(dir, "missing", "*")); err != nil || got != nil {
+			t.Fatalf("%s: Glob in a missing directory = %v, %v", name, got, err)
+		}
+		if _, err := Glob(fsys, filepath.Join(dir, "[")); err == nil {
+			t.Fatalf("%s: a malformed pattern was accepted", name)
+		}
+	}
+}
+
+func TestGlobExpandsWildcardsInEveryElement(t *testing.T) {
+	fsys := NewMem(2)
+	for _, d := range []string{"/r/1/topics/1/partitions/1", "/r/1/topics/2/partitions/1", "/r/2/topics/1/partitions/3", "/r/3/other"} {
+		if err := fsys.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Glob(fsys, "/r/*/topics/*/partitions/*")
+	want := []string{"/r/1/topics/1/partitions/1", "/r/1/topics/2/partitions/1", "/r/2/topics/1/partitions/3"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Glob = %v, %v; want %v", got, err, want)
+	}
+	osWant, _ := filepath.Glob("/proc/self/fd")
+	if got, _ := Glob(OS, "/proc/self/fd"); !slices.Equal(got, osWant) {
+		t.Fatalf("a literal pattern: %v, want %v", got, osWant)
+	}
+}
+
+// A directory tree made by MkdirAllDurable survives a power loss whole; a
+// plain MkdirAll under the same root may not (the Mem model keeps an
+// unsynced directory entry only by chance).
+func TestMkdirAllDurableSurvivesAPowerLoss(t *testing.T) {
+	lost := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		fsys := NewMem(seed)
+		if err := MkdirAllDurable(fsys, "/data/a/b/c", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := fsys.MkdirAll("/plain/a/b/c", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fsys.Crash()
+		if _, err := fsys.Stat("/data/a/b/c"); err != nil {
+			t.Fatalf("seed %d: the durable tree lost a level: %v", seed, err)
+		}
+		if _, err := fsys.Stat("/plain/a/b/c"); err != nil {
+			lost++
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no seed lost the unsynced tree: the test cannot tell the two apart")
+	}
+	if err := MkdirAllDurable(OS, filepath.Join(t.TempDir(), "x", "y"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
