@@ -345,15 +345,17 @@ func TestOfflineCheckAndRepair(t *testing.T) {
 }
 
 // rewriteReservationBoot rewrites a partition's offsets.reserved
-// ([reserved u64][boot id 36 B][XXH3-64]) as if written in another boot.
+// ([reserved u64][boot id 36 B][synced below u64][XXH3-64]) as if written
+// in another boot.
 func rewriteReservationBoot(t *testing.T, path, boot string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	must(t, err)
-	if len(b) != 52 {
-		t.Fatalf("%s is %d bytes, want 52", path, len(b))
+	n := len(b)
+	if n != 60 {
+		t.Fatalf("%s is %d bytes, want 60", path, n)
 	}
 	copy(b[8:44], boot)
-	binary.LittleEndian.PutUint64(b[44:], xxh3.Hash(b[:44]))
+	binary.LittleEndian.PutUint64(b[n-8:], xxh3.Hash(b[:n-8]))
 	must(t, os.WriteFile(path, b, 0o644))
 }

@@ -402,6 +402,9 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// Offsets never re-issued after a crash (issue 15 point 5). A
 		// replica's offsets come from its group's log, the same on every node.
 		ReserveOffsets: !p.clustered(),
+		// A single node acknowledges a replicated topic's batches from the page cache: after a
+		// power loss their torn tail is cut, not refused as corruption (issue 15 point 5).
+		AckBeforeSync: !p.clustered() && t.Options.Durability != metadata.DurabilityPersisted && !t.Options.EnforceFsync,
 		// One descriptor bound for every partition of the node; a persisted
 		// topic's files are synced before the cache closes them.
 		Files:       p.files,

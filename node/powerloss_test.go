@@ -23,7 +23,7 @@ import (
 var flagPowerLossSeeds = flag.Int("node.powerloss.seeds", 3, "TestNodePowerLoss: power cuts to run (each one seed)")
 
 // powerLossTopics are the topics produced to, named by their durability.
-var powerLossTopics = []string{"persisted"}
+var powerLossTopics = []string{"persisted", "replicated"}
 
 // memBootIDPath is where Linux publishes the boot id; on a vfs.Mem the test
 // writes it, so a reboot is a new id (partitions/reserve.go reads it).
@@ -237,7 +237,9 @@ func pollEverything(ctx context.Context, t *testing.T, c *client.Client, topic s
 	}
 }
 
-// startNodeOn is startNode with the data directory on fsys.
+// startNodeOn runs Run in-process on dir (its data on fsys; nil: the real
+// disk) with ephemeral loopback ports and returns the bound address and a
+// stop function that cancels and waits (at most 20 s).
 func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
 	t.Helper()
 	cfg, err := config.Defaults()

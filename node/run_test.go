@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,47 +15,7 @@ import (
 // returns the bound address and a stop function that cancels and waits.
 func startNode(t *testing.T, dir string) (string, func() error) {
 	t.Helper()
-	cfg, err := config.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.System.Path = dir
-	cfg.TCP.Address = "127.0.0.1:0"
-	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
-	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
-	addrFile := filepath.Join(dir, "runtime", "tcp.addr")
-	_ = os.Remove(addrFile)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: quietLogger()})
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			stop := func() error {
-				cancel()
-				select {
-				case err := <-done:
-					return err
-				case <-time.After(10 * time.Second):
-					t.Fatal("Run did not return after cancel")
-					return nil
-				}
-			}
-			return strings.TrimSpace(string(b)), stop
-		}
-		select {
-		case err := <-done:
-			cancel()
-			t.Fatalf("Run returned during boot: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatal("node did not publish its address")
-		}
-	}
+	return startNodeOn(t, dir, nil)
 }
 
 // TestRunServesRecoversAndStops drives Run in-process (so -race watches the

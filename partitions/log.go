@@ -42,7 +42,13 @@ type Log struct {
 	// replacement whose rename a failed directory fsync left undurable (a power loss can revert it),
 	// so the first append rewrites it before handing out offsets.
 	reservedDurable bool
-	findings        []string // what the open-time walk found wrong (Findings)
+	// syncedBelow: every batch below this offset is known synced: Open reads the durable value
+	// offsets.reserved recorded, a successful sync or roll raises it, each reservation write
+	// records it (reserve.go). A lower bound: syncs after the last reservation write are not
+	// recorded.
+	syncedBelow  uint64
+	reservedBoot string   // the boot id offsets.reserved was read with
+	findings     []string // what the open-time walk found wrong (Findings)
 	// indexEntryBuf is Append's index entry (under mu): a stack array would escape through the
 	// vfs.File interface call and cost an allocation per indexed append.
 	indexEntryBuf [indexEntrySize]byte
@@ -82,6 +88,12 @@ func Open(dir string, opts Options) (*Log, error) {
 	} else if err := vfs.MkdirAllDurable(opts.FS, dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create partition directory %s: %w", dir, err)
 	}
+	if opts.ReserveOffsets && !l.readOnly {
+		// Read first: recovery needs the reboot and the synced frontier (AckBeforeSync).
+		if err := l.loadReservation(); err != nil {
+			return nil, err
+		}
+	}
 	if err := l.recoverSegments(); err != nil {
 		l.closeSegments()
 		return nil, err
@@ -104,11 +116,20 @@ func Open(dir string, opts Options) (*Log, error) {
 		// so a clean shutdown of thousands of idle partitions costs no fsyncs.
 		l.recoveredTail = l.active()
 	}
-	if opts.ReserveOffsets && !l.readOnly {
-		if err := l.loadReservation(); err != nil {
-			l.closeSegments()
-			return nil, err
+	if opts.ReserveOffsets && !l.readOnly && opts.AckBeforeSync && l.reservedRebooted {
+		// After a reboot, what recovery read came from the disk: it is durable. Record it at once, so
+		// damage to it after another power loss is reported, not cut as an unsynced tail. The file
+		// keeps the boot id it had: until an append crosses the hole, every open (a retry of this
+		// one included) must still resume at the reservation.
+		if end := l.active().nextOffset; end > l.syncedBelow {
+			l.syncedBelow = end
+			if err := l.recordSyncedFrontier(); err != nil {
+				l.closeSegments()
+				return nil, fmt.Errorf("open %s: record the synced frontier: %w", dir, err)
+			}
 		}
+	}
+	if opts.ReserveOffsets && !l.readOnly {
 		if l.reserved > l.nextOffset && l.reservedRebooted {
 			// The machine restarted: offsets up to the reservation may have been handed out and lost
 			// with the page cache.
@@ -250,6 +271,7 @@ func (l *Log) roll() error {
 		}
 		return err
 	}
+	l.syncedBelow = max(l.syncedBelow, l.nextOffset) // everything below the new segment is synced
 	next, err := l.createSegment(l.nextOffset)
 	if err != nil {
 		return err
@@ -314,6 +336,7 @@ func (l *Log) syncLocked() error {
 		}
 		l.dirDirty = false
 	}
+	l.syncedBelow = max(l.syncedBelow, l.nextOffset)
 	return nil
 }
 

@@ -50,6 +50,12 @@ type Options struct {
 	// index mismatches, stale files and corrupt offset files are only listed in Findings — and the
 	// log refuses writes.
 	ReadOnly bool
+	// AckBeforeSync: the log's batches are acknowledged before they are synced (a single node's
+	// durability = replicated topic: page cache only). After the machine rebooted, damage in the
+	// active segment at or above the synced frontier (offsets.reserved records it) is then an
+	// unsynced tail that the power loss tore, holes included: it is cut, never refused as
+	// corruption. Its offsets stay reserved, never re-issued. Needs ReserveOffsets.
+	AckBeforeSync bool
 	// ReserveOffsets reserves offsets durably ahead of use so a restart resumes above every offset ever
 	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
 	// offsets come from its group's log instead.

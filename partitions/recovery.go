@@ -32,6 +32,13 @@ type segmentDamage struct {
 	count    uint32
 }
 
+// unsyncedTailLost: damage at offset in the active segment is part of an unsynced tail a power loss
+// tore (Options.AckBeforeSync): the machine rebooted since offsets.reserved was written, and the
+// offset is at or above the synced frontier it recorded.
+func (l *Log) unsyncedTailLost(offset uint64) bool {
+	return l.opts.AckBeforeSync && l.opts.ReserveOffsets && l.reservedRebooted && offset >= l.syncedBelow
+}
+
 // recoverSegments loads every segment of dir in start-offset order, verifying each batch. A damaged
 // tail of the last segment is truncated; any other damage returns a *QuarantineError.
 func (l *Log) recoverSegments() error {
@@ -195,6 +202,13 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			return fail(err)
 		}
 		if damage == nil {
+			break
+		}
+		if last && l.unsyncedTailLost(s.nextOffset) {
+			// Acknowledged before it was synced, then the power went: the page cache reached the
+			// disk in pieces (holes read as zeros). Never promised durable: cut from the first
+			// damage on, valid-looking batches after it included; the reservation keeps its offsets.
+			damage.reason = "unsynced tail lost in a power loss: " + damage.reason
 			break
 		}
 		if !last && !l.opts.ServeAroundDamage {

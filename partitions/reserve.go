@@ -15,7 +15,9 @@ import (
 // Offset reservation (issue 15 point 5, Options.ReserveOffsets): offsets are never handed out twice,
 // whatever a crash loses. Before an append takes an offset at or above the durable reservation, the
 // reservation moves ReserveOffsetsStep ahead (offsets.reserved: [reserved u64][boot id, 36 bytes]
-// [XXH3-64 u64], tmp + fsync + rename + directory fsync). A clean Close writes the exact next offset.
+// [synced below u64][XXH3-64 u64], tmp + fsync + rename + directory fsync; a file written before the
+// synced frontier existed lacks that field and reads as 0, unknown). A clean Close writes the exact
+// next offset, and, having synced, the exact synced frontier.
 //
 // Only a restart of the machine can lose acknowledged offsets: every batch is written to the page
 // cache before its reply, and a process crash (SIGKILL, panic) keeps the page cache. So Open resumes
@@ -43,13 +45,13 @@ func (l *Log) loadReservation() error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", reservedFileName, err)
 	}
-	v, boot, ok := decodeReservation(data)
+	v, boot, synced, ok := decodeReservationFrontier(data)
 	if !ok {
 		// Without it a hole could not be proven: refuse rather than risk re-issuing offsets.
 		return l.quarantine(reservedFileName, 0, l.nextOffset, fmt.Sprintf(
 			"the offset reservation file is damaged (%d bytes); offsets handed out before the crash are unknown", len(data)))
 	}
-	l.reserved, l.reservedRebooted = v, boot == "" || boot != currentBootID(l.opts.FS)
+	l.reserved, l.reservedRebooted, l.syncedBelow, l.reservedBoot = v, boot == "" || boot != currentBootID(l.opts.FS), synced, boot
 	return nil
 }
 
@@ -74,30 +76,58 @@ var currentBootID = func(fsys vfs.FS) string {
 	return id
 }
 
-// writeReservation durably replaces offsets.reserved with reserved and the current boot id.
+// writeReservation durably replaces offsets.reserved with reserved, the current boot id and the
+// synced frontier known now.
 func (l *Log) writeReservation(reserved uint64) error {
-	data := encodeReservationBoot(reserved, currentBootID(l.opts.FS))
+	data := encodeReservationFrontier(reserved, currentBootID(l.opts.FS), l.syncedBelow)
+	return writeFileAtomic(l.opts.FS, l.dir, filepath.Join(l.dir, reservedFileName), data, true)
+}
+
+// recordSyncedFrontier rewrites offsets.reserved with the synced frontier, keeping the reservation and
+// the boot id it was read with.
+func (l *Log) recordSyncedFrontier() error {
+	data := encodeReservationFrontier(l.reserved, l.reservedBoot, l.syncedBelow)
 	return writeFileAtomic(l.opts.FS, l.dir, filepath.Join(l.dir, reservedFileName), data, true)
 }
 
 // encodeReservationBoot writes the reservation with a given boot id; "" makes the next Open resume at
 // the reservation whatever happened (the offline cut uses it).
 func encodeReservationBoot(reserved uint64, boot string) []byte {
-	b := make([]byte, 8+bootIDBytes+8)
+	return encodeReservationFrontier(reserved, boot, 0)
+}
+
+const (
+	reservationV1Bytes = 8 + bootIDBytes + 8     // without the synced frontier
+	reservationBytes   = 8 + bootIDBytes + 8 + 8 // with it
+)
+
+func encodeReservationFrontier(reserved uint64, boot string, syncedBelow uint64) []byte {
+	b := make([]byte, reservationBytes)
 	binary.LittleEndian.PutUint64(b, reserved)
 	copy(b[8:8+bootIDBytes], boot)
-	binary.LittleEndian.PutUint64(b[8+bootIDBytes:], xxh3.Hash(b[:8+bootIDBytes]))
+	binary.LittleEndian.PutUint64(b[8+bootIDBytes:], syncedBelow)
+	binary.LittleEndian.PutUint64(b[reservationBytes-8:], xxh3.Hash(b[:reservationBytes-8]))
 	return b
 }
 
 // decodeReservation reads offsets.reserved: the reservation and the boot id it was written in ("" when
 // unknown).
 func decodeReservation(b []byte) (uint64, string, bool) {
-	if len(b) != 8+bootIDBytes+8 || binary.LittleEndian.Uint64(b[8+bootIDBytes:]) != xxh3.Hash(b[:8+bootIDBytes]) {
-		return 0, "", false
+	v, boot, _, ok := decodeReservationFrontier(b)
+	return v, boot, ok
+}
+
+// decodeReservationFrontier also returns the synced frontier (0 in a file from before it existed).
+func decodeReservationFrontier(b []byte) (reserved uint64, boot string, syncedBelow uint64, ok bool) {
+	n := len(b)
+	if (n != reservationBytes && n != reservationV1Bytes) || binary.LittleEndian.Uint64(b[n-8:]) != xxh3.Hash(b[:n-8]) {
+		return 0, "", 0, false
 	}
-	boot := strings.TrimRight(string(b[8:8+bootIDBytes]), "\x00")
-	return binary.LittleEndian.Uint64(b), boot, true
+	boot = strings.TrimRight(string(b[8:8+bootIDBytes]), "\x00")
+	if n == reservationBytes {
+		syncedBelow = binary.LittleEndian.Uint64(b[8+bootIDBytes:])
+	}
+	return binary.LittleEndian.Uint64(b), boot, syncedBelow, true
 }
 
 // reserve durably moves the reservation to at least upTo (under l.mu).

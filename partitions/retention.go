@@ -128,6 +128,7 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 		if err := l.removeLostMarkers(^uint64(0)); err != nil {
 			return res, err
 		}
+		l.syncedBelow = start // nothing below start is left
 		if err := l.writeReservation(start); err != nil {
 			l.failure = fmt.Errorf("%w: purge could not reset the offset reservation: %v", ErrFailed, err)
 			return res, l.failure
