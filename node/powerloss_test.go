@@ -248,14 +248,23 @@ func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
 	}
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
-	cfg.HTTP.Enabled = false
+	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
 	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
-	addrFile := filepath.Join(dir, "runtime", "tcp.addr")
+	return runNodeWith(t, cfg, 0, fsys)
+}
+
+// runNodeWith runs Run in-process with cfg as replica id, its data on fsys,
+// waits for its client address (runtime/tcp.addr) and returns it with a
+// stop function that cancels and waits (at most 20 s).
+func runNodeWith(t *testing.T, cfg *config.Config, id uint8, fsys vfs.FS) (string, func() error) {
+	t.Helper()
+	addrFile := filepath.Join(cfg.System.Path, "runtime", "tcp.addr")
 	_ = os.Remove(addrFile)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: powerLossLogger(), FS: fsys})
+		done <- Run(ctx, Options{Config: cfg, ReplicaID: id, RootUsername: "iggy", RootPassword: "iggy",
+			Logger: powerLossLogger(), FS: fsys})
 	}()
 	stop := func() error {
 		cancel()
@@ -266,7 +275,7 @@ func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
 			return errors.New("Run did not return within 20 s of cancel")
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
 			return strings.TrimSpace(string(b)), stop
