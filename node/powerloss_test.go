@@ -22,6 +22,10 @@ import (
 
 var flagPowerLossSeeds = flag.Int("node.powerloss.seeds", 3, "TestNodePowerLoss: power cuts to run (each one seed)")
 
+// powerLossConsumer stores offsets on the persisted topic
+// (consumer_offset_durability = persisted).
+var powerLossConsumer = wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(7)}
+
 // powerLossTopics are the topics produced to, named by their durability.
 var powerLossTopics = []string{"persisted", "replicated"}
 
@@ -37,7 +41,9 @@ const memBootIDPath = "/proc/sys/kernel/random/boot_id"
 //   - persisted: every acknowledged message is at its acknowledged offset;
 //   - replicated (page cache only): messages may be lost, but no offset
 //     acknowledged before the cut is ever handed out again;
-//   - metadata (fsynced WAL): every acknowledged CreateUser survived.
+//   - metadata (fsynced WAL): every acknowledged CreateUser survived;
+//   - persisted consumer offsets: the stored offset is at least the last
+//     acknowledged store.
 //
 // The node's own goroutines run unchanged, so the interleaving is not
 // reproducible; the seed fixes the cut point and the disk's crash draws.
@@ -51,6 +57,9 @@ func TestNodePowerLoss(t *testing.T) {
 type powerLossAcks struct {
 	mu    sync.Mutex
 	sends map[string][]ackedSend // topic -> acknowledged batches
+	// offsetStored: the last consumer offset whose store was acknowledged
+	// on the persisted topic (offsetStores counts them).
+	offsetStored, offsetStores uint64
 	users []string
 }
 
@@ -73,7 +82,8 @@ func runPowerLoss(t *testing.T, seed uint64) {
 	}
 	for _, d := range powerLossTopics {
 		if _, err := admin.CreateTopic(ctx, wire.NamedID("s"), d, 1,
-			wire.Option{Key: "durability", Kind: wire.KindString, Value: []byte(d)}); err != nil {
+			wire.Option{Key: "durability", Kind: wire.KindString, Value: []byte(d)},
+			wire.Option{Key: "consumer_offset_durability", Kind: wire.KindString, Value: []byte(d)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -112,6 +122,20 @@ func runPowerLoss(t *testing.T, seed uint64) {
 				}
 				acks.mu.Lock()
 				acks.sends[topic] = append(acks.sends[topic], ackedSend{offset: conf[0].BaseOffset, payload: payload})
+				acks.mu.Unlock()
+				if topic == "persisted" && i%10 == 9 {
+					octx, ocancel := context.WithTimeout(ctx, 3*time.Second)
+					err := c.StoreConsumerOffset(octx, powerLossConsumer, wire.NamedID("s"), wire.NamedID(topic),
+						wire.SomePartition(0), conf[0].BaseOffset)
+					ocancel()
+					if err != nil {
+						return
+					}
+					acks.mu.Lock()
+					acks.offsetStored, acks.offsetStores = conf[0].BaseOffset, acks.offsetStores+1
+					acks.mu.Unlock()
+				}
+				acks.mu.Lock()
 				n := len(acks.sends["persisted"]) + len(acks.sends["replicated"])
 				u := len(acks.users)
 				acks.mu.Unlock()
@@ -182,14 +206,20 @@ func runPowerLoss(t *testing.T, seed uint64) {
 			t.Fatalf("%s: offset %d handed out again after the power loss (highest acknowledged %d)", topic, conf[0].BaseOffset, highest)
 		}
 	}
+	if acks.offsetStores > 0 {
+		got, err := c.GetConsumerOffset(ctx, powerLossConsumer, wire.NamedID("s"), wire.NamedID("persisted"), wire.SomePartition(0))
+		if err != nil || got == nil || got.StoredOffset < acks.offsetStored {
+			t.Fatalf("consumer offset after the power loss: %+v %v, the last acknowledged store was %d", got, err, acks.offsetStored)
+		}
+	}
 	for _, name := range acks.users {
 		if _, err := c.GetUser(ctx, wire.NamedID(name)); err != nil {
 			t.Fatalf("acknowledged user %s lost in the power loss: %v", name, err)
 		}
 	}
-	t.Logf("cut after %d sends: persisted %d acked, %d stored; replicated %d acked, %d stored; %d users",
+	t.Logf("cut after %d sends: persisted %d acked, %d stored; replicated %d acked, %d stored; %d users; %d offset stores",
 		cutAfter, len(acks.sends["persisted"]), len(stored["persisted"]), len(acks.sends["replicated"]),
-		len(stored["replicated"]), len(acks.users))
+		len(stored["replicated"]), len(acks.users), acks.offsetStores)
 }
 
 func writeBootID(t *testing.T, mem *vfs.Mem, n int) {
