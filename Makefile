@@ -7,7 +7,7 @@ RACE_PKGS ?= ./transport/... ./node/... ./httpapi/... ./client/... ./integration
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: build run test test-unit test-race sim sim-ci lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
+.PHONY: build run test test-unit test-race sim sim-ci powerloss lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -91,6 +91,15 @@ test-unit:
 
 test-race:
 	$(GO) test -count=1 -race -timeout 20m $(RACE_PKGS)
+
+# Power cuts of whole nodes on simulated disks (node/powerloss*_test.go):
+# POWERLOSS_SEEDS single-node cuts and CLUSTER_SEEDS rack cuts of an
+# in-process 3-node cluster (make test runs 3 and 1).
+POWERLOSS_SEEDS ?= 20
+CLUSTER_SEEDS   ?= 5
+powerloss:
+	$(GO) test -count=1 -timeout 0 ./node/ -run 'TestNodePowerLoss$$|TestClusterPowerLossOfEveryNode$$' \
+		-node.powerloss.seeds=$(POWERLOSS_SEEDS) -node.powerloss.cluster.seeds=$(CLUSTER_SEEDS) -v
 
 SIM_FLAGS ?=
 sim:

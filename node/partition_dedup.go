@@ -63,15 +63,27 @@ type dedupClient struct {
 type dedupTable struct {
 	clients map[dedupKey]*dedupClient
 	changed bool // since the last checkpoint took it (not encoded)
+	// ambiguous: sends recorded, then the sync that was to make them
+	// durable failed (a single node's persisted topic): their outcome is
+	// unknown until a restart, so a replay is answered 57, never their
+	// confirmation (not encoded: the group stays fenced until a restart,
+	// whose recovery settles them).
+	ambiguous map[ambiguousSend]struct{}
+}
+
+type ambiguousSend struct {
+	key     dedupKey
+	request uint64
 }
 
 // dedupVerdict is what the table says of a send.
 type dedupVerdict uint8
 
 const (
-	dedupNew    dedupVerdict = iota
-	dedupReplay              // seen: answer its confirmation
-	dedupTooOld              // below the window: 59
+	dedupNew       dedupVerdict = iota
+	dedupReplay                 // seen: answer its confirmation
+	dedupTooOld                 // below the window: 59
+	dedupAmbiguous              // seen, but its barrier failed: 57
 )
 
 func (t *dedupTable) check(k dedupKey, request, sum uint64) (dedupVerdict, uint64) {
@@ -81,6 +93,9 @@ func (t *dedupTable) check(k dedupKey, request, sum uint64) (dedupVerdict, uint6
 	}
 	for _, e := range c.entries {
 		if e.request == request && e.sum == sum {
+			if _, unsure := t.ambiguous[ambiguousSend{k, request}]; unsure {
+				return dedupAmbiguous, 0
+			}
 			return dedupReplay, e.baseOffset
 		}
 	}
@@ -115,6 +130,14 @@ func (t *dedupTable) record(k dedupKey, request, sum, baseOffset, op uint64) {
 	c.entries = append(c.entries, dedupEntry{request: request, sum: sum, baseOffset: baseOffset})
 	c.lastOp = op
 	t.changed = true
+}
+
+// markAmbiguous records that a recorded send's barrier failed.
+func (t *dedupTable) markAmbiguous(k dedupKey, request uint64) {
+	if t.ambiguous == nil {
+		t.ambiguous = make(map[ambiguousSend]struct{})
+	}
+	t.ambiguous[ambiguousSend{k, request}] = struct{}{}
 }
 
 // evictLeastRecent drops the client with the oldest last send (ties by

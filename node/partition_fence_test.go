@@ -91,8 +91,18 @@ func TestPersistedSyncFailureIsAmbiguousAndFencesUntilRestart(t *testing.T) {
 		t.Fatalf("send before the fault: %+v", out)
 	}
 	faulty.failSync.Store(true)
-	if out := send(); out.code != wire.ErrTransientNotCommitted {
+	// A send a client may replay (client id, request id with the retry bit).
+	identified := func() partitionOutcome {
+		return e.shard.propose(context.Background(), &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch,
+			client: consensus.Uint128{Lo: 77}, request: dedupRequestFlag | 5, sum: 99})
+	}
+	if out := identified(); out.code != wire.ErrTransientNotCommitted {
 		t.Fatalf("send whose fsync failed: code %d, want %d (outcome unknown)", out.code, wire.ErrTransientNotCommitted)
+	}
+	// Its replay must not be answered from the retry table as if it were
+	// durable (found by TestNodePowerLoss: an acknowledged message lost).
+	if out := identified(); out.code != wire.ErrTransientNotCommitted {
+		t.Fatalf("replay of the send whose fsync failed: code %d, want %d (still unknown)", out.code, wire.ErrTransientNotCommitted)
 	}
 	if out := send(); out.code != wire.ErrTransientNotAccepted {
 		t.Fatalf("send to the fenced partition: code %d, want %d (retryable)", out.code, wire.ErrTransientNotAccepted)

@@ -89,6 +89,9 @@ type shardControl struct {
 // (apply in op order, sync persisted topics once per Ready, reply, Advance,
 // Checkpoint).
 type partitionShard struct {
+	// recordedSends: the sends apply recorded in the retry table for the
+	// Ready being applied (marked ambiguous if its sync fails).
+	recordedSends []ambiguousSend
 	// fsys holds the shard's partition files (the plane's, useFS).
 	fsys  vfs.FS
 	log   *slog.Logger
@@ -465,6 +468,9 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		case dedupTooOld:
 			p.reply(partitionOutcome{code: wire.ErrRequestAlreadyApplied, bodyReleased: true})
 			return
+		case dedupAmbiguous:
+			p.reply(partitionOutcome{code: wire.ErrTransientNotCommitted, bodyReleased: true})
+			return
 		}
 	}
 	if e.fence.fenced() {
@@ -604,6 +610,7 @@ func (e *partitionEntry) install(snap consensus.Snapshot) error {
 func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 	s := e.shard
 	appended := false
+	s.recordedSends = s.recordedSends[:0]
 	for i := range committed {
 		out, wrote := s.apply(e, &committed[i])
 		if out.stall != nil {
@@ -623,6 +630,11 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 				if out.code == wire.OK {
 					s.results[op] = partitionOutcome{code: wire.ErrTransientNotCommitted}
 				}
+			}
+			// A replay of these must not be answered from the retry
+			// table as if they were durable.
+			for _, r := range s.recordedSends {
+				e.dedup.markAmbiguous(r.key, r.request)
 			}
 			s.fenceGroup(e, fmt.Errorf("sync the partition log: %w", err), true)
 		}
@@ -748,11 +760,17 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 		case dedupTooOld:
 			e.stampValid = false
 			return partitionOutcome{code: wire.ErrRequestAlreadyApplied}, false
+		case dedupAmbiguous:
+			e.stampValid = false
+			return partitionOutcome{code: wire.ErrTransientNotCommitted}, false
 		}
 	}
 	out, wrote := s.appendCommitted(e, p, h)
 	if identified && out.code == wire.OK {
 		e.dedup.record(key, p.Header.Request, p.Header.ReqSum, out.baseOffset, p.Header.Op)
+		if wrote {
+			s.recordedSends = append(s.recordedSends, ambiguousSend{key, p.Header.Request})
+		}
 	}
 	return out, wrote
 }

@@ -60,7 +60,7 @@ type powerLossAcks struct {
 	// offsetStored: the last consumer offset whose store was acknowledged
 	// on the persisted topic (offsetStores counts them).
 	offsetStored, offsetStores uint64
-	users []string
+	users                      []string
 }
 
 type ackedSend struct {
@@ -186,10 +186,21 @@ func runPowerLoss(t *testing.T, seed uint64) {
 	}
 	acks.mu.Lock()
 	defer acks.mu.Unlock()
+	var missing []uint64
 	for _, a := range acks.sends["persisted"] {
 		if got, ok := stored["persisted"][a.offset]; !ok || got != a.payload {
-			t.Fatalf("persisted: acknowledged %q at offset %d, after the power loss %q (present %v)", a.payload, a.offset, got, ok)
+			missing = append(missing, a.offset)
 		}
+	}
+	if len(missing) > 0 {
+		var lo, hi uint64 = ^uint64(0), 0
+		for off := range stored["persisted"] {
+			lo, hi = min(lo, off), max(hi, off)
+		}
+		td, err := c.GetTopic(ctx, wire.NamedID("s"), wire.NamedID("persisted"))
+		t.Fatalf("persisted: %d of %d acknowledged messages lost in the power loss (offsets %d..%d; first %q); stored %d, offsets %d..%d; topic %+v %v",
+			len(missing), len(acks.sends["persisted"]), missing[0], missing[len(missing)-1], stored["persisted"][missing[0]],
+			len(stored["persisted"]), lo, hi, td, err)
 	}
 	for _, topic := range powerLossTopics {
 		var highest uint64

@@ -77,11 +77,9 @@ func (r *plRun) run() error {
 	case 1:
 		r.faults = vfs.Faults{NoSpace: 0.03}
 	}
-	if !r.replica && r.faults.SyncFail == 0 && r.rng.IntN(3) == 0 {
+	if !r.replica && r.rng.IntN(3) == 0 {
 		// A single node's replicated topic: acknowledged from the page cache, never synced but by a
 		// roll or a clean close; a power loss's torn tail is cut, never refused (unsynced_tail_test.go).
-		// Not with failed fsyncs: a recovery cut whose sync failed is not redone by the retried open
-		// (docs/simulator.md, storage item 17), and this mode cuts far more often.
 		r.opts.AckBeforeSync, r.opts.SyncOnEvict = true, false
 		r.cov["ack_before_sync_runs"]++
 	}

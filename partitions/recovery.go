@@ -183,6 +183,9 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 	if l.readOnly {
 		mode = os.O_RDONLY
 	}
+	if err := l.finishPendingCut(start); err != nil {
+		return nil, err
+	}
 	// The walk reads through the open-file cache like any read, so a boot never holds more than its
 	// bound however many segments the node has.
 	f := l.opts.Files.Register(l.opts.FS, segmentLogPath(l.dir, start), mode, l.opts.SyncOnEvict)
@@ -266,11 +269,18 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		l.logger.Warn("truncating torn tail of partition log", "dir", l.dir, "file", name,
 			"position", damage.position, "dropped_bytes", size-damage.position, "next_offset", s.nextOffset,
 			"reason", damage.reason)
+		if err := l.markPendingCut(start, damage.position); err != nil {
+			return fail(err)
+		}
 		if err := f.Truncate(int64(damage.position)); err != nil {
 			return fail(fmt.Errorf("truncate torn tail of %s at %d: %w", name, damage.position, err))
 		}
 		if err := f.Sync(); err != nil {
+			// The marker stays: the next open rewrites the segment (pending_cut.go).
 			return fail(fmt.Errorf("sync truncated %s: %w", name, err))
+		}
+		if err := l.clearPendingCut(start); err != nil {
+			return fail(err)
 		}
 	}
 	if err := l.reconcileIndex(s); err != nil {
