@@ -60,7 +60,10 @@ type powerLossAcks struct {
 	// offsetStored: the last consumer offset whose store was acknowledged
 	// on the persisted topic (offsetStores counts them).
 	offsetStored, offsetStores uint64
-	users                      []string
+	// topics: churn topics whose create was acknowledged; deleted: those
+	// whose delete was too.
+	topics, deleted []string
+	users           []string
 }
 
 type ackedSend struct {
@@ -105,6 +108,7 @@ func runPowerLoss(t *testing.T, seed uint64) {
 		producers[topic] = loggedIn(ctx, t, addr)
 	}
 	users := loggedIn(ctx, t, addr)
+	churn := loggedIn(ctx, t, addr)
 	for _, topic := range powerLossTopics {
 		c := producers[topic]
 		wg.Add(1)
@@ -158,6 +162,37 @@ func runPowerLoss(t *testing.T, seed uint64) {
 			}
 			acks.mu.Lock()
 			acks.users = append(acks.users, name)
+			acks.mu.Unlock()
+		}
+	}()
+	// Topics created and deleted while the power goes: each acknowledged
+	// create stands (its partition serves) unless its delete was
+	// acknowledged, then it is gone.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			name := fmt.Sprintf("churn-%04d", i)
+			cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+			_, err := churn.CreateTopic(cctx, wire.NamedID("s"), name, 2)
+			ccancel()
+			if err != nil {
+				return
+			}
+			acks.mu.Lock()
+			acks.topics = append(acks.topics, name)
+			acks.mu.Unlock()
+			if i%2 == 1 {
+				continue
+			}
+			cctx, ccancel = context.WithTimeout(ctx, 3*time.Second)
+			err = churn.DeleteTopic(cctx, wire.NamedID("s"), wire.NamedID(name))
+			ccancel()
+			if err != nil {
+				return
+			}
+			acks.mu.Lock()
+			acks.deleted = append(acks.deleted, name)
 			acks.mu.Unlock()
 		}
 	}()
@@ -223,14 +258,34 @@ func runPowerLoss(t *testing.T, seed uint64) {
 			t.Fatalf("consumer offset after the power loss: %+v %v, the last acknowledged store was %d", got, err, acks.offsetStored)
 		}
 	}
+	gone := map[string]bool{}
+	for _, name := range acks.deleted {
+		gone[name] = true
+		if _, err := c.GetTopic(ctx, wire.NamedID("s"), wire.NamedID(name)); err == nil {
+			t.Fatalf("topic %s came back after the power loss: its delete was acknowledged", name)
+		}
+	}
+	for _, name := range acks.topics {
+		if gone[name] {
+			continue
+		}
+		if _, err := c.GetTopic(ctx, wire.NamedID("s"), wire.NamedID(name)); err != nil {
+			t.Fatalf("acknowledged topic %s lost in the power loss: %v", name, err)
+		}
+		if _, err := c.SendMessages(ctx, wire.NamedID("s"), wire.NamedID(name),
+			wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 1},
+			[]wire.BatchMessageInput{{Payload: []byte("into a surviving topic")}}); err != nil {
+			t.Fatalf("topic %s after the power loss: its partition does not serve: %v", name, err)
+		}
+	}
 	for _, name := range acks.users {
 		if _, err := c.GetUser(ctx, wire.NamedID(name)); err != nil {
 			t.Fatalf("acknowledged user %s lost in the power loss: %v", name, err)
 		}
 	}
-	t.Logf("cut after %d sends: persisted %d acked, %d stored; replicated %d acked, %d stored; %d users; %d offset stores",
+	t.Logf("cut after %d sends: persisted %d acked, %d stored; replicated %d acked, %d stored; %d users; %d offset stores; %d topics created, %d deleted",
 		cutAfter, len(acks.sends["persisted"]), len(stored["persisted"]), len(acks.sends["replicated"]),
-		len(stored["replicated"]), len(acks.users), acks.offsetStores)
+		len(stored["replicated"]), len(acks.users), acks.offsetStores, len(acks.topics), len(acks.deleted))
 }
 
 func writeBootID(t *testing.T, mem *vfs.Mem, n int) {
