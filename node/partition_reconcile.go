@@ -6,6 +6,7 @@ import (
 	"github.com/lodestream/lodestream/journal"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
@@ -337,7 +338,7 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 				partitions.ErrQuarantined, e.dir, len(logs), markerFileName)
 		}
 	}
-	if err := fsys.RemoveAll(e.dir); err != nil {
+	if err := vfs.RemoveAllAtomically(fsys, e.dir); err != nil {
 		return fmt.Errorf("clear stale partition directory %s: %w", e.dir, err)
 	}
 	// Every level created (stream, topic, partitions) is synced in its
@@ -367,7 +368,7 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 			}
 			return
 		}
-		if err := p.fsys.RemoveAll(e.dir); err != nil {
+		if err := vfs.RemoveAllAtomically(p.fsys, e.dir); err != nil {
 			p.log.Error("delete partition directory", "dir", e.dir, "err", err)
 		}
 	})
@@ -394,8 +395,18 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 			if known[path] {
 				continue
 			}
+			if strings.HasSuffix(path, vfs.RemovingSuffix) {
+				// Left by a crash inside a removal: already gone by name.
+				if err := p.fsys.RemoveAll(path); err != nil {
+					p.log.Error("remove an interrupted removal", "path", path, "err", err)
+				}
+				continue
+			}
 			p.log.Info("removing partition data metadata no longer knows", "path", path)
-			if err := p.fsys.RemoveAll(path); err != nil {
+			// All or nothing across a crash: a half-removed stream or topic
+			// would leave partitions without their partition.meta behind,
+			// which blocks a partition re-created at the same path.
+			if err := vfs.RemoveAllAtomically(p.fsys, path); err != nil {
 				p.log.Error("remove orphan partition data", "path", path, "err", err)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lodestream/lodestream/client"
 	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -208,7 +209,25 @@ func runPowerLoss(t *testing.T, seed uint64) {
 	mem.Crash()
 	writeBootID(t, mem, 2) // the machine rebooted
 
-	addr, stop = startNodeOn(t, dir, mem)
+	addr, stop, err := tryStartNodeOn(dir, mem)
+	if err != nil && strings.Contains(err.Error(), "is complete but fails verification") {
+		// The documented limit of unordered write-back (docs/simulator.md,
+		// storage item 3): the sectors of the append the cut tore landed
+		// out of order, and the metadata WAL cannot tell that from damage
+		// to a synced record, so the boot is refused. The operator's
+		// remedy (iggy-server repair --truncate-metadata-wal) cuts that
+		// record; what was acknowledged must all still be there (checked
+		// below).
+		cut, cerr := journal.TruncateWALAtDamage(filepath.Join(dir, "metadata"), journal.WithFS(mem))
+		if cerr != nil {
+			t.Fatalf("boot refused (%v) and the repair failed: %v", err, cerr)
+		}
+		t.Logf("boot refused: %v; repaired: %+v", err, cut)
+		addr, stop, err = tryStartNodeOn(dir, mem)
+	}
+	if err != nil {
+		t.Fatalf("boot after the power loss: %v", err)
+	}
 	defer func() {
 		if err := stop(); err != nil {
 			t.Errorf("Run after the reboot: %v", err)
@@ -333,6 +352,20 @@ func pollEverything(ctx context.Context, t *testing.T, c *client.Client, topic s
 	}
 }
 
+// tryStartNodeOn is startNodeOn returning a boot failure instead of
+// failing the test.
+func tryStartNodeOn(dir string, fsys vfs.FS) (string, func() error, error) {
+	cfg, err := config.Defaults()
+	if err != nil {
+		return "", nil, err
+	}
+	cfg.System.Path = dir
+	cfg.TCP.Address = "127.0.0.1:0"
+	cfg.HTTP.Enabled = false
+	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
+	return tryRunNodeWith(cfg, 0, fsys)
+}
+
 // startNodeOn runs Run in-process on dir (its data on fsys; nil: the real
 // disk) with ephemeral loopback ports and returns the bound address and a
 // stop function that cancels and waits (at most 20 s).
@@ -354,6 +387,15 @@ func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
 // stop function that cancels and waits (at most 20 s).
 func runNodeWith(t *testing.T, cfg *config.Config, id uint8, fsys vfs.FS) (string, func() error) {
 	t.Helper()
+	addr, stop, err := tryRunNodeWith(cfg, id, fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr, stop
+}
+
+// tryRunNodeWith is runNodeWith returning a boot failure.
+func tryRunNodeWith(cfg *config.Config, id uint8, fsys vfs.FS) (string, func() error, error) {
 	addrFile := filepath.Join(cfg.System.Path, "runtime", "tcp.addr")
 	_ = os.Remove(addrFile)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -374,18 +416,19 @@ func runNodeWith(t *testing.T, cfg *config.Config, id uint8, fsys vfs.FS) (strin
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(addrFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b)), stop
+			return strings.TrimSpace(string(b)), stop, nil
 		}
 		select {
 		case err := <-done:
 			cancel()
-			t.Fatalf("Run returned during boot: %v", err)
+			return "", nil, fmt.Errorf("Run returned during boot: %w", err)
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	cancel()
-	t.Fatal("node did not publish its address")
-	return "", nil
+	if err := stop(); err != nil {
+		return "", nil, fmt.Errorf("node did not publish its address within 20 s; stopping it: %w", err)
+	}
+	return "", nil, errors.New("node did not publish its address within 20 s")
 }
 
 // powerLossLogger: LODESTREAM_TEST_LOGS=1 shows the node's logs.

@@ -150,7 +150,9 @@ func (l *Log) Delete() error {
 	}
 	l.closed = true
 	closeErr := l.closeSegments()
-	if err := l.opts.FS.RemoveAll(l.dir); err != nil {
+	// All or nothing across a crash: a half-removed directory (segments
+	// left, partition.meta gone) would block a partition re-created there.
+	if err := vfs.RemoveAllAtomically(l.opts.FS, l.dir); err != nil {
 		return errors.Join(closeErr, fmt.Errorf("delete partition directory %s: %w", l.dir, err))
 	}
 	return closeErr

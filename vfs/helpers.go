@@ -91,3 +91,36 @@ func MkdirAllDurable(fsys FS, path string, perm fs.FileMode) error {
 	}
 	return nil
 }
+
+// RemovingSuffix names a tree RemoveAllAtomically is removing: a crash can
+// leave it behind; its owner removes such leftovers.
+const RemovingSuffix = ".removing"
+
+// RemoveAllAtomically removes dir and everything under it so that a crash
+// at any point leaves all of it or none of it under its name (RemoveAll
+// unlinks one entry at a time, in no useful order: a crash in the middle
+// leaves a partial tree behind). dir is first renamed to dir +
+// RemovingSuffix and the rename synced in the parent, then the renamed
+// tree is removed. Nil when dir does not exist.
+func RemoveAllAtomically(fsys FS, dir string) error {
+	dir = filepath.Clean(dir)
+	if _, err := fsys.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	doomed := dir + RemovingSuffix
+	if err := fsys.RemoveAll(doomed); err != nil { // a leftover of an earlier crash
+		return fmt.Errorf("remove %s: %w", doomed, err)
+	}
+	if err := fsys.Rename(dir, doomed); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	if err := fsys.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("remove %s: sync %s: %w", dir, filepath.Dir(dir), err)
+	}
+	if err := fsys.RemoveAll(doomed); err != nil {
+		return fmt.Errorf("remove %s: %w", doomed, err)
+	}
+	return nil
+}

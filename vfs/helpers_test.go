@@ -84,3 +84,57 @@ func TestMkdirAllDurableSurvivesAPowerLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Whenever the power goes during RemoveAllAtomically, the tree is whole or
+// gone under its name; a plain RemoveAll can leave part of it (the test
+// shows that too, so it can tell the two apart).
+func TestRemoveAllAtomicallyLeavesAllOrNothing(t *testing.T) {
+	files := []string{"a/0.index", "a/0.log", "a/offsets/x", "a/partition.meta"}
+	build := func(seed uint64) *Mem {
+		m := NewMem(seed)
+		if err := MkdirAllDurable(m, "/d/a/offsets", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := WriteFile(m, "/d/"+f, []byte(f), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, d := range []string{"/d/a", "/d/a/offsets"} {
+			if err := m.SyncDir(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	partialPlain := 0
+	for seed := uint64(1); seed <= 30; seed++ {
+		for cut := 0; cut < 6; cut++ {
+			for _, atomic := range []bool{true, false} {
+				m := build(seed)
+				m.PowerOffAfter(cut)
+				if atomic {
+					_ = RemoveAllAtomically(m, "/d/a")
+				} else {
+					_ = m.RemoveAll("/d/a")
+				}
+				m.Crash()
+				present := 0
+				for _, f := range files {
+					if _, err := m.Stat("/d/" + f); err == nil {
+						present++
+					}
+				}
+				if present != 0 && present != len(files) {
+					if atomic {
+						t.Fatalf("seed %d cut %d: %d of %d files left under the name", seed, cut, present, len(files))
+					}
+					partialPlain++
+				}
+			}
+		}
+	}
+	if partialPlain == 0 {
+		t.Fatal("a plain RemoveAll never left a partial tree: the test cannot tell the two apart")
+	}
+}
