@@ -68,8 +68,11 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 			r.view = h.View // no superblock: the view from the last prepare, log_view 0
 		}
 	}
-	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost
+	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost && !st.Amnesia
 	r.recovery.storageLost = st.StorageLost && cfg.ReplicaCount > 1
+	// Amnesia outlives ordinary crashes through the superblock; a
+	// restart that newly has it rewrites the superblock in its first Ready.
+	r.amnesia.on = (st.Amnesia || (st.Superblock != nil && st.Superblock.Amnesiac)) && cfg.ReplicaCount > 1
 	switch {
 	case cfg.ReplicaCount == 1:
 		r.commitMax = r.op // solo: every durable prepare is committed
@@ -247,7 +250,7 @@ func (r *Replica) restoreViewHead() {
 
 func (r *Replica) broadcastProbe() {
 	r.recovery.probeTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
-	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation})
+	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 }
 
 func (r *Replica) tickRecovering() {
@@ -256,6 +259,10 @@ func (r *Replica) tickRecovering() {
 	}
 	if r.recovery.storageLost {
 		r.broadcastProbe() // only a primary's StartView ends this
+		return
+	}
+	if r.amnesia.on {
+		r.tickAmnesiac()
 		return
 	}
 	r.recovery.probeAttempts++
@@ -271,7 +278,7 @@ func (r *Replica) tickRecovering() {
 
 // probeView asks the primary of a newer view we heard of for its StartView.
 func (r *Replica) probeView(v uint32) {
-	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation})
+	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 }
 
 // onRequestStartView: only the current Normal primary answers, with a
@@ -279,6 +286,7 @@ func (r *Replica) probeView(v uint32) {
 // from the primary-by-index of our own view means that primary restarted:
 // elect.
 func (r *Replica) onRequestStartView(m Message) {
+	r.noteAmnesia(m)
 	if r.IsPrimary() {
 		r.sendStartView(m.From, m.Incarnation)
 		return

@@ -2,15 +2,19 @@ package consensus
 
 // viewChangeState is reset on every view this replica enters.
 type viewChangeState struct {
-	svcFrom     uint32 // bit per replica whose SVC for this view we hold (self included)
-	dvcSent     bool
-	dvcFrom     uint32
-	dvcs        []dvcRecord
-	plan        *mergePlan // decided merge, parked until the bodies are local
-	svcTimer    timer
-	dvcTimer    timer
-	statusTimer timer
-	rsvTimer    timer
+	svcFrom uint32 // bit per replica whose SVC for this view we hold (self included)
+	dvcSent bool
+	dvcFrom uint32
+	dvcs    []dvcRecord
+	plan    *mergePlan // decided merge, parked until the bodies are local
+	// amnesiacDVCs are flagged DVCs held back until amnesiaRackThreshold
+	// of them arrived (amnesiacQuorum); then they count (amnesia.go).
+	amnesiacDVCs   []dvcRecord
+	amnesiacQuorum bool
+	svcTimer       timer
+	dvcTimer       timer
+	statusTimer    timer
+	rsvTimer       timer
 }
 
 // startViewChange enters view v (spec §3.5 step 1): pending proposals get
@@ -28,6 +32,8 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.dvcSent = false
 	r.vc.dvcFrom = 0
 	r.vc.dvcs = r.vc.dvcs[:0]
+	r.vc.amnesiacDVCs = nil
+	r.vc.amnesiacQuorum = false
 	r.vc.plan = nil
 	r.heartbeatTimer.stop()
 	r.commitTimer.stop()
@@ -36,11 +42,12 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.statusTimer.start(r.ticks, uint64(r.cfg.ViewChangeStatusTicks))
 	r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
 	r.vc.dvcTimer.stop()
-	r.broadcast(Message{Kind: MsgStartViewChange, View: v})
+	r.broadcast(Message{Kind: MsgStartViewChange, View: v, Amnesiac: r.amnesiaFlagged()})
 	r.maybeSendDVC()
 }
 
 func (r *Replica) onStartViewChange(m Message) {
+	r.noteAmnesia(m)
 	if r.status == StatusRecovering || m.View < r.view {
 		return
 	}
@@ -79,7 +86,7 @@ func (r *Replica) maybeSendDVC() {
 
 func (r *Replica) sendDVC(d dvcRecord) {
 	r.send(Message{Kind: MsgDoViewChange, To: r.primaryOf(r.view), View: r.view, LogView: d.logView,
-		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present})
+		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present, Amnesiac: d.amnesiac})
 }
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
@@ -95,7 +102,7 @@ func (r *Replica) sendDVC(d dvcRecord) {
 // may have cut an acknowledged body). present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
 	commit := min(r.commitMax, r.op)
-	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit}
+	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit, amnesiac: r.amnesiaFlagged()}
 	low := max(commit, 1)
 	if r.op >= dvcSuffixHeadersMax && low < r.op-(dvcSuffixHeadersMax-1) {
 		low = r.op - (dvcSuffixHeadersMax - 1)
@@ -115,7 +122,7 @@ func (r *Replica) buildDVC() dvcRecord {
 				vh = PrepareHeader{Op: op, Operation: OperationReserved}
 			}
 			d.headers = append(d.headers, vh)
-			if _, lost := r.unprovable[op]; op > commit && !lost {
+			if r.nackable(op, commit) {
 				setBit(&d.nack, i)
 			}
 		}
@@ -132,7 +139,26 @@ func (r *Replica) recordDVC(d dvcRecord) {
 	}
 	r.vc.dvcFrom |= 1 << d.replica
 	r.vc.svcFrom |= 1 << d.replica
+	if r.recordAmnesiacDVC(d) {
+		return
+	}
 	r.vc.dvcs = append(r.vc.dvcs, d)
+}
+
+// nackable: a missing op above commit that this replica can prove it
+// never prepared. An amnesiac proves nothing, except in a view change it
+// joined because too few intact replicas may exist: there its lost ops are
+// lost (a quorum-wide power loss), and a nack is what lets the merge cut an
+// op no survivor holds.
+func (r *Replica) nackable(op, commit uint64) bool {
+	if op <= commit {
+		return false
+	}
+	if r.amnesia.on {
+		return r.amnesia.rack
+	}
+	_, lost := r.unprovable[op]
+	return !lost
 }
 
 func (r *Replica) onDoViewChange(m Message) {
@@ -152,7 +178,7 @@ func (r *Replica) onDoViewChange(m Message) {
 		return
 	}
 	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.HeadOp, commit: min(m.CommitOp, m.HeadOp),
-		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present}
+		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present, amnesiac: m.Amnesiac}
 	r.recordDVC(d)
 	r.maybeSendDVC()
 	r.tryMerge()
@@ -209,6 +235,7 @@ func (r *Replica) maybeStartView() {
 	}
 	r.status = StatusNormal
 	r.logView = r.view
+	r.endAmnesiaAsPrimary()
 	// The journal covers commit_min+1..head (checked above) and those
 	// entries precede this superblock write, so log_view becomes durable
 	// only with its whole log; the view headers ride along for uniformity.
@@ -313,6 +340,7 @@ func (r *Replica) onStartView(m Message) {
 	r.view = m.View
 	r.logView = m.View
 	r.status = StatusNormal
+	r.adoptedView()
 	r.stopViewChangeTimers()
 	r.vc.plan = nil
 	r.recovery.probeAttempts = 0
@@ -444,7 +472,7 @@ func (r *Replica) tickViewChange() {
 	}
 	if r.vc.svcTimer.fired(r.ticks) {
 		r.vc.svcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
-		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view})
+		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view, Amnesiac: r.amnesiaFlagged()})
 	}
 	if r.vc.dvcTimer.fired(r.ticks) && r.vc.dvcSent && !r.isPrimaryIndex() {
 		r.vc.dvcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
@@ -453,7 +481,7 @@ func (r *Replica) tickViewChange() {
 	if r.vc.rsvTimer.fired(r.ticks) {
 		r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
 		if r.vc.dvcSent && !r.isPrimaryIndex() {
-			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Incarnation: r.cfg.Incarnation})
+			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 		}
 	}
 }
