@@ -125,6 +125,21 @@ func (r *Replica) adoptedView() {
 	}
 }
 
+// forgetAmnesiacCommits: an amnesiac adopting a view keeps only the
+// view's commit above what it applied. Its own commit_max came from before
+// the power loss; after a rack election that dropped ops (a quorum lost
+// its page cache) those op numbers hold other prepares, and believing them
+// committed would apply ops the view has not committed. Knowing less is
+// safe: heartbeats and the view's commits raise it again.
+func (r *Replica) forgetAmnesiacCommits(viewCommit uint64) {
+	if r.amnesia.on && r.commitMax > viewCommit {
+		r.commitMax = max(r.commitMin, viewCommit)
+	}
+}
+
+// Amnesiac reports whether the replica is amnesiac (VsrState.Amnesiac).
+func (r *Replica) Amnesiac() bool { return r.amnesia.on }
+
 // maybeClearAmnesia ends amnesia (durably, with the next superblock) once
 // the journal holds the adopted view's log up to the head. Not earlier:
 // an op of that log the replica acknowledged before the power loss and

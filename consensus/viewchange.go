@@ -346,6 +346,7 @@ func (r *Replica) onStartView(m Message) {
 	r.recovery.probeAttempts = 0
 	r.commitTimer.stop()
 	r.observedNewerView = 0
+	r.forgetAmnesiacCommits(m.CommitOp)
 	r.raiseCommitMax(m.CommitOp)
 	for _, h := range m.Suffix {
 		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)

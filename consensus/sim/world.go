@@ -126,7 +126,7 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		c.durableCopies = func(op, checksum uint64) int {
 			copies := 0
 			for _, nd := range w.nodes {
-				if nd.replicas[gi].store.holds(op, checksum) {
+				if st := &nd.replicas[gi].store; st.holds(op, checksum) || st.lostToPowerLoss(op, checksum) {
 					copies++
 				}
 			}
@@ -139,7 +139,8 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		for gi, gs := range w.groups {
 			nd.replicas = append(nd.replicas, &replicaDriver{
 				w: w, group: gi, node: i,
-				cfg: replicaConfig(scn, gs, uint8(i), cluster),
+				cfg:   replicaConfig(scn, gs, uint8(i), cluster),
+				store: storage{lazySync: scn.SyncEveryTicks > 0},
 			})
 		}
 		w.nodes = append(w.nodes, nd)
@@ -257,6 +258,7 @@ func (w *world) result() Result {
 		Events: w.events, TraceHash: w.traceHash, Violations: w.violations,
 	}
 	for _, c := range w.checkers {
+		w.cov.LostOps += c.lostOps
 		r.CommittedOps += c.maxCommitted()
 		maxView := uint32(0)
 		for _, rw := range c.replicas {
@@ -308,6 +310,9 @@ func (w *world) heal() {
 	w.livenessDeadline = w.now + w.scn.livenessBaseTicks() + w.scn.catchUpTicks(w.backlog())
 	w.net.heal()
 	w.scn.ClientDropProbability = 0
+	if w.scn.RackPowerLossAtHeal {
+		w.rackPowerLoss("rack power loss at the heal")
+	}
 	w.trace(evHeal, -1, -1, 0, 0)
 	w.logf("heal: all faults off, restarting down nodes")
 	for i, nd := range w.nodes {
@@ -325,6 +330,8 @@ func (w *world) step() {
 			w.restartNode(i)
 		}
 	}
+	w.syncDue()
+	w.maybePowerLoss()
 	if !w.healed && w.rng.chance(w.scn.CrashPerTick) {
 		i := w.rng.intn(len(w.nodes))
 		if w.canCrash(i) {
