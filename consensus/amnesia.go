@@ -101,6 +101,32 @@ func (r *Replica) tickAmnesiac() {
 	r.broadcastProbe()
 }
 
+// heldThrough is the end of the journal's contiguous run of bodies above
+// commit_min. A DVC in a rack election reports only that far, with its
+// commit capped there: after a quorum-wide power loss the view headers
+// and commit numbers name ops whose bodies may be gone from every page
+// cache, and a merge bound to keep them (committed, or not nackable)
+// would wait for a body forever. Everything above is nacked by the
+// shorter head; ops a replica applied stay below its commit.
+func (r *Replica) heldThrough() uint64 {
+	h := r.commitMin
+	for h < r.op && r.journal.has(h+1) {
+		h++
+	}
+	return h
+}
+
+// awaitingAllVoters: a merge that counts flagged DVCs waits for the DVC
+// of every replica until this replica has entered n view changes in a row
+// (every replica has had its turn as primary-elect). A rack election may
+// drop ops only page caches held, but not ops a replica that is merely
+// slow or cut off synced or applied (a checkpoint): that replica could
+// never adopt the view (finding 15). A dead node delays the election by n
+// view-change timeouts.
+func (r *Replica) awaitingAllVoters() bool {
+	return r.vc.amnesiacQuorum && popcount(r.vc.dvcFrom) < int(r.n) && r.vc.rounds < uint32(r.n)
+}
+
 // recordAmnesiacDVC holds a flagged DVC back until the view change has
 // as many as amnesiaRackThreshold of them; then they all count. It
 // reports whether d was held back.
@@ -125,11 +151,12 @@ func (r *Replica) adoptedView() {
 	}
 }
 
-// forgetAmnesiacCommits: an amnesiac adopting a view keeps only the
-// view's commit above what it applied. Its own commit_max came from before
+// forgetAmnesiacCommits: an amnesiac adopting a view (or starting one as
+// primary-elect) keeps only the view's commit above what it applied. Its own commit_max came from before
 // the power loss; after a rack election that dropped ops (a quorum lost
 // its page cache) those op numbers hold other prepares, and believing them
-// committed would apply ops the view has not committed. Knowing less is
+// committed would apply ops the view has not committed (a primary would
+// commit new prepares at those numbers on its own ack). Knowing less is
 // safe: heartbeats and the view's commits raise it again.
 func (r *Replica) forgetAmnesiacCommits(viewCommit uint64) {
 	if r.amnesia.on && r.commitMax > viewCommit {

@@ -11,10 +11,13 @@ type viewChangeState struct {
 	// of them arrived (amnesiacQuorum); then they count (amnesia.go).
 	amnesiacDVCs   []dvcRecord
 	amnesiacQuorum bool
-	svcTimer       timer
-	dvcTimer       timer
-	statusTimer    timer
-	rsvTimer       timer
+	// rounds: view changes entered since this replica was last Normal
+	// (not reset per view).
+	rounds      uint32
+	svcTimer    timer
+	dvcTimer    timer
+	statusTimer timer
+	rsvTimer    timer
 }
 
 // startViewChange enters view v (spec §3.5 step 1): pending proposals get
@@ -34,6 +37,7 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.dvcs = r.vc.dvcs[:0]
 	r.vc.amnesiacDVCs = nil
 	r.vc.amnesiacQuorum = false
+	r.vc.rounds++
 	r.vc.plan = nil
 	r.heartbeatTimer.stop()
 	r.commitTimer.stop()
@@ -101,18 +105,22 @@ func (r *Replica) sendDVC(d dvcRecord) {
 // After a restart the view ops the journal lacks are unprovable (a crash
 // may have cut an acknowledged body). present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
-	commit := min(r.commitMax, r.op)
-	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit, amnesiac: r.amnesiaFlagged()}
-	low := max(commit, 1)
-	if r.op >= dvcSuffixHeadersMax && low < r.op-(dvcSuffixHeadersMax-1) {
-		low = r.op - (dvcSuffixHeadersMax - 1)
+	head := r.op
+	if r.amnesia.rack {
+		head = r.heldThrough()
 	}
-	if r.op == 0 {
+	commit := min(r.commitMax, head)
+	d := dvcRecord{replica: r.id, logView: r.logView, op: head, commit: commit, amnesiac: r.amnesiaFlagged()}
+	low := max(commit, 1)
+	if head >= dvcSuffixHeadersMax && low < head-(dvcSuffixHeadersMax-1) {
+		low = head - (dvcSuffixHeadersMax - 1)
+	}
+	if head == 0 {
 		return d
 	}
-	d.headers = make([]PrepareHeader, 0, r.op-low+1)
-	for op := r.op; op >= low; op-- {
-		i := r.op - op
+	d.headers = make([]PrepareHeader, 0, head-low+1)
+	for op := head; op >= low; op-- {
+		i := head - op
 		if h, ok := r.journal.header(op); ok {
 			d.headers = append(d.headers, h)
 			setBit(&d.present, i)
@@ -187,7 +195,7 @@ func (r *Replica) onDoViewChange(m Message) {
 // tryMerge runs the merge once Q_vc DVCs (own included) are in, again on
 // every further DVC until decided.
 func (r *Replica) tryMerge() {
-	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange {
+	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange || r.awaitingAllVoters() {
 		return
 	}
 	plan := mergeDoViewChanges(r.vc.dvcs, int(r.n), r.quorumViewChange)
@@ -195,6 +203,7 @@ func (r *Replica) tryMerge() {
 		return
 	}
 	r.vc.plan = &plan
+	r.forgetAmnesiacCommits(plan.commitMax)
 	r.raiseCommitMax(plan.commitMax)
 	r.reconcileJournal(plan.head, plan.header)
 	r.op = plan.head
@@ -277,6 +286,7 @@ func (r *Replica) maybeStartView() {
 }
 
 func (r *Replica) stopViewChangeTimers() {
+	r.vc.rounds = 0 // Normal again
 	r.vc.svcTimer.stop()
 	r.vc.dvcTimer.stop()
 	r.vc.statusTimer.stop()
@@ -467,6 +477,12 @@ func (r *Replica) firstMissing(upTo uint64) uint64 {
 }
 
 func (r *Replica) tickViewChange() {
+	if r.vc.amnesiacQuorum {
+		r.tryMerge() // the round it waited for may have come (awaitingAllVoters)
+		if r.status != StatusViewChange {
+			return
+		}
+	}
 	if r.vc.statusTimer.fired(r.ticks) {
 		r.startViewChange(r.escalationView()) // escalate (spec §3.3 ViewChangeStatus)
 		return

@@ -101,8 +101,10 @@ type groupChecker struct {
 	// excused: ops up to here committed before a quorum-wide power loss
 	// and may be replaced once (checker_powerloss.go); lostOps counts
 	// the ops a rebase dropped.
-	excused uint64
-	lostOps uint64
+	excused     uint64
+	lostOps     uint64
+	quorumLost  bool
+	preLossView uint32
 }
 
 func newGroupChecker(name string, n int, dedup bool, now *uint64, report func(Violation)) *groupChecker {
@@ -141,9 +143,9 @@ func (c *groupChecker) onCommitted(r int, p *consensus.Prepare, stateHash, bodyS
 		*e = committedOp{known: true, checksum: h.Checksum, stateHash: stateHash, timestamp: h.Timestamp,
 			client: h.Client, request: h.Request, operation: h.Operation, bodySum: bodySum}
 		c.checkNeighbours(r, h.Op)
-		if c.durableCopies != nil {
+		if c.durableCopies != nil && !c.auditExempt(h) {
 			if copies := c.durableCopies(h.Op, h.Checksum); copies < c.replicationQuorum {
-				c.fail(r, checkCommitBelowQuorum, "op %d committed while durable on %d replicas, replication quorum is %d", h.Op, copies, c.replicationQuorum)
+				c.fail(r, checkCommitBelowQuorum, "op %d (view %d) committed while durable on %d replicas, replication quorum is %d", h.Op, h.View, copies, c.replicationQuorum)
 			}
 		}
 		if c.dedup && h.Request != 0 && h.Operation != consensus.OperationRegister && h.Operation != consensus.OperationLogout {

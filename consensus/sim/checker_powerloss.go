@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/lodestream/lodestream/consensus"
+
 // What the checkers excuse after a quorum-wide power loss (the powerloss
 // profile). `durability = replicated` promises that an acknowledged op
 // survives process crashes of any number of nodes and a power loss of
@@ -13,9 +15,21 @@ package sim
 // old history afterwards (or a third one) fails agreement, as does a
 // replica whose state hash carries an op the new history replaced.
 
-// onQuorumPowerLoss excuses every op committed so far.
+// onQuorumPowerLoss excuses every op committed so far, and exempts from
+// the quorum audit the ops prepared before it (in a view any replica had
+// reached): the group may commit them again after the loss on the word of
+// a commit number from before it, when power took most of their copies.
 func (c *groupChecker) onQuorumPowerLoss() {
 	c.excused = uint64(len(c.log))
+	c.quorumLost = true
+	for _, rw := range c.replicas {
+		c.preLossView = max(c.preLossView, rw.view, rw.durable.View, rw.revealedView)
+	}
+}
+
+// auditExempt: op was prepared before a quorum-wide power loss.
+func (c *groupChecker) auditExempt(h *consensus.PrepareHeader) bool {
+	return c.quorumLost && h.View <= c.preLossView
 }
 
 // rebase forgets the record from op on: the first commit after a quorum
