@@ -117,14 +117,15 @@ func (r *Replica) heldThrough() uint64 {
 }
 
 // awaitingAllVoters: a merge that counts flagged DVCs waits for the DVC
-// of every replica until this replica has entered n view changes in a row
-// (every replica has had its turn as primary-elect). A rack election may
-// drop ops only page caches held, but not ops a replica that is merely
-// slow or cut off synced or applied (a checkpoint): that replica could
-// never adopt the view (finding 15). A dead node delays the election by n
-// view-change timeouts.
+// of every replica. A rack election may drop ops only page caches held,
+// but not ops a replica that is merely slow, cut off or down synced or
+// applied (its checkpoint): that replica could never adopt the view. A
+// timed fallback (n view changes in a row) still dropped such checkpoints
+// of replicas down longer (finding 15), so there is none: after a rack
+// power loss the group serves again once every replica is back (a node
+// that never returns needs an operator).
 func (r *Replica) awaitingAllVoters() bool {
-	return r.vc.amnesiacQuorum && popcount(r.vc.dvcFrom) < int(r.n) && r.vc.rounds < uint32(r.n)
+	return r.vc.amnesiacQuorum && popcount(r.vc.dvcFrom) < int(r.n)
 }
 
 // recordAmnesiacDVC holds a flagged DVC back until the view change has

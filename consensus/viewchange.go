@@ -11,13 +11,10 @@ type viewChangeState struct {
 	// of them arrived (amnesiacQuorum); then they count (amnesia.go).
 	amnesiacDVCs   []dvcRecord
 	amnesiacQuorum bool
-	// rounds: view changes entered since this replica was last Normal
-	// (not reset per view).
-	rounds      uint32
-	svcTimer    timer
-	dvcTimer    timer
-	statusTimer timer
-	rsvTimer    timer
+	svcTimer       timer
+	dvcTimer       timer
+	statusTimer    timer
+	rsvTimer       timer
 }
 
 // startViewChange enters view v (spec §3.5 step 1): pending proposals get
@@ -37,7 +34,6 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.dvcs = r.vc.dvcs[:0]
 	r.vc.amnesiacDVCs = nil
 	r.vc.amnesiacQuorum = false
-	r.vc.rounds++
 	r.vc.plan = nil
 	r.heartbeatTimer.stop()
 	r.commitTimer.stop()
@@ -286,7 +282,6 @@ func (r *Replica) maybeStartView() {
 }
 
 func (r *Replica) stopViewChangeTimers() {
-	r.vc.rounds = 0 // Normal again
 	r.vc.svcTimer.stop()
 	r.vc.dvcTimer.stop()
 	r.vc.statusTimer.stop()
@@ -477,12 +472,6 @@ func (r *Replica) firstMissing(upTo uint64) uint64 {
 }
 
 func (r *Replica) tickViewChange() {
-	if r.vc.amnesiacQuorum {
-		r.tryMerge() // the round it waited for may have come (awaitingAllVoters)
-		if r.status != StatusViewChange {
-			return
-		}
-	}
 	if r.vc.statusTimer.fired(r.ticks) {
 		r.startViewChange(r.escalationView()) // escalate (spec §3.3 ViewChangeStatus)
 		return

@@ -305,14 +305,16 @@ func (w *world) boot() {
 func (w *world) heal() {
 	w.healed = true
 	w.healTick = w.now
+	if w.scn.RackPowerLossAtHeal {
+		// Before the backlog is measured: every replica then has to
+		// catch up from its synced state, and the bound must allow it.
+		w.rackPowerLoss("rack power loss at the heal")
+	}
 	// The backlog is measured before down nodes restart (a down node
 	// counts as holding nothing): the worst case repair must cover.
 	w.livenessDeadline = w.now + w.scn.livenessBaseTicks() + w.scn.catchUpTicks(w.backlog())
 	w.net.heal()
 	w.scn.ClientDropProbability = 0
-	if w.scn.RackPowerLossAtHeal {
-		w.rackPowerLoss("rack power loss at the heal")
-	}
 	w.trace(evHeal, -1, -1, 0, 0)
 	w.logf("heal: all faults off, restarting down nodes")
 	for i, nd := range w.nodes {
