@@ -102,12 +102,15 @@ func (r *Replica) tickAmnesiac() {
 }
 
 // heldThrough is the end of the journal's contiguous run of bodies above
-// commit_min. A DVC in a rack election reports only that far, with its
-// commit capped there: after a quorum-wide power loss the view headers
-// and commit numbers name ops whose bodies may be gone from every page
-// cache, and a merge bound to keep them (committed, or not nackable)
-// would wait for a body forever. Everything above is nacked by the
-// shorter head; ops a replica applied stay below its commit.
+// commit_min. In a rack election a DVC caps its commit there and clears
+// the commit stamps of the headers it reports above it (a copy: the
+// identity checksum is unchanged), and nacks every missing body: after a
+// quorum-wide power loss its commit numbers and view headers may name ops
+// whose bodies are gone from every page cache, and a merge bound to keep
+// them would wait for a body forever. The headers themselves stay: a
+// replica with the newest log_view but fewer bodies must still name the
+// ops another replica holds (finding 15, seed 60820359). Ops a replica
+// applied stay below its commit.
 func (r *Replica) heldThrough() uint64 {
 	h := r.commitMin
 	for h < r.op && r.journal.has(h+1) {

@@ -133,8 +133,8 @@ func TestAmnesiacNeverNacks(t *testing.T) {
 		}
 		if amnesia {
 			r.amnesia.rack = true
-			if d := r.buildDVC(); d.op != 0 || d.commit != 0 {
-				t.Fatalf("rack election: DVC head %d commit %d; want the held prefix (0), so what was lost is nacked", d.op, d.commit)
+			if d := r.buildDVC(); d.op != 3 || d.commit != 0 || d.nack.IsZero() || d.headers[0].Commit != 0 {
+				t.Fatalf("rack election: DVC head %d commit %d nack %x; want head 3, commit capped at the held prefix (0), lost ops nacked, no commit stamps", d.op, d.commit, d.nack)
 			}
 		}
 	}

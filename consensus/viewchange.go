@@ -101,11 +101,11 @@ func (r *Replica) sendDVC(d dvcRecord) {
 // After a restart the view ops the journal lacks are unprovable (a crash
 // may have cut an acknowledged body). present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
-	head := r.op
+	head, held := r.op, r.op
 	if r.amnesia.rack {
-		head = r.heldThrough()
+		held = r.heldThrough() // amnesia.go: no commit claims past the bodies held
 	}
-	commit := min(r.commitMax, head)
+	commit := min(r.commitMax, held)
 	d := dvcRecord{replica: r.id, logView: r.logView, op: head, commit: commit, amnesiac: r.amnesiaFlagged()}
 	low := max(commit, 1)
 	if head >= dvcSuffixHeadersMax && low < head-(dvcSuffixHeadersMax-1) {
@@ -118,12 +118,18 @@ func (r *Replica) buildDVC() dvcRecord {
 	for op := head; op >= low; op-- {
 		i := head - op
 		if h, ok := r.journal.header(op); ok {
+			if op > held {
+				h.Commit = 0
+			}
 			d.headers = append(d.headers, h)
 			setBit(&d.present, i)
 		} else {
 			vh, ok := r.viewHeaderAt(op)
 			if !ok {
 				vh = PrepareHeader{Op: op, Operation: OperationReserved}
+			}
+			if op > held {
+				vh.Commit = 0
 			}
 			d.headers = append(d.headers, vh)
 			if r.nackable(op, commit) {

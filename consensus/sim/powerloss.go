@@ -1,10 +1,12 @@
 package sim
 
 // Power loss (the powerloss profile, `durability = replicated`): a node's
-// journal records reach the page cache when written and the disk at its
-// periodic sync; a power loss drops what was not synced and restarts the
-// node's replicas with Restored.Amnesia. Ordinary crashes keep the page
-// cache (the OS survives the process).
+// partition journal records reach the page cache when written and the
+// disk at its periodic sync; a power loss drops what was not synced and
+// restarts the node's partition replica with Restored.Amnesia. The
+// metadata group syncs every write (its WAL fdatasyncs each append) and
+// is never amnesiac: a power loss is an ordinary crash for it. Ordinary
+// crashes keep the page cache (the OS survives the process).
 
 // syncDue syncs the journals of every node whose sync point is this tick
 // (down nodes too: the OS flushes a dead process's writes).
@@ -46,6 +48,9 @@ func (w *world) maybePowerLoss() {
 // node's boot record, which is not updated before that).
 func (w *world) powerLoss(i int) {
 	for _, d := range w.nodes[i].replicas {
+		if !d.store.lazySync {
+			continue // synced on every write: nothing to lose
+		}
 		if d.store.unsynced() {
 			w.cov.PageCachesLost++
 		}
@@ -72,7 +77,9 @@ func (w *world) rackPowerLoss(why string) {
 	for _, nd := range w.nodes {
 		nd.restartTick = back
 	}
-	for _, c := range w.checkers {
-		c.onQuorumPowerLoss()
+	for gi, c := range w.checkers {
+		if w.nodes[0].replicas[gi].store.lazySync {
+			c.onQuorumPowerLoss()
+		}
 	}
 }

@@ -140,7 +140,9 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 			nd.replicas = append(nd.replicas, &replicaDriver{
 				w: w, group: gi, node: i,
 				cfg:   replicaConfig(scn, gs, uint8(i), cluster),
-				store: storage{lazySync: scn.SyncEveryTicks > 0},
+				// Only partition groups are `replicated`: the metadata WAL
+				// syncs every append and is never amnesiac.
+				store: storage{lazySync: scn.SyncEveryTicks > 0 && gs.clientTableMax == 0},
 			})
 		}
 		w.nodes = append(w.nodes, nd)
