@@ -59,6 +59,9 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	if err := r.restoreEntries(st.Entries); err != nil {
 		return nil, err
 	}
+	// Amnesia outlives ordinary crashes through the superblock; a
+	// restart that newly has it rewrites the superblock in its first Ready.
+	r.amnesia.on = (st.Amnesia || (st.Superblock != nil && st.Superblock.Amnesiac)) && cfg.ReplicaCount > 1
 	if cfg.ReplicaCount > 1 {
 		r.verifyAgainstViewHeaders()
 		r.restoreViewHead()
@@ -70,9 +73,6 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	}
 	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost && !st.Amnesia
 	r.recovery.storageLost = st.StorageLost && cfg.ReplicaCount > 1
-	// Amnesia outlives ordinary crashes through the superblock; a
-	// restart that newly has it rewrites the superblock in its first Ready.
-	r.amnesia.on = (st.Amnesia || (st.Superblock != nil && st.Superblock.Amnesiac)) && cfg.ReplicaCount > 1
 	switch {
 	case cfg.ReplicaCount == 1:
 		r.commitMax = r.op // solo: every durable prepare is committed
@@ -192,6 +192,16 @@ func (r *Replica) verifyAgainstViewHeaders() {
 	known := false
 	for op := r.journal.headOp; op > r.commitMin; op-- {
 		s := r.journal.get(op)
+		if op > head && s != nil && r.amnesia.on && s.prepare.Header.View != r.logView {
+			// Above the view's head only log_view's primary prepared (in
+			// log_view). An older entry is one the view's reconciliation
+			// truncated and a power loss brought back (the truncation was
+			// not synced): not part of this log (finding 15, seed 60822200).
+			r.journal.remove(op)
+			r.unprovable[op] = struct{}{}
+			known = false
+			continue
+		}
 		if op > head {
 			known = s != nil
 			if known {
