@@ -139,7 +139,7 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		for gi, gs := range w.groups {
 			nd.replicas = append(nd.replicas, &replicaDriver{
 				w: w, group: gi, node: i,
-				cfg:   replicaConfig(scn, gs, uint8(i), cluster),
+				cfg: replicaConfig(scn, gs, uint8(i), cluster),
 				// Only partition groups are `replicated`: the metadata WAL
 				// syncs every append and is never amnesiac.
 				store: storage{lazySync: scn.SyncEveryTicks > 0 && gs.clientTableMax == 0},
