@@ -119,6 +119,16 @@ type Restored struct {
 	// replicas are amnesiac that no quorum of intact ones exists (amnesia.go).
 	// Superblock.Amnesiac has the same effect; n = 1 ignores both.
 	Amnesia bool
+	// JournalIntact: the driver promises that, short of Amnesia, the
+	// journal holds every entry this replica acknowledged that no durable
+	// truncation removed (it writes a truncation and its re-append in one
+	// atomic step, and reports lost unsynced writes as Amnesia). Then an
+	// op of log_view's log it holds only as a view header, or a gap
+	// between restored entries, was never acknowledged and is nacked, as
+	// within one incarnation; otherwise both are unprovable after a
+	// restart (simulator finding 7). The node must not set it before it
+	// reports Amnesia.
+	JournalIntact bool
 }
 
 // Group is the contract a replica of one consensus group satisfies; the

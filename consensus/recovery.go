@@ -20,6 +20,10 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		return nil, err
 	}
 	r := newReplica(cfg)
+	// Amnesia outlives ordinary crashes through the superblock; a
+	// restart that newly has it rewrites the superblock in its first Ready.
+	r.amnesia.on = (st.Amnesia || (st.Superblock != nil && st.Superblock.Amnesiac)) && cfg.ReplicaCount > 1
+	intact := st.JournalIntact && !r.amnesia.on
 	if st.Superblock != nil {
 		if st.Superblock.LogView > st.Superblock.View {
 			return nil, fmt.Errorf("consensus restart: superblock log_view %d > view %d",
@@ -56,15 +60,12 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	if r.op == r.checkpointOp && r.op > 0 {
 		r.headChecksum = r.anchorChecksum // restoreEntries overrides it if the anchor entry is given
 	}
-	if err := r.restoreEntries(st.Entries); err != nil {
+	if err := r.restoreEntries(st.Entries, intact); err != nil {
 		return nil, err
 	}
-	// Amnesia outlives ordinary crashes through the superblock; a
-	// restart that newly has it rewrites the superblock in its first Ready.
-	r.amnesia.on = (st.Amnesia || (st.Superblock != nil && st.Superblock.Amnesiac)) && cfg.ReplicaCount > 1
 	if cfg.ReplicaCount > 1 {
 		r.verifyAgainstViewHeaders()
-		r.restoreViewHead()
+		r.restoreViewHead(intact)
 	}
 	if st.Superblock == nil && r.op > 0 {
 		if h, ok := r.journal.header(r.op); ok {
@@ -95,7 +96,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 // acknowledged, so it must never be nacked. With n > 1 so are the durable
 // entries cut at a break, and the head stays at the highest of them, so
 // the DVC reports them as blanks rather than implicit nacks.
-func (r *Replica) restoreEntries(entries []Prepare) error {
+func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 	// A journal never holds more than journal_slots un-checkpointed ops; older
 	// entries below that window are stale ones a StartView left durable
 	// (reconcileJournal drops unverifiable entries from memory only): not
@@ -161,7 +162,9 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 			}
 			break
 		}
-		for gap := prevOp + 1; gap < op; gap++ {
+		// A gap may be an entry a crash cut; with an intact journal
+		// (Restored.JournalIntact) it was never held, so it is nacked.
+		for gap := prevOp + 1; gap < op && !intact; gap++ {
 			r.unprovable[gap] = struct{}{}
 		}
 		r.journal.put(p, r.checkpointOp)
@@ -230,7 +233,7 @@ func (r *Replica) verifyAgainstViewHeaders() {
 // the ops between the journal head and the view headers' head belong to
 // the view's log even though their bodies never arrived, so the DVC must
 // report them (header, present clear, no nack) rather than a shorter log.
-func (r *Replica) restoreViewHead() {
+func (r *Replica) restoreViewHead(journalIntact bool) {
 	for _, h := range r.viewHeaders {
 		if h.Checksum != 0 {
 			r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
@@ -241,10 +244,12 @@ func (r *Replica) restoreViewHead() {
 	// A view op whose body the restored journal lacks may have been held
 	// and acknowledged before a crash cut it (a torn write, a truncate
 	// persisted without its re-append): it is reported by header but never
-	// nacked. Within one incarnation a header-only op is nacked (buildDVC).
+	// nacked. Within one incarnation a header-only op is nacked (buildDVC),
+	// and so it is across restarts when the driver keeps the journal intact
+	// (Restored.JournalIntact: finding 15, powerloss-harsh seed 60900070).
 	for i, h := range r.viewHeaders {
 		op := head - uint64(i)
-		if h.Checksum != 0 && op > r.commitMin && !r.journal.has(op) {
+		if !journalIntact && h.Checksum != 0 && op > r.commitMin && !r.journal.has(op) {
 			r.unprovable[op] = struct{}{}
 		}
 	}

@@ -429,6 +429,10 @@ func (d *replicaDriver) start(restart bool) error {
 			st.Amnesia = true
 			w.cov.AmnesiacRestarts++
 		}
+		// The powerloss profiles keep journals intact short of a power
+		// loss (no torn writes, truncate and re-append in one Ready that a
+		// crash never splits), and report every power loss as amnesia.
+		st.JournalIntact = w.scn.SyncEveryTicks > 0 && !w.scn.FaultyStorage[d.node]
 		if st.Superblock != nil && st.Superblock.Amnesiac {
 			d.amnesiaPending = false
 		}
