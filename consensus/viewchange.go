@@ -207,16 +207,7 @@ func (r *Replica) tryMerge() {
 	r.vc.plan = &plan
 	r.forgetAmnesiacCommits(plan.commitMax)
 	r.raiseCommitMax(plan.commitMax)
-	trustBelow := uint64(0)
-	if r.logView == plan.logView {
-		// Own entries of the canonical log_view up to the merged commit
-		// are committed ops of that view's log, whether or not a merged
-		// header or a verified successor vouches for them: a durable one
-		// dropped here may be the only copy left (finding 15, seed
-		// 60901884: the other holder lost it to a power loss).
-		trustBelow = plan.commitMax
-	}
-	r.reconcileJournal(plan.head, plan.header, trustBelow)
+	r.reconcileJournal(plan.head, plan.header)
 	r.op = plan.head
 	r.maybeStartView()
 }
@@ -371,7 +362,7 @@ func (r *Replica) onStartView(m Message) {
 	for _, h := range m.Suffix {
 		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
 	}
-	r.reconcileJournal(head, canonical, 0)
+	r.reconcileJournal(head, canonical)
 	// log_view = v becomes durable with v's head headers (finding 6): if
 	// this replica crashes before repair fills the journal, its DVC still
 	// reports the view's head instead of a shorter, canonical-looking log.
@@ -402,7 +393,7 @@ func (r *Replica) onStartView(m Message) {
 // Restart re-verifies them against the view headers. Verified entries
 // above the lowest divergent op are re-appended so the driver's journal
 // stays a simple truncate-then-append log.
-func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (PrepareHeader, bool), trustBelow uint64) {
+func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (PrepareHeader, bool)) {
 	// Above the canonical head nothing can have committed (the merge proved
 	// it), so an old "maybe acknowledged" mark there would only stop this
 	// replica from nacking a later op of the same number.
@@ -435,9 +426,6 @@ func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (Prepa
 		}
 		if expectKnown {
 			lowestBad = op // proven divergent
-		} else if op <= trustBelow {
-			expect, expectKnown = s.prepare.Header.Parent, true
-			continue
 		} else {
 			r.dropUnverified(op)
 		}
