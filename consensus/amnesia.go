@@ -12,7 +12,7 @@ package consensus
 //   - it recovers by adopting a Normal primary's StartView, and stops
 //     being amnesiac only once its journal holds that log up to the head
 //     (maybeClearAmnesia says why not earlier);
-//   - when more than n - Q_vc replicas are amnesiac (f of them for
+//   - when more than n - Q_vc replicas are amnesiac (more than f for
 //     n <= 6), the intact ones cannot form a view-change quorum and
 //     waiting would never end (a rack power loss): after its probes go
 //     unanswered an amnesiac that heard that many amnesiac probes starts
@@ -20,7 +20,9 @@ package consensus
 //     counts flagged DVCs only once it holds that many of them in the same
 //     view (fresh evidence from live incarnations), so a stale count can
 //     make an amnesiac start a view change but never makes its vote count.
-//     Such a view change may drop `replicated` ops that only the
+//     That merge waits for every replica's DVC (awaitingAllVoters), and
+//     an amnesiac's DVC there claims no commit beyond the bodies it holds
+//     (heldThrough). Such a view change may drop `replicated` ops that only the
 //     amnesiacs had acknowledged: a power loss of a quorum, which that
 //     class never promised to survive.
 type amnesiaState struct {
