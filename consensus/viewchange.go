@@ -342,6 +342,17 @@ func (r *Replica) onStartView(m Message) {
 		// its view change started from.
 		return
 	}
+	if r.amnesiaFlagged() && !r.cfg.Incarnation.IsZero() && m.Incarnation != r.cfg.Incarnation {
+		// An amnesiac that has not adopted a view since its restart takes
+		// only the answer to this boot's probe: a nonce-less StartView may
+		// have left before a rack power loss that the view's primary did
+		// not survive (finding 15, seed 60831083), and its log and commit
+		// numbers may be ones the rack election then dropped. The answer
+		// comes from a primary Normal after this replica's restart; it
+		// probes until then (Recovering: broadcast; in a view change:
+		// the view's primary once its DVC is sent).
+		return
+	}
 	// A StartView of the view this log already is (log_view = v) may be
 	// older than prepares of v held here: merged, never cut (finding 8).
 	head, above, canonical := r.startViewLog(m)
