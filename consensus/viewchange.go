@@ -348,9 +348,10 @@ func (r *Replica) onStartView(m Message) {
 		// have left before a rack power loss that the view's primary did
 		// not survive (finding 15, seed 60831083), and its log and commit
 		// numbers may be ones the rack election then dropped. The answer
-		// comes from a primary Normal after this replica's restart; it
-		// probes until then (Recovering: broadcast; in a view change:
-		// the view's primary once its DVC is sent).
+		// comes from a primary Normal after this replica's restart: ask
+		// the sender at once (a view change's own probe may come only
+		// as its status timeout moves the view on: seed 60836442).
+		r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: true})
 		return
 	}
 	// A StartView of the view this log already is (log_view = v) may be
