@@ -229,3 +229,36 @@ func TestAmnesiaSurvivesAnOrdinaryCrash(t *testing.T) {
 		t.Fatalf("n = 1 must ignore amnesia")
 	}
 }
+
+// TestAmnesiacTakesOnlyItsProbeAnswer: a nonce-less StartView may have
+// left before a rack power loss its primary did not survive, so an
+// amnesiac that has not adopted a view refuses it, asks the sender for an
+// answer to this boot's probe, and adopts that answer.
+func TestAmnesiacTakesOnlyItsProbeAnswer(t *testing.T) {
+	cfg := DefaultConfig(1, 3)
+	cfg.Incarnation = Uint128{Lo: 7, Hi: 1}
+	r, err := Restart(cfg, Restored{Superblock: &VsrState{View: 1, LogView: 1}, Amnesia: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Advance(r.Ready())
+	sv := Message{Kind: MsgStartView, Group: cfg.GroupID, From: 2, View: 2}
+	r.Step(sv)
+	rd := r.Ready()
+	asked := false
+	for _, m := range rd.Messages {
+		asked = asked || (m.Kind == MsgRequestStartView && m.To == 2 && m.Incarnation == cfg.Incarnation && m.Amnesiac)
+	}
+	if r.Status() != StatusRecovering || !asked {
+		t.Fatalf("nonce-less StartView: status %v, probe to its sender %v; want recovering, probed", r.Status(), asked)
+	}
+	r.Advance(rd)
+	sv.Incarnation = cfg.Incarnation
+	r.Step(sv)
+	if r.Status() != StatusNormal || r.View() != 2 {
+		t.Fatalf("probe answer: status %v view %d; want normal in view 2", r.Status(), r.View())
+	}
+	if r.Amnesiac() {
+		t.Fatalf("still amnesiac with nothing missing below the head")
+	}
+}
