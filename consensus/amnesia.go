@@ -44,8 +44,22 @@ type amnesiaState struct {
 
 // flagged: this replica's probes, SVCs and DVCs carry its amnesia. An
 // amnesiac that adopted a view reports an honest head (no flag), it only
-// withholds nacks.
-func (r *Replica) amnesiaFlagged() bool { return r.amnesia.on && !r.amnesia.adopted }
+// withholds nacks, unless it joins a rack election (amnesiaJoinRack).
+func (r *Replica) amnesiaFlagged() bool {
+	return r.amnesia.on && (!r.amnesia.adopted || r.amnesia.rack)
+}
+
+// amnesiaJoinRack: an amnesiac that adopted a view but has not yet held
+// its whole log (a body may be gone from every page cache) enters a view
+// change as a rack voter when, with itself, too few intact replicas may
+// exist: otherwise its withheld nacks can leave an op nobody holds
+// neither kept nor cut (finding 15, seed 60822132: n = 2, where the
+// threshold is 1 and both DVCs always count).
+func (r *Replica) amnesiaJoinRack() {
+	if r.amnesia.on && r.amnesia.adopted && !r.amnesia.rack && r.amnesiacCount()+1 >= r.amnesiaRackThreshold() {
+		r.amnesia.rack = true
+	}
+}
 
 // amnesiaRackThreshold is how many amnesiac replicas leave too few intact
 // ones for a view-change quorum: n - Q_vc + 1 (f + 1 for n <= 6; 1 for

@@ -26,6 +26,7 @@ func (r *Replica) startViewChange(v uint32) {
 	}
 	r.abandonPipeline()
 	r.abortTransfer()
+	r.amnesiaJoinRack()
 	r.view = v
 	r.status = StatusViewChange
 	r.vc.svcFrom = 1 << r.id
