@@ -111,6 +111,24 @@ type Restored struct {
 	// own: it stays Recovering, probing, until a primary's StartView
 	// (no election fallback after unanswered probes).
 	StorageLost bool
+	// Amnesia: this replica may have acknowledged prepares it no longer
+	// holds because unsynced writes were lost (a power loss under
+	// `durability = replicated`), while what it synced survived (a prefix
+	// of its journal and its superblock). It does not vote, and never
+	// nacks, until it holds a Normal primary's log again, unless so many
+	// replicas are amnesiac that no quorum of intact ones exists (amnesia.go).
+	// Superblock.Amnesiac has the same effect; n = 1 ignores both.
+	Amnesia bool
+	// JournalIntact: the driver promises that, short of Amnesia, the
+	// journal holds every entry this replica acknowledged that no durable
+	// truncation removed (it writes a truncation and its re-append in one
+	// atomic step, and reports lost unsynced writes as Amnesia). Then an
+	// op of log_view's log it holds only as a view header, or a gap
+	// between restored entries, was never acknowledged and is nacked, as
+	// within one incarnation; otherwise both are unprovable after a
+	// restart (simulator finding 7). The node must not set it before it
+	// reports Amnesia.
+	JournalIntact bool
 }
 
 // Group is the contract a replica of one consensus group satisfies; the
@@ -231,6 +249,10 @@ type VsrState struct {
 	// take as canonical. Nil in a superblock written before they existed.
 	// The slice is never mutated after it is handed out.
 	ViewHeaders []PrepareHeader
+	// Amnesiac: the replica restarted with Restored.Amnesia and has not yet
+	// held a Normal primary's whole log since; durable so an ordinary crash
+	// before that does not make it forget (amnesia.go).
+	Amnesiac bool
 }
 
 // ReplyKind says how a proposal ended.

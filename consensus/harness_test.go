@@ -31,6 +31,8 @@ type harness struct {
 	failf   func(format string, args ...any)
 	sent    map[MessageKind]int
 	boots   []uint64
+	// amnesia[i]: the next restart of replica i passes Restored.Amnesia.
+	amnesia map[int]bool
 }
 
 type store struct {
@@ -265,7 +267,7 @@ func (h *harness) restart(i int) error {
 	h.boots[i]++
 	cfg := h.cfgs[i]
 	cfg.Incarnation = Uint128{Lo: uint64(i) + 1, Hi: h.boots[i]}
-	var restored Restored
+	restored := Restored{Amnesia: h.amnesia[i]}
 	if st.superblock != nil {
 		sb := *st.superblock
 		restored.Superblock = &sb

@@ -12,6 +12,9 @@ type dvcRecord struct {
 	headers []PrepareHeader // suffix from op downwards; Checksum 0 = blank
 	nack    Uint128
 	present Uint128
+	// amnesiac: the sender's log may lack ops it acknowledged (amnesia.go);
+	// counted only beside enough other such DVCs.
+	amnesiac bool
 }
 
 func bitAt(u Uint128, i uint64) bool {

@@ -61,6 +61,11 @@ type Message struct {
 	// Incarnation correlates a probe with its answer: RequestStartView, and
 	// StartView echoing it (zero on a broadcast StartView).
 	Incarnation Uint128
+	// Amnesiac: RequestStartView and StartViewChange: the sender restarted
+	// amnesiac and has not recovered (amnesia.go); DoViewChange: the
+	// sender is amnesiac and voting only because too few intact replicas
+	// may exist (its DVC counts only beside enough others like it).
+	Amnesiac bool
 	// Nonce correlates a repair or state-transfer session: RequestPrepares,
 	// RepairPrepare, RepairDone, RangeEvicted, RequestStateTransfer,
 	// StateTransferTarget, RequestStateChunk, StateChunk.

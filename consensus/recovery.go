@@ -20,6 +20,10 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 		return nil, err
 	}
 	r := newReplica(cfg)
+	// Amnesia outlives ordinary crashes through the superblock; a
+	// restart that newly has it rewrites the superblock in its first Ready.
+	r.amnesia.on = (st.Amnesia || (st.Superblock != nil && st.Superblock.Amnesiac)) && cfg.ReplicaCount > 1
+	intact := st.JournalIntact && !r.amnesia.on
 	if st.Superblock != nil {
 		if st.Superblock.LogView > st.Superblock.View {
 			return nil, fmt.Errorf("consensus restart: superblock log_view %d > view %d",
@@ -56,19 +60,19 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	if r.op == r.checkpointOp && r.op > 0 {
 		r.headChecksum = r.anchorChecksum // restoreEntries overrides it if the anchor entry is given
 	}
-	if err := r.restoreEntries(st.Entries); err != nil {
+	if err := r.restoreEntries(st.Entries, intact); err != nil {
 		return nil, err
 	}
 	if cfg.ReplicaCount > 1 {
 		r.verifyAgainstViewHeaders()
-		r.restoreViewHead()
+		r.restoreViewHead(intact)
 	}
 	if st.Superblock == nil && r.op > 0 {
 		if h, ok := r.journal.header(r.op); ok {
 			r.view = h.View // no superblock: the view from the last prepare, log_view 0
 		}
 	}
-	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost
+	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost && !st.Amnesia
 	r.recovery.storageLost = st.StorageLost && cfg.ReplicaCount > 1
 	switch {
 	case cfg.ReplicaCount == 1:
@@ -92,7 +96,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 // acknowledged, so it must never be nacked. With n > 1 so are the durable
 // entries cut at a break, and the head stays at the highest of them, so
 // the DVC reports them as blanks rather than implicit nacks.
-func (r *Replica) restoreEntries(entries []Prepare) error {
+func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 	// A journal never holds more than journal_slots un-checkpointed ops; older
 	// entries below that window are stale ones a StartView left durable
 	// (reconcileJournal drops unverifiable entries from memory only): not
@@ -158,7 +162,9 @@ func (r *Replica) restoreEntries(entries []Prepare) error {
 			}
 			break
 		}
-		for gap := prevOp + 1; gap < op; gap++ {
+		// A gap may be an entry a crash cut; with an intact journal
+		// (Restored.JournalIntact) it was never held, so it is nacked.
+		for gap := prevOp + 1; gap < op && !intact; gap++ {
 			r.unprovable[gap] = struct{}{}
 		}
 		r.journal.put(p, r.checkpointOp)
@@ -189,6 +195,16 @@ func (r *Replica) verifyAgainstViewHeaders() {
 	known := false
 	for op := r.journal.headOp; op > r.commitMin; op-- {
 		s := r.journal.get(op)
+		if op > head && s != nil && r.amnesia.on && s.prepare.Header.View != r.logView {
+			// Above the view's head only log_view's primary prepared (in
+			// log_view). An older entry is one the view's reconciliation
+			// truncated and a power loss brought back (the truncation was
+			// not synced): not part of this log (finding 15, seed 60822200).
+			r.journal.remove(op)
+			r.unprovable[op] = struct{}{}
+			known = false
+			continue
+		}
 		if op > head {
 			known = s != nil
 			if known {
@@ -217,7 +233,7 @@ func (r *Replica) verifyAgainstViewHeaders() {
 // the ops between the journal head and the view headers' head belong to
 // the view's log even though their bodies never arrived, so the DVC must
 // report them (header, present clear, no nack) rather than a shorter log.
-func (r *Replica) restoreViewHead() {
+func (r *Replica) restoreViewHead(journalIntact bool) {
 	for _, h := range r.viewHeaders {
 		if h.Checksum != 0 {
 			r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
@@ -228,10 +244,12 @@ func (r *Replica) restoreViewHead() {
 	// A view op whose body the restored journal lacks may have been held
 	// and acknowledged before a crash cut it (a torn write, a truncate
 	// persisted without its re-append): it is reported by header but never
-	// nacked. Within one incarnation a header-only op is nacked (buildDVC).
+	// nacked. Within one incarnation a header-only op is nacked (buildDVC),
+	// and so it is across restarts when the driver keeps the journal intact
+	// (Restored.JournalIntact: finding 15, powerloss-harsh seed 60900070).
 	for i, h := range r.viewHeaders {
 		op := head - uint64(i)
-		if h.Checksum != 0 && op > r.commitMin && !r.journal.has(op) {
+		if !journalIntact && h.Checksum != 0 && op > r.commitMin && !r.journal.has(op) {
 			r.unprovable[op] = struct{}{}
 		}
 	}
@@ -247,7 +265,7 @@ func (r *Replica) restoreViewHead() {
 
 func (r *Replica) broadcastProbe() {
 	r.recovery.probeTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
-	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation})
+	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 }
 
 func (r *Replica) tickRecovering() {
@@ -256,6 +274,10 @@ func (r *Replica) tickRecovering() {
 	}
 	if r.recovery.storageLost {
 		r.broadcastProbe() // only a primary's StartView ends this
+		return
+	}
+	if r.amnesia.on {
+		r.tickAmnesiac()
 		return
 	}
 	r.recovery.probeAttempts++
@@ -271,7 +293,7 @@ func (r *Replica) tickRecovering() {
 
 // probeView asks the primary of a newer view we heard of for its StartView.
 func (r *Replica) probeView(v uint32) {
-	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation})
+	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 }
 
 // onRequestStartView: only the current Normal primary answers, with a
@@ -279,6 +301,7 @@ func (r *Replica) probeView(v uint32) {
 // from the primary-by-index of our own view means that primary restarted:
 // elect.
 func (r *Replica) onRequestStartView(m Message) {
+	r.noteAmnesia(m)
 	if r.IsPrimary() {
 		r.sendStartView(m.From, m.Incarnation)
 		return

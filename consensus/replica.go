@@ -56,6 +56,7 @@ type Replica struct {
 
 	vc       viewChangeState
 	recovery recoveryState
+	amnesia  amnesiaState
 	repair   repairState
 	reorder  reorderBuffer
 	draining bool // drainReordered is running
@@ -163,7 +164,8 @@ func (r *Replica) isPrimaryIndex() bool        { return primaryIndex(r.view, r.n
 func (r *Replica) primaryOf(view uint32) uint8 { return primaryIndex(view, r.n) }
 func (r *Replica) vsrState() VsrState {
 	return VsrState{View: r.view, LogView: r.logView, CommitMax: r.commitMax, CheckpointOp: r.checkpointOp,
-		AnchorTimestamp: r.snapshotTimestamp, AnchorChecksum: r.anchorChecksum, ViewHeaders: r.viewHeaders}
+		AnchorTimestamp: r.snapshotTimestamp, AnchorChecksum: r.anchorChecksum, ViewHeaders: r.viewHeaders,
+		Amnesiac: r.amnesia.on}
 }
 
 // --- Ready / Advance ---
@@ -180,7 +182,7 @@ func (r *Replica) HasReady() bool {
 // allocates a new slice.
 func (r *Replica) superblockDirty() bool {
 	return r.view != r.durable.View || r.logView != r.durable.LogView || r.checkpointOp != r.durable.CheckpointOp ||
-		!sameSlice(r.viewHeaders, r.durable.ViewHeaders)
+		!sameSlice(r.viewHeaders, r.durable.ViewHeaders) || r.amnesia.on != r.durable.Amnesiac
 }
 
 func sameSlice(a, b []PrepareHeader) bool {
@@ -328,6 +330,7 @@ func (r *Replica) Tick() {
 	}
 	r.tickRepair()
 	r.tickTransfer()
+	r.maybeClearAmnesia()
 	r.assertInvariants()
 }
 
@@ -370,6 +373,7 @@ func (r *Replica) Step(m Message) {
 	case MsgStateChunk:
 		r.onStateChunk(m)
 	}
+	r.maybeClearAmnesia()
 	r.assertInvariants()
 }
 

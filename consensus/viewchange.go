@@ -2,15 +2,19 @@ package consensus
 
 // viewChangeState is reset on every view this replica enters.
 type viewChangeState struct {
-	svcFrom     uint32 // bit per replica whose SVC for this view we hold (self included)
-	dvcSent     bool
-	dvcFrom     uint32
-	dvcs        []dvcRecord
-	plan        *mergePlan // decided merge, parked until the bodies are local
-	svcTimer    timer
-	dvcTimer    timer
-	statusTimer timer
-	rsvTimer    timer
+	svcFrom uint32 // bit per replica whose SVC for this view we hold (self included)
+	dvcSent bool
+	dvcFrom uint32
+	dvcs    []dvcRecord
+	plan    *mergePlan // decided merge, parked until the bodies are local
+	// amnesiacDVCs are flagged DVCs held back until amnesiaRackThreshold
+	// of them arrived (amnesiacQuorum); then they count (amnesia.go).
+	amnesiacDVCs   []dvcRecord
+	amnesiacQuorum bool
+	svcTimer       timer
+	dvcTimer       timer
+	statusTimer    timer
+	rsvTimer       timer
 }
 
 // startViewChange enters view v (spec §3.5 step 1): pending proposals get
@@ -22,12 +26,15 @@ func (r *Replica) startViewChange(v uint32) {
 	}
 	r.abandonPipeline()
 	r.abortTransfer()
+	r.amnesiaJoinRack()
 	r.view = v
 	r.status = StatusViewChange
 	r.vc.svcFrom = 1 << r.id
 	r.vc.dvcSent = false
 	r.vc.dvcFrom = 0
 	r.vc.dvcs = r.vc.dvcs[:0]
+	r.vc.amnesiacDVCs = nil
+	r.vc.amnesiacQuorum = false
 	r.vc.plan = nil
 	r.heartbeatTimer.stop()
 	r.commitTimer.stop()
@@ -36,11 +43,12 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.statusTimer.start(r.ticks, uint64(r.cfg.ViewChangeStatusTicks))
 	r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
 	r.vc.dvcTimer.stop()
-	r.broadcast(Message{Kind: MsgStartViewChange, View: v})
+	r.broadcast(Message{Kind: MsgStartViewChange, View: v, Amnesiac: r.amnesiaFlagged()})
 	r.maybeSendDVC()
 }
 
 func (r *Replica) onStartViewChange(m Message) {
+	r.noteAmnesia(m)
 	if r.status == StatusRecovering || m.View < r.view {
 		return
 	}
@@ -79,7 +87,7 @@ func (r *Replica) maybeSendDVC() {
 
 func (r *Replica) sendDVC(d dvcRecord) {
 	r.send(Message{Kind: MsgDoViewChange, To: r.primaryOf(r.view), View: r.view, LogView: d.logView,
-		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present})
+		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present, Amnesiac: d.amnesiac})
 }
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
@@ -94,19 +102,26 @@ func (r *Replica) sendDVC(d dvcRecord) {
 // After a restart the view ops the journal lacks are unprovable (a crash
 // may have cut an acknowledged body). present says it can serve the body.
 func (r *Replica) buildDVC() dvcRecord {
-	commit := min(r.commitMax, r.op)
-	d := dvcRecord{replica: r.id, logView: r.logView, op: r.op, commit: commit}
-	low := max(commit, 1)
-	if r.op >= dvcSuffixHeadersMax && low < r.op-(dvcSuffixHeadersMax-1) {
-		low = r.op - (dvcSuffixHeadersMax - 1)
+	head, held := r.op, r.op
+	if r.amnesia.rack {
+		held = r.heldThrough() // amnesia.go: no commit claims past the bodies held
 	}
-	if r.op == 0 {
+	commit := min(r.commitMax, held)
+	d := dvcRecord{replica: r.id, logView: r.logView, op: head, commit: commit, amnesiac: r.amnesiaFlagged()}
+	low := max(commit, 1)
+	if head >= dvcSuffixHeadersMax && low < head-(dvcSuffixHeadersMax-1) {
+		low = head - (dvcSuffixHeadersMax - 1)
+	}
+	if head == 0 {
 		return d
 	}
-	d.headers = make([]PrepareHeader, 0, r.op-low+1)
-	for op := r.op; op >= low; op-- {
-		i := r.op - op
+	d.headers = make([]PrepareHeader, 0, head-low+1)
+	for op := head; op >= low; op-- {
+		i := head - op
 		if h, ok := r.journal.header(op); ok {
+			if op > held {
+				h.Commit = 0
+			}
 			d.headers = append(d.headers, h)
 			setBit(&d.present, i)
 		} else {
@@ -114,8 +129,11 @@ func (r *Replica) buildDVC() dvcRecord {
 			if !ok {
 				vh = PrepareHeader{Op: op, Operation: OperationReserved}
 			}
+			if op > held {
+				vh.Commit = 0
+			}
 			d.headers = append(d.headers, vh)
-			if _, lost := r.unprovable[op]; op > commit && !lost {
+			if r.nackable(op, commit) {
 				setBit(&d.nack, i)
 			}
 		}
@@ -132,7 +150,26 @@ func (r *Replica) recordDVC(d dvcRecord) {
 	}
 	r.vc.dvcFrom |= 1 << d.replica
 	r.vc.svcFrom |= 1 << d.replica
+	if r.recordAmnesiacDVC(d) {
+		return
+	}
 	r.vc.dvcs = append(r.vc.dvcs, d)
+}
+
+// nackable: a missing op above commit that this replica can prove it
+// never prepared. An amnesiac proves nothing, except in a view change it
+// joined because too few intact replicas may exist: there its lost ops are
+// lost (a quorum-wide power loss), and a nack is what lets the merge cut an
+// op no survivor holds.
+func (r *Replica) nackable(op, commit uint64) bool {
+	if op <= commit {
+		return false
+	}
+	if r.amnesia.on {
+		return r.amnesia.rack
+	}
+	_, lost := r.unprovable[op]
+	return !lost
 }
 
 func (r *Replica) onDoViewChange(m Message) {
@@ -152,7 +189,7 @@ func (r *Replica) onDoViewChange(m Message) {
 		return
 	}
 	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.HeadOp, commit: min(m.CommitOp, m.HeadOp),
-		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present}
+		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present, amnesiac: m.Amnesiac}
 	r.recordDVC(d)
 	r.maybeSendDVC()
 	r.tryMerge()
@@ -161,7 +198,7 @@ func (r *Replica) onDoViewChange(m Message) {
 // tryMerge runs the merge once Q_vc DVCs (own included) are in, again on
 // every further DVC until decided.
 func (r *Replica) tryMerge() {
-	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange {
+	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange || r.awaitingAllVoters() {
 		return
 	}
 	plan := mergeDoViewChanges(r.vc.dvcs, int(r.n), r.quorumViewChange)
@@ -169,6 +206,7 @@ func (r *Replica) tryMerge() {
 		return
 	}
 	r.vc.plan = &plan
+	r.forgetAmnesiacCommits(plan.commitMax)
 	r.raiseCommitMax(plan.commitMax)
 	r.reconcileJournal(plan.head, plan.header)
 	r.op = plan.head
@@ -209,6 +247,7 @@ func (r *Replica) maybeStartView() {
 	}
 	r.status = StatusNormal
 	r.logView = r.view
+	r.endAmnesiaAsPrimary()
 	// The journal covers commit_min+1..head (checked above) and those
 	// entries precede this superblock write, so log_view becomes durable
 	// only with its whole log; the view headers ride along for uniformity.
@@ -304,6 +343,18 @@ func (r *Replica) onStartView(m Message) {
 		// its view change started from.
 		return
 	}
+	if r.amnesiaFlagged() && !r.cfg.Incarnation.IsZero() && m.Incarnation != r.cfg.Incarnation {
+		// An amnesiac that has not adopted a view since its restart takes
+		// only the answer to this boot's probe: a nonce-less StartView may
+		// have left before a rack power loss that the view's primary did
+		// not survive (finding 15, seed 60831083), and its log and commit
+		// numbers may be ones the rack election then dropped. The answer
+		// comes from a primary Normal after this replica's restart: ask
+		// the sender at once (a view change's own probe may come only
+		// as its status timeout moves the view on: seed 60836442).
+		r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: true})
+		return
+	}
 	// A StartView of the view this log already is (log_view = v) may be
 	// older than prepares of v held here: merged, never cut (finding 8).
 	head, above, canonical := r.startViewLog(m)
@@ -313,11 +364,13 @@ func (r *Replica) onStartView(m Message) {
 	r.view = m.View
 	r.logView = m.View
 	r.status = StatusNormal
+	r.adoptedView()
 	r.stopViewChangeTimers()
 	r.vc.plan = nil
 	r.recovery.probeAttempts = 0
 	r.commitTimer.stop()
 	r.observedNewerView = 0
+	r.forgetAmnesiacCommits(m.CommitOp)
 	r.raiseCommitMax(m.CommitOp)
 	for _, h := range m.Suffix {
 		r.lastTimestamp = max(r.lastTimestamp, h.Timestamp)
@@ -444,7 +497,7 @@ func (r *Replica) tickViewChange() {
 	}
 	if r.vc.svcTimer.fired(r.ticks) {
 		r.vc.svcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
-		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view})
+		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view, Amnesiac: r.amnesiaFlagged()})
 	}
 	if r.vc.dvcTimer.fired(r.ticks) && r.vc.dvcSent && !r.isPrimaryIndex() {
 		r.vc.dvcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
@@ -453,7 +506,7 @@ func (r *Replica) tickViewChange() {
 	if r.vc.rsvTimer.fired(r.ticks) {
 		r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
 		if r.vc.dvcSent && !r.isPrimaryIndex() {
-			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Incarnation: r.cfg.Incarnation})
+			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 		}
 	}
 }

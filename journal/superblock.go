@@ -16,7 +16,7 @@ import (
 
 // Superblock record (server-design §3.7), little-endian:
 //
-//	magic u32 "SBLK" | version u16 = 1 | reserved u16 = 0 | sequence u64 |
+//	magic u32 "SBLK" | version u16 = 1 | flags u16 | sequence u64 |
 //	parent_checksum u64 = 0 | payload_len u32 (<= 4096) | payload |
 //	XXH3-64 over all preceding bytes
 //
@@ -31,8 +31,11 @@ import (
 // headers extend server-design's 66-byte payload by length (the version
 // stays 1): the 82-byte form (no view headers), the 66-byte form (no
 // anchors) and the 58-byte legacy form (no frontier, no anchors) are still
-// read, the missing fields as zero.
+// read, the missing fields as zero. flags (reserved = 0 before): bit 0 =
+// VsrState.Amnesiac (the group restarted after losing unsynced
+// acknowledged prepares to a power loss); other bits must be zero.
 const (
+	superblockFlagAmnesiac    uint16 = 1
 	superblockMagic           uint32 = 0x53424C4B
 	superblockVersion         uint16 = 1
 	superblockHeaderBytes            = 28
@@ -199,6 +202,9 @@ func encodeSuperblock(seq uint64, st *SuperblockState) []byte {
 	b := make([]byte, superblockHeaderBytes+superblockPayloadBytes, superblockHeaderBytes+payloadLen+superblockTrailerBytes)
 	le.PutUint32(b[0:], superblockMagic)
 	le.PutUint16(b[4:], superblockVersion)
+	if st.Amnesiac {
+		le.PutUint16(b[6:], superblockFlagAmnesiac)
+	}
 	le.PutUint64(b[8:], seq)
 	le.PutUint64(b[16:], 0) // parent_checksum
 	le.PutUint32(b[24:], uint32(payloadLen))
@@ -244,6 +250,10 @@ func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
 	if v := le.Uint16(b[4:]); v != superblockVersion {
 		return 0, nil, fmt.Errorf("unknown version %d", v)
 	}
+	flags := le.Uint16(b[6:])
+	if flags&^superblockFlagAmnesiac != 0 {
+		return 0, nil, fmt.Errorf("unknown flags %04x", flags)
+	}
 	switch {
 	case payloadLen == superblockPayloadBytes, payloadLen == superblockFrontierPayload, payloadLen == superblockLegacyPayload:
 	case payloadLen > superblockViewHeadersAt && (payloadLen-superblockViewHeadersAt)%viewHeaderBytes == 0:
@@ -253,6 +263,7 @@ func decodeSuperblock(b []byte) (uint64, *SuperblockState, error) {
 	}
 	p := b[superblockHeaderBytes : superblockHeaderBytes+payloadLen]
 	st := &SuperblockState{}
+	st.Amnesiac = flags&superblockFlagAmnesiac != 0
 	st.Cluster = consensus.Uint128{Lo: le.Uint64(p[0:]), Hi: le.Uint64(p[8:])}
 	st.ReplicaID, st.ReplicaCount = p[16], p[17]
 	st.View, st.LogView = le.Uint32(p[18:]), le.Uint32(p[22:])

@@ -46,6 +46,11 @@ type replicaDriver struct {
 
 	// owed: ticks not yet given to the replica (Scenario.SkipQuietTicks).
 	owed uint64
+
+	// amnesiaPending: a power loss hit this node and no superblock with
+	// Amnesiac has been written since, so restarts pass Restored.Amnesia
+	// (the node's boot record).
+	amnesiaPending bool
 }
 
 // tickSkipper is a core whose quiet ticks may be skipped.
@@ -209,6 +214,9 @@ func (d *replicaDriver) persist(rd *consensus.Ready, plan crashPlan) bool {
 		d.store.apply(wr)
 		if wr.kind == writeSuperblock {
 			w.checkers[d.group].onSuperblock(d.node, wr.superblock)
+			if wr.superblock.Amnesiac {
+				d.amnesiaPending = false // the core's durable flag covers it now
+			}
 		}
 	}
 	d.store.maybeCompact()
@@ -417,6 +425,17 @@ func (d *replicaDriver) start(restart bool) error {
 			d.app = app
 		}
 		d.lastCheckpointOp = d.app.op
+		if d.amnesiaPending {
+			st.Amnesia = true
+			w.cov.AmnesiacRestarts++
+		}
+		// The powerloss profiles keep journals intact short of a power
+		// loss (no torn writes, truncate and re-append in one Ready that a
+		// crash never splits), and report every power loss as amnesia.
+		st.JournalIntact = w.scn.SyncEveryTicks > 0 && !w.scn.FaultyStorage[d.node]
+		if st.Superblock != nil && st.Superblock.Amnesiac {
+			d.amnesiaPending = false
+		}
 		w.trace(evRestore, d.node, d.group, uint64(len(st.Entries)), uint64(cut))
 		g, err = w.factory.Restart(cfg, st)
 	}

@@ -27,6 +27,11 @@ type Coverage struct {
 	HeldReadys        uint64     // Readys persisted and held before their Advance (async profile)
 	OutdatedDropped   uint64     // messages of held Readys dropped at send: the replica had moved on
 	SkippedTicks      uint64     // replica ticks skipped until a timer was due (skip profile)
+	PowerLosses       uint64     // nodes that lost their page cache (powerloss profile)
+	RackPowerLosses   uint64     // power losses of every node at once
+	PageCachesLost    uint64     // journals that lost unsynced records to a power loss
+	AmnesiacRestarts  uint64     // replicas restarted with Restored.Amnesia
+	LostOps           uint64     // committed ops a rack power loss dropped (excused)
 	Delivered         [32]uint64 // replica messages delivered, by kind
 }
 
@@ -49,6 +54,11 @@ func (c *Coverage) add(o Coverage) {
 	c.HeldReadys += o.HeldReadys
 	c.OutdatedDropped += o.OutdatedDropped
 	c.SkippedTicks += o.SkippedTicks
+	c.PowerLosses += o.PowerLosses
+	c.RackPowerLosses += o.RackPowerLosses
+	c.PageCachesLost += o.PageCachesLost
+	c.AmnesiacRestarts += o.AmnesiacRestarts
+	c.LostOps += o.LostOps
 	for i := range c.Delivered {
 		c.Delivered[i] += o.Delivered[i]
 	}

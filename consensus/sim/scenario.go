@@ -1,6 +1,10 @@
 package sim
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+)
 
 // Scenario is everything a seed decides about a run before it starts.
 type Scenario struct {
@@ -36,6 +40,18 @@ type Scenario struct {
 	// and brought up to date before anything else is done to it, as a
 	// node with thousands of groups does. Only the "skip" profile sets it.
 	SkipQuietTicks bool
+	// Power loss (`durability = replicated`; only the "powerloss" profile
+	// sets these, so the default sweep's draws are unchanged): journal
+	// records are synced every SyncEveryTicks (per node, at its own
+	// phase); PowerLossPerTick: one node of PowerLossNodes loses its page
+	// cache and restarts amnesiac; RackPowerLossPerTick: every node at
+	// once; RackPowerLossAtHeal: every node loses power just before the
+	// heal (the heal's liveness bound then covers the rack election).
+	SyncEveryTicks       int
+	PowerLossPerTick     float64
+	PowerLossNodes       []bool
+	RackPowerLossPerTick float64
+	RackPowerLossAtHeal  bool
 
 	// Workload.
 	ClientsPerGroup    int
@@ -78,7 +94,21 @@ func (s Scenario) String() string {
 		s.Replicas, s.FaultTicks, s.ClientsPerGroup, s.JournalSlots, s.PrepareQueueDepth, s.CheckpointEveryOps,
 		s.ClientTableMax, s.Network.DropProbability, s.Network.DuplicateProbability, s.Network.LatencyMinTicks,
 		s.Network.LatencyMeanTicks, s.Network.PartitionProbability, s.Network.ClogProbability, s.Network.FilterProbability, s.CrashPerTick,
-		s.CrashPerReady, s.MaxDown, faulty, s.Timing)
+		s.CrashPerReady, s.MaxDown, faulty, s.Timing) + s.powerLossString()
+}
+
+func (s Scenario) powerLossString() string {
+	if s.SyncEveryTicks == 0 {
+		return ""
+	}
+	nodes := 0
+	for _, p := range s.PowerLossNodes {
+		if p {
+			nodes++
+		}
+	}
+	return fmt.Sprintf(" sync_every=%d power_loss_p=%.4f power_loss_nodes=%d rack_p=%.4f rack_at_heal=%v",
+		s.SyncEveryTicks, s.PowerLossPerTick, nodes, s.RackPowerLossPerTick, s.RackPowerLossAtHeal)
 }
 
 // NewScenario derives a randomised scenario from seed. The draws happen
@@ -209,6 +239,32 @@ var Profiles = map[string]func(*Scenario){
 		s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
 		s.SkipQuietTicks = true
 	},
+	// powerloss: `durability = replicated`: entries reach the page cache
+	// when written and the disk every 5..100 ticks; power losses of up to
+	// Q_repl - 1 fixed nodes (f for n = 3, 5; one node for n = 2), which
+	// lose their unsynced entries and restart amnesiac; in half the seeds
+	// rack power losses of every node at once (and in a quarter one just
+	// before the heal). Ordinary crashes of at most f nodes keep the page
+	// cache. No torn writes: the faulty-storage model is the crashy
+	// profile's.
+	"powerloss": powerLoss,
+	// powerloss-harsh: n = 3, no rack power losses (every committed op
+	// must survive), node 0 power-cycled often with syncs every 200 ticks,
+	// ordinary crashes of any number of nodes, frequent partitions.
+	"powerloss-harsh": func(s *Scenario) {
+		powerLoss(s)
+		s.Replicas = 3
+		s.FaultyStorage = make([]bool, 3)
+		s.PowerLossNodes = []bool{true, false, false}
+		s.RackPowerLossPerTick, s.RackPowerLossAtHeal = 0, false
+		s.MaxDown = 3
+		s.SyncEveryTicks = 200
+		s.PowerLossPerTick = 0.003
+		s.CrashPerTick = 0.003
+		s.DownTicksMean = 200
+		s.Network.PartitionProbability = 0.005
+		s.Network.UnpartitionProbability = 0.01
+	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
 	// faulty-storage node, frequent partitions; repair chunks of at least 4.
 	"crashy": func(s *Scenario) {
@@ -222,4 +278,24 @@ var Profiles = map[string]func(*Scenario){
 		s.FaultyStorage = make([]bool, s.Replicas)
 		s.FaultyStorage[int(s.Seed%uint64(s.Replicas))] = true
 	},
+}
+
+// powerLoss is the "powerloss" profile (see Profiles).
+func powerLoss(s *Scenario) {
+	s.Replicas = []int{2, 3, 5}[s.Seed%3]
+	s.MaxDown = max((s.Replicas-1)/2, 1)
+	s.FaultyStorage = make([]bool, s.Replicas)
+	s.CrashPerTick = max(s.CrashPerTick, 0.0003)
+	s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+	h := s.Seed * 0x9e3779b97f4a7c15 // draws of their own: the scenario's stay as they were
+	s.SyncEveryTicks = 5 + int(h>>8%96)
+	s.PowerLossPerTick = 0.0004
+	s.PowerLossNodes = make([]bool, s.Replicas)
+	for k := 0; k < consensus.ReplicationQuorum(s.Replicas)-1; k++ {
+		s.PowerLossNodes[(int(h>>20%5)+k)%s.Replicas] = true
+	}
+	if h>>32%2 == 0 {
+		s.RackPowerLossPerTick = 0.0002
+		s.RackPowerLossAtHeal = h>>33%2 == 0
+	}
 }

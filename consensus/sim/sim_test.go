@@ -18,7 +18,7 @@ var (
 	flagFirst     = flag.Uint64("sim.first", 1, "TestSimSweep: first seed of the sweep")
 	flagTicks     = flag.Int("sim.ticks", 0, "override the faulty-phase length in ticks (0: per seed)")
 	flagVerbose   = flag.Bool("sim.v", false, "print the event trace of each run")
-	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy, handover)")
+	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy, handover, async, skip, powerloss)")
 	flagTickClock = flag.Bool("sim.tickclock", false, "withhold the wall clock (SetNow) from the core")
 	flagWorkers   = flag.Int("sim.workers", 0, "seeds run in parallel (0: GOMAXPROCS); each run stays single-threaded")
 )
@@ -75,11 +75,11 @@ func (s *sweepSummary) String() string {
 	}
 	c := s.cov
 	return fmt.Sprintf("sim sweep: seeds=%d ticks=%d committed_ops=%d view_changes=%d crashes=%d acks=%d violations=%d failing_seeds=%d by_check=%v first_failing=%v\n"+
-		"  coverage: restarts=%d crashes_mid_persist=%d torn_records=%d crashes_mid_send=%d state_transfers=%d checkpoints=%d partitions=%d clogs=%d filters=%d dropped=%d duplicated=%d evicted=%d cached_replies=%d abandoned=%d truncations=%d held_readys=%d outdated_dropped=%d skipped_ticks=%d\n"+
+		"  coverage: restarts=%d crashes_mid_persist=%d torn_records=%d crashes_mid_send=%d state_transfers=%d checkpoints=%d partitions=%d clogs=%d filters=%d dropped=%d duplicated=%d evicted=%d cached_replies=%d abandoned=%d truncations=%d held_readys=%d outdated_dropped=%d skipped_ticks=%d power_losses=%d rack_power_losses=%d page_caches_lost=%d amnesiac_restarts=%d lost_ops=%d\n"+
 		"  delivered: %s",
 		s.seeds, s.ticks, s.committed, s.viewChanges, s.crashes, s.acks, s.violations, len(s.failing), checks, failing,
 		c.Restarts, c.CrashesMidPersist, c.TornRecords, c.CrashesMidSend, c.StateTransfers, c.Checkpoints, c.Partitions,
-		c.Clogs, c.Filters, c.Dropped, c.Duplicated, c.Evicted, c.CachedReplies, c.Abandoned, c.Truncations, c.HeldReadys, c.OutdatedDropped, c.SkippedTicks, c.deliveredString())
+		c.Clogs, c.Filters, c.Dropped, c.Duplicated, c.Evicted, c.CachedReplies, c.Abandoned, c.Truncations, c.HeldReadys, c.OutdatedDropped, c.SkippedTicks, c.PowerLosses, c.RackPowerLosses, c.PageCachesLost, c.AmnesiacRestarts, c.LostOps, c.deliveredString())
 }
 
 // runSeeds runs seeds in parallel workers and hands results back in seed

@@ -33,6 +33,18 @@ type storage struct {
 	tornRecords      uint64
 	drained          uint64 // journal entries at or below were dropped
 
+	// lazySync (the powerloss profile, `durability = replicated`): journal
+	// records reach the page cache when written and the disk only at
+	// sync(); synced is how many leading records a power loss keeps. The
+	// superblock and snapshots are always synced. Without lazySync every
+	// record is synced as it is written.
+	lazySync bool
+	synced   int
+	// lost: op -> checksum of entries a power loss took from the page
+	// cache (the quorum audit counts them: the ack sent for them was
+	// honest when it left).
+	lost map[uint64]uint64
+
 	// index mirrors what a replay would return (op -> checksum) so the
 	// quorum audit can ask cheaply whether an op is durable here.
 	index map[uint64]uint64
@@ -100,8 +112,14 @@ func planWrites(rd *consensus.Ready) []write {
 	return ws
 }
 
-// apply makes w durable.
+// apply makes w durable (with lazySync: a journal record reaches the page
+// cache).
 func (s *storage) apply(w write) {
+	defer func() {
+		if !s.lazySync {
+			s.synced = len(s.log)
+		}
+	}()
 	switch w.kind {
 	case writeTruncate:
 		s.log = append(s.log, frameRecord(recordTruncate, binary.LittleEndian.AppendUint64(nil, w.truncate)))
@@ -173,11 +191,12 @@ func (s *storage) drain() {
 	}
 }
 
-// compact rewrites the journal as its live entries above the drained
-// floor. The rewrite is atomic.
+// compact rewrites the synced records as their live entries above the
+// drained floor (an atomic, synced rewrite); unsynced records stay after
+// them as they were (without lazySync there are none).
 func (s *storage) compact() {
-	entries, _ := s.replay()
-	log := make([][]byte, 0, len(entries))
+	entries, _ := replayLog(s.log[:s.synced])
+	log := make([][]byte, 0, len(entries)+len(s.log)-s.synced)
 	kept := entries[:0]
 	for _, e := range entries {
 		if e.Header.Op > s.drained {
@@ -185,8 +204,45 @@ func (s *storage) compact() {
 			kept = append(kept, e)
 		}
 	}
-	s.log = log
-	s.reindex(kept)
+	synced := len(log)
+	log = append(log, s.log[s.synced:]...)
+	s.log, s.synced = log, synced
+	if synced == len(log) {
+		s.reindex(kept)
+		return
+	}
+	all, _ := s.replay()
+	s.reindex(all)
+}
+
+// sync makes every journal record durable (an fdatasync of the WAL).
+func (s *storage) sync() { s.synced = len(s.log) }
+
+// unsynced reports whether a power loss would lose journal records.
+func (s *storage) unsynced() bool { return s.synced < len(s.log) }
+
+// losePageCache is a power loss: journal records written since the last
+// sync are gone; the superblock and the snapshot were synced.
+func (s *storage) losePageCache() {
+	before := s.index
+	clear(s.log[s.synced:])
+	s.log = s.log[:s.synced]
+	entries, _ := s.replay()
+	s.reindex(entries)
+	for op, sum := range before {
+		if s.index[op] != sum {
+			if s.lost == nil {
+				s.lost = map[uint64]uint64{}
+			}
+			s.lost[op] = sum
+		}
+	}
+}
+
+// lostToPowerLoss reports whether a power loss took op with this checksum.
+func (s *storage) lostToPowerLoss(op, checksum uint64) bool {
+	sum, ok := s.lost[op]
+	return ok && sum == checksum
 }
 
 // maybeCompact keeps the record log within a small factor of its live
@@ -203,10 +259,14 @@ func (s *storage) maybeCompact() {
 // replay decodes the record log in write order and stops at the first
 // record whose checksum fails (a torn tail). It returns the surviving
 // entries in op order and how many records were valid.
-func (s *storage) replay() ([]consensus.Prepare, int) {
+func (s *storage) replay() ([]consensus.Prepare, int) { return replayLog(s.log) }
+
+// replayLog replays records in write order up to the first that fails its
+// checksum.
+func replayLog(log [][]byte) ([]consensus.Prepare, int) {
 	var entries []consensus.Prepare // sorted by op, unique
 	valid := 0
-	for _, rec := range s.log {
+	for _, rec := range log {
 		kind, payload, err := unframeRecord(rec)
 		if err != nil {
 			break
@@ -253,6 +313,7 @@ func (s *storage) restore() (consensus.Restored, int) {
 	cut := len(s.log) - valid
 	clear(s.log[valid:])
 	s.log = s.log[:valid]
+	s.synced = min(s.synced, valid)
 	s.reindex(entries)
 	var st consensus.Restored
 	if s.superblock != nil {

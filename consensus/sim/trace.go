@@ -25,13 +25,14 @@ const (
 	evHeal
 	evTruncate
 	evJournal
+	evPowerLoss
 )
 
 var evNames = map[evKind]string{
 	evSend: "send", evDeliver: "deliver", evCommit: "commit", evReply: "reply", evPropose: "propose",
 	evCrash: "crash", evRestart: "restart", evRestore: "restore", evSnapshot: "snapshot",
 	evCheckpoint: "checkpoint", evClientAck: "client-ack", evHeal: "heal", evTruncate: "truncate",
-	evJournal: "journal",
+	evJournal: "journal", evPowerLoss: "power-loss",
 }
 
 const (

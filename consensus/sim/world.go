@@ -126,7 +126,7 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		c.durableCopies = func(op, checksum uint64) int {
 			copies := 0
 			for _, nd := range w.nodes {
-				if nd.replicas[gi].store.holds(op, checksum) {
+				if st := &nd.replicas[gi].store; st.holds(op, checksum) || st.lostToPowerLoss(op, checksum) {
 					copies++
 				}
 			}
@@ -140,6 +140,9 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 			nd.replicas = append(nd.replicas, &replicaDriver{
 				w: w, group: gi, node: i,
 				cfg: replicaConfig(scn, gs, uint8(i), cluster),
+				// Only partition groups are `replicated`: the metadata WAL
+				// syncs every append and is never amnesiac.
+				store: storage{lazySync: scn.SyncEveryTicks > 0 && gs.clientTableMax == 0},
 			})
 		}
 		w.nodes = append(w.nodes, nd)
@@ -257,6 +260,7 @@ func (w *world) result() Result {
 		Events: w.events, TraceHash: w.traceHash, Violations: w.violations,
 	}
 	for _, c := range w.checkers {
+		w.cov.LostOps += c.lostOps
 		r.CommittedOps += c.maxCommitted()
 		maxView := uint32(0)
 		for _, rw := range c.replicas {
@@ -303,6 +307,11 @@ func (w *world) boot() {
 func (w *world) heal() {
 	w.healed = true
 	w.healTick = w.now
+	if w.scn.RackPowerLossAtHeal {
+		// Before the backlog is measured: every replica then has to
+		// catch up from its synced state, and the bound must allow it.
+		w.rackPowerLoss("rack power loss at the heal")
+	}
 	// The backlog is measured before down nodes restart (a down node
 	// counts as holding nothing): the worst case repair must cover.
 	w.livenessDeadline = w.now + w.scn.livenessBaseTicks() + w.scn.catchUpTicks(w.backlog())
@@ -325,6 +334,8 @@ func (w *world) step() {
 			w.restartNode(i)
 		}
 	}
+	w.syncDue()
+	w.maybePowerLoss()
 	if !w.healed && w.rng.chance(w.scn.CrashPerTick) {
 		i := w.rng.intn(len(w.nodes))
 		if w.canCrash(i) {

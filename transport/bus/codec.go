@@ -50,7 +50,9 @@ const (
 
 	// StartViewChange, RequestStartView.
 	offSvcGroup       = 128
+	offSvcAmnesiac    = 136 // u8 0/1, ours: consensus.Message.Amnesiac
 	offRsvGroup       = 128
+	offRsvAmnesiac    = 136 // u8 0/1, ours
 	offRsvIncarnation = 240
 
 	// DoViewChange / StartView.
@@ -58,6 +60,7 @@ const (
 	offVcCommit      = 136
 	offVcGroup       = 144
 	offDvcLogView    = 152 // u32
+	offDvcAmnesiac   = 156 // u8 0/1, ours
 	offDvcNack       = 224 // u128
 	offDvcPresent    = 240 // u128
 	offSvIncarnation = 240 // u128
@@ -332,11 +335,13 @@ func (c *Codec) putHeader(h []byte, f *fields, bodyBytes int, bodySum uint64) {
 		le.PutUint64(h[offCommitGroup:], f.Group)
 	case consensus.MsgStartViewChange:
 		le.PutUint64(h[offSvcGroup:], f.Group)
+		putBool(h[offSvcAmnesiac:], f.Amnesiac)
 	case consensus.MsgDoViewChange:
 		le.PutUint64(h[offVcHeadOp:], f.HeadOp)
 		le.PutUint64(h[offVcCommit:], f.CommitOp)
 		le.PutUint64(h[offVcGroup:], f.Group)
 		le.PutUint32(h[offDvcLogView:], f.LogView)
+		putBool(h[offDvcAmnesiac:], f.Amnesiac)
 		putU128(h[offDvcNack:], f.Nack)
 		putU128(h[offDvcPresent:], f.Present)
 	case consensus.MsgStartView:
@@ -346,6 +351,7 @@ func (c *Codec) putHeader(h []byte, f *fields, bodyBytes int, bodySum uint64) {
 		putU128(h[offSvIncarnation:], f.Incarnation)
 	case consensus.MsgRequestStartView:
 		le.PutUint64(h[offRsvGroup:], f.Group)
+		putBool(h[offRsvAmnesiac:], f.Amnesiac)
 		putU128(h[offRsvIncarnation:], f.Incarnation)
 	case consensus.MsgRequestPrepares:
 		putU128(h[offRpNonce:], f.Nonce)
@@ -521,6 +527,10 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 		return headerOnly()
 	case consensus.MsgStartViewChange:
 		f.Group = le.Uint64(h[offSvcGroup:])
+		var err error
+		if f.Amnesiac, err = getBool(h[offSvcAmnesiac], "start_view_change amnesiac"); err != nil {
+			return err
+		}
 		return headerOnly()
 	case consensus.MsgDoViewChange, consensus.MsgStartView:
 		f.HeadOp = le.Uint64(h[offVcHeadOp:])
@@ -538,6 +548,9 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 			return nil
 		}
 		f.LogView = le.Uint32(h[offDvcLogView:])
+		if f.Amnesiac, err = getBool(h[offDvcAmnesiac], "do_view_change amnesiac"); err != nil {
+			return err
+		}
 		f.Nack = getU128(h[offDvcNack:])
 		f.Present = getU128(h[offDvcPresent:])
 		if f.LogView > f.View {
@@ -550,6 +563,10 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 		return nil
 	case consensus.MsgRequestStartView:
 		f.Group = le.Uint64(h[offRsvGroup:])
+		var err error
+		if f.Amnesiac, err = getBool(h[offRsvAmnesiac], "request_start_view amnesiac"); err != nil {
+			return err
+		}
 		f.Incarnation = getU128(h[offRsvIncarnation:])
 		return headerOnly()
 	case consensus.MsgRequestPrepares:

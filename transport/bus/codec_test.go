@@ -732,3 +732,37 @@ func checkSplit(t *testing.T, c *Codec, m *consensus.Message, frame []byte) {
 		t.Fatalf("kind %d: EncodeSplit copied the body", m.Kind)
 	}
 }
+
+// TestAmnesiacFlagRoundTrip: consensus.Message.Amnesiac (power-loss
+// amnesia) travels on RequestStartView, StartViewChange and DoViewChange
+// as a 0/1 byte in a header byte upstream leaves reserved; any other value
+// is refused.
+func TestAmnesiacFlagRoundTrip(t *testing.T) {
+	c := NewCodec(testCluster)
+	for _, tc := range []struct {
+		msg consensus.Message
+		off int
+	}{
+		{consensus.Message{Kind: consensus.MsgRequestStartView, Group: partGroup, From: 2, View: 9, Incarnation: sampleIncarnation, Amnesiac: true}, offRsvAmnesiac},
+		{consensus.Message{Kind: consensus.MsgStartViewChange, Group: partGroup, From: 1, View: 9, Amnesiac: true}, offSvcAmnesiac},
+		{consensus.Message{Kind: consensus.MsgDoViewChange, Group: partGroup, From: 0, View: 9, LogView: 8, HeadOp: 5, CommitOp: 3, Amnesiac: true}, offDvcAmnesiac},
+	} {
+		frame, err := c.Encode(nil, &tc.msg)
+		if err != nil {
+			t.Fatalf("kind %d: %v", tc.msg.Kind, err)
+		}
+		if frame[tc.off] != 1 {
+			t.Fatalf("kind %d: byte %d is %d, want 1", tc.msg.Kind, tc.off, frame[tc.off])
+		}
+		got, err := c.Decode(frame)
+		if err != nil || !reflect.DeepEqual(got, tc.msg) {
+			t.Fatalf("kind %d: decoded %+v err %v, want %+v", tc.msg.Kind, got, err, tc.msg)
+		}
+		bad := append([]byte(nil), frame...)
+		bad[tc.off] = 2
+		reseal(bad)
+		if _, err := c.Decode(bad); err == nil || !strings.Contains(err.Error(), "amnesiac") {
+			t.Fatalf("kind %d: amnesiac byte 2: %v, want refused", tc.msg.Kind, err)
+		}
+	}
+}

@@ -37,6 +37,7 @@ type fields struct {
 	Present  consensus.Uint128
 
 	Incarnation consensus.Uint128 // StartView (echo, zero when broadcast), RequestStartView
+	Amnesiac    bool              // RequestStartView, StartViewChange, DoViewChange
 	Nonce       consensus.Uint128 // repair and state-transfer sessions (RepairPrepare too)
 
 	FromOp, ToOp    uint64 // RequestPrepares, inclusive
@@ -73,13 +74,14 @@ func fromMessage(m *consensus.Message) fields {
 	case consensus.MsgCommit:
 		f.CommitMin, f.HeartbeatCounter = m.CommitMin, m.HeartbeatCounter
 	case consensus.MsgStartViewChange:
+		f.Amnesiac = m.Amnesiac
 	case consensus.MsgDoViewChange:
 		f.HeadOp, f.CommitOp, f.LogView = m.HeadOp, m.CommitOp, m.LogView
-		f.Suffix, f.Nack, f.Present = m.Suffix, m.Nack, m.Present
+		f.Suffix, f.Nack, f.Present, f.Amnesiac = m.Suffix, m.Nack, m.Present, m.Amnesiac
 	case consensus.MsgStartView:
 		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation
 	case consensus.MsgRequestStartView:
-		f.Incarnation = m.Incarnation
+		f.Incarnation, f.Amnesiac = m.Incarnation, m.Amnesiac
 	case consensus.MsgRequestPrepares:
 		f.Nonce, f.FromOp, f.ToOp = m.Nonce, m.FromOp, m.ToOp
 	case consensus.MsgRepairDone:
@@ -124,13 +126,14 @@ func (f *fields) toMessage() consensus.Message {
 	case consensus.MsgCommit:
 		m.CommitMin, m.HeartbeatCounter = f.CommitMin, f.HeartbeatCounter
 	case consensus.MsgStartViewChange:
+		m.Amnesiac = f.Amnesiac
 	case consensus.MsgDoViewChange:
 		m.HeadOp, m.CommitOp, m.LogView = f.HeadOp, f.CommitOp, f.LogView
-		m.Suffix, m.Nack, m.Present = f.Suffix, f.Nack, f.Present
+		m.Suffix, m.Nack, m.Present, m.Amnesiac = f.Suffix, f.Nack, f.Present, f.Amnesiac
 	case consensus.MsgStartView:
 		m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
 	case consensus.MsgRequestStartView:
-		m.Incarnation = f.Incarnation
+		m.Incarnation, m.Amnesiac = f.Incarnation, f.Amnesiac
 	case consensus.MsgRequestPrepares:
 		m.Nonce, m.FromOp, m.ToOp = f.Nonce, f.FromOp, f.ToOp
 	case consensus.MsgRepairDone:

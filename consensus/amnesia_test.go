@@ -1,0 +1,264 @@
+package consensus
+
+import (
+	"fmt"
+	"testing"
+)
+
+// runTicks ticks every live replica and delivers until quiet, n times.
+func (h *harness) runTicks(n int) {
+	for t := 0; t < n; t++ {
+		for i := range h.replicas {
+			h.tick(i)
+		}
+		h.deliverAll()
+	}
+}
+
+// powerLoss crashes replica i and keeps only its journal entries at or
+// below synced (the superblock and snapshot are synced); its next restart
+// is amnesiac.
+func (h *harness) powerLoss(i int, synced uint64) {
+	h.crash(i)
+	for op := range h.stores[i].entries {
+		if op > synced {
+			delete(h.stores[i].entries, op)
+		}
+	}
+	if h.amnesia == nil {
+		h.amnesia = map[int]bool{}
+	}
+	h.amnesia[i] = true
+}
+
+func (h *harness) primary() int {
+	for i, r := range h.replicas {
+		if h.up[i] && r.IsPrimary() {
+			return i
+		}
+	}
+	return -1
+}
+
+// committedOnBackupOnly sets up n = 3 in view 0: ops 1..3 committed by
+// primary 0 with replica 1's acks; replica 2 never got them.
+func committedOnBackupOnly(t *testing.T) *harness {
+	h := newHarness(3, nil, t.Fatalf)
+	h.dropped[[2]uint8{0, 2}] = true
+	for k := 1; k <= 3; k++ {
+		h.propose(0, Request{Body: []byte(fmt.Sprintf("op-%d", k))})
+		h.deliverAll()
+	}
+	if h.replicas[0].CommitMax() != 3 || h.replicas[2].Op() != 0 {
+		t.Fatalf("setup: primary commit %d, replica 2 op %d; want 3 and 0", h.replicas[0].CommitMax(), h.replicas[2].Op())
+	}
+	delete(h.dropped, [2]uint8{0, 2})
+	return h
+}
+
+// TestAmnesiacDoesNotVoteWhileAnIntactQuorumMayExist: replica 1 acked
+// ops 1..3, then lost them to a power loss; primary 0 (the only other
+// holder) crashes. Replica 2 alone cannot elect, and the amnesiac must not
+// help it (its log would make the merge drop committed ops): it sends no
+// DVC while only one replica is amnesiac. Once 0 returns, 0 and 2 elect,
+// 1 adopts the log, and amnesia ends durably once its journal holds it.
+func TestAmnesiacDoesNotVoteWhileAnIntactQuorumMayExist(t *testing.T) {
+	h := committedOnBackupOnly(t)
+	h.powerLoss(1, 0)
+	h.crash(0)
+	if err := h.restart(1); err != nil {
+		t.Fatal(err)
+	}
+	if sb := h.stores[1].superblock; sb == nil || !sb.Amnesiac {
+		t.Fatalf("first Ready after an amnesiac restart: superblock %+v, want Amnesiac", sb)
+	}
+	h.sent = map[MessageKind]int{}
+	var dvcFromAmnesiac int
+	for step := 0; step < 3000; step++ {
+		for i := range h.replicas {
+			h.tick(i)
+		}
+		for _, m := range h.queue {
+			if m.From == 1 && m.Kind == MsgDoViewChange {
+				dvcFromAmnesiac++
+			}
+		}
+		h.deliverAll()
+	}
+	if dvcFromAmnesiac != 0 || h.replicas[1].Status() != StatusRecovering {
+		t.Fatalf("amnesiac sent %d DVCs, status %v; want none, recovering", dvcFromAmnesiac, h.replicas[1].Status())
+	}
+	if h.primary() != -1 {
+		t.Fatalf("replica %d became primary without replica 0", h.primary())
+	}
+	if err := h.restart(0); err != nil {
+		t.Fatal(err)
+	}
+	h.runTicks(5000)
+	p := h.primary()
+	if p < 0 {
+		t.Fatalf("no primary after replica 0 returned")
+	}
+	h.propose(p, Request{Body: []byte("after")})
+	h.runTicks(500)
+	for i, r := range h.replicas {
+		if r.CommitMin() != 4 || r.Status() != StatusNormal {
+			t.Fatalf("replica %d: commit_min %d status %v; want 4, normal", i, r.CommitMin(), r.Status())
+		}
+	}
+	h.checkAppliedAgree()
+	if sb := h.stores[1].superblock; sb.Amnesiac || h.replicas[1].amnesia.on {
+		t.Fatalf("replica 1 still amnesiac after holding the whole log")
+	}
+}
+
+// TestAmnesiacNeverNacks: a header-only op adopted in this incarnation
+// is nacked by an intact replica but not by an amnesiac one (it may have
+// acknowledged the op before the power loss), until the rack rule lets
+// it vote.
+func TestAmnesiacNeverNacks(t *testing.T) {
+	headers := []PrepareHeader{{Op: 3, Checksum: 33, View: 1}, {Op: 2, Checksum: 22, View: 1}, {Op: 1, Checksum: 11, View: 1}}
+	for _, amnesia := range []bool{false, true} {
+		r, err := Restart(DefaultConfig(1, 3), Restored{Superblock: &VsrState{View: 1, LogView: 1, ViewHeaders: headers}, Amnesia: amnesia})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(r.unprovable) // as if adopted in this incarnation
+		d := r.buildDVC()
+		if d.op != 3 || d.amnesiac != amnesia {
+			t.Fatalf("amnesia=%v: DVC head %d flagged %v", amnesia, d.op, d.amnesiac)
+		}
+		if nacked := !d.nack.IsZero(); nacked == amnesia {
+			t.Fatalf("amnesia=%v: nack bits %x", amnesia, d.nack)
+		}
+		if amnesia {
+			r.amnesia.rack = true
+			if d := r.buildDVC(); d.op != 3 || d.commit != 0 || d.nack.IsZero() || d.headers[0].Commit != 0 {
+				t.Fatalf("rack election: DVC head %d commit %d nack %x; want head 3, commit capped at the held prefix (0), lost ops nacked, no commit stamps", d.op, d.commit, d.nack)
+			}
+		}
+	}
+}
+
+// TestFlaggedDVCsCountOnlyTogether: a primary-elect holds an amnesiac's
+// flagged DVC back until as many flagged DVCs as leave too few intact
+// replicas for a quorum (n = 5: 3) arrived in the same view.
+func TestFlaggedDVCsCountOnlyTogether(t *testing.T) {
+	r, err := New(DefaultConfig(1, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.startViewChange(1)
+	for _, from := range []uint8{0, 2} {
+		r.Step(Message{Kind: MsgDoViewChange, Group: 0, From: from, View: 1, Amnesiac: true})
+	}
+	if len(r.vc.dvcs) != 1 || len(r.vc.amnesiacDVCs) != 2 {
+		t.Fatalf("two flagged DVCs: %d counted, %d held; want own only, 2 held", len(r.vc.dvcs), len(r.vc.amnesiacDVCs))
+	}
+	r.Step(Message{Kind: MsgDoViewChange, Group: 0, From: 3, View: 1, Amnesiac: true})
+	if len(r.vc.dvcs) != 4 || !r.vc.amnesiacQuorum {
+		t.Fatalf("three flagged DVCs: %d counted; want all 4", len(r.vc.dvcs))
+	}
+}
+
+// TestRackPowerLossElects: every replica loses its unsynced writes at
+// once. No intact quorum exists, so after their probes go unanswered the
+// amnesiacs elect among themselves; the group serves again and amnesia
+// ends everywhere. An op synced by a quorum survives; ops synced by one
+// replica may not (the merge's quorum may leave it out).
+func TestRackPowerLossElects(t *testing.T) {
+	h := committedOnBackupOnly(t)
+	h.runTicks(100)
+	op1 := h.stores[0].applied[0]
+	synced := []uint64{2, 1, 0}
+	for i := range h.replicas {
+		h.powerLoss(i, synced[i])
+	}
+	for i := range h.replicas {
+		if err := h.restart(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.runTicks(5000)
+	p := h.primary()
+	if p < 0 {
+		t.Fatalf("no primary after a rack power loss")
+	}
+	tag := h.propose(p, Request{Body: []byte("after")})
+	h.runTicks(500)
+	rep := h.replies[tag]
+	if rep.Kind != ReplyCommitted || rep.Op < 2 {
+		t.Fatalf("proposal after the rack election: %+v; want committed above op 1", rep)
+	}
+	for i, r := range h.replicas {
+		if r.Status() != StatusNormal || r.CommitMin() != rep.Op || h.stores[i].applied[0] != op1 {
+			t.Fatalf("replica %d: status %v commit_min %d; want normal at op %d, op 1 (synced by two) kept", i, r.Status(), r.CommitMin(), rep.Op)
+		}
+		if r.amnesia.on || h.stores[i].superblock.Amnesiac {
+			t.Fatalf("replica %d still amnesiac", i)
+		}
+	}
+	h.checkAppliedAgree()
+}
+
+// TestAmnesiaSurvivesAnOrdinaryCrash: the superblock carries amnesia, so
+// a restart without Restored.Amnesia before recovery is still amnesiac.
+func TestAmnesiaSurvivesAnOrdinaryCrash(t *testing.T) {
+	r, err := Restart(DefaultConfig(1, 3), Restored{Superblock: &VsrState{View: 2, LogView: 2}, Amnesia: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := r.Ready()
+	if rd.Superblock == nil || !rd.Superblock.Amnesiac {
+		t.Fatalf("first Ready superblock %+v, want Amnesiac", rd.Superblock)
+	}
+	r2, err := Restart(DefaultConfig(1, 3), Restored{Superblock: rd.Superblock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd2 := r2.Ready()
+	if !r2.amnesia.on || rd2.Superblock != nil {
+		t.Fatalf("restart from an amnesiac superblock: amnesiac %v, superblock rewrite %v", r2.amnesia.on, rd2.Superblock != nil)
+	}
+	for _, m := range rd2.Messages {
+		if m.Kind == MsgRequestStartView && !m.Amnesiac {
+			t.Fatalf("probe without the amnesiac flag")
+		}
+	}
+	if solo, _ := Restart(DefaultConfig(0, 1), Restored{Amnesia: true}); solo.amnesia.on || solo.Status() != StatusNormal {
+		t.Fatalf("n = 1 must ignore amnesia")
+	}
+}
+
+// TestAmnesiacTakesOnlyItsProbeAnswer: a nonce-less StartView may have
+// left before a rack power loss its primary did not survive, so an
+// amnesiac that has not adopted a view refuses it, asks the sender for an
+// answer to this boot's probe, and adopts that answer.
+func TestAmnesiacTakesOnlyItsProbeAnswer(t *testing.T) {
+	cfg := DefaultConfig(1, 3)
+	cfg.Incarnation = Uint128{Lo: 7, Hi: 1}
+	r, err := Restart(cfg, Restored{Superblock: &VsrState{View: 1, LogView: 1}, Amnesia: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Advance(r.Ready())
+	sv := Message{Kind: MsgStartView, Group: cfg.GroupID, From: 2, View: 2}
+	r.Step(sv)
+	rd := r.Ready()
+	asked := false
+	for _, m := range rd.Messages {
+		asked = asked || (m.Kind == MsgRequestStartView && m.To == 2 && m.Incarnation == cfg.Incarnation && m.Amnesiac)
+	}
+	if r.Status() != StatusRecovering || !asked {
+		t.Fatalf("nonce-less StartView: status %v, probe to its sender %v; want recovering, probed", r.Status(), asked)
+	}
+	r.Advance(rd)
+	sv.Incarnation = cfg.Incarnation
+	r.Step(sv)
+	if r.Status() != StatusNormal || r.View() != 2 {
+		t.Fatalf("probe answer: status %v view %d; want normal in view 2", r.Status(), r.View())
+	}
+	if r.Amnesiac() {
+		t.Fatalf("still amnesiac with nothing missing below the head")
+	}
+}
