@@ -355,15 +355,26 @@ func pollEverything(ctx context.Context, t *testing.T, c *client.Client, topic s
 // tryStartNodeOn is startNodeOn returning a boot failure instead of
 // failing the test.
 func tryStartNodeOn(dir string, fsys vfs.FS) (string, func() error, error) {
-	cfg, err := config.Defaults()
+	cfg, err := loopbackNodeConfig(dir)
 	if err != nil {
 		return "", nil, err
+	}
+	return tryRunNodeWith(cfg, 0, fsys)
+}
+
+// loopbackNodeConfig is a single node's embedded defaults on dir, every
+// transport on an ephemeral loopback port, HTTP off (the HTTP API is
+// httpapi's, not linked into node tests).
+func loopbackNodeConfig(dir string) (*config.Config, error) {
+	cfg, err := config.Defaults()
+	if err != nil {
+		return nil, err
 	}
 	cfg.System.Path = dir
 	cfg.TCP.Address = "127.0.0.1:0"
 	cfg.HTTP.Enabled = false
 	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
-	return tryRunNodeWith(cfg, 0, fsys)
+	return cfg, nil
 }
 
 // startNodeOn runs Run in-process on dir (its data on fsys; nil: the real
@@ -371,14 +382,10 @@ func tryStartNodeOn(dir string, fsys vfs.FS) (string, func() error, error) {
 // stop function that cancels and waits (at most 20 s).
 func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
 	t.Helper()
-	cfg, err := config.Defaults()
+	cfg, err := loopbackNodeConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.System.Path = dir
-	cfg.TCP.Address = "127.0.0.1:0"
-	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
-	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
 	return runNodeWith(t, cfg, 0, fsys)
 }
 

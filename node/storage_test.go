@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/vfs"
@@ -68,14 +67,10 @@ func TestMetaStorageLockRefusesSecondOpener(t *testing.T) {
 func TestRunRefusesDataDirInUse(t *testing.T) {
 	dir := t.TempDir()
 	_, stop := startNode(t, dir)
-	cfg, err := config.Defaults()
+	cfg, err := loopbackNodeConfig(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.System.Path = dir
-	cfg.TCP.Address = "127.0.0.1:0"
-	cfg.HTTP.Enabled = false // the HTTP API is httpapi's (not linked into node tests)
-	cfg.QUIC.Address, cfg.WebSocket.Address = "127.0.0.1:0", "127.0.0.1:0"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = Run(ctx, Options{Config: cfg, RootUsername: "iggy", RootPassword: "iggy", Logger: quietLogger()})
