@@ -19,7 +19,9 @@ import (
 // prefix through a fresh file, whose successful sync does make it durable.
 const pendingCutSuffix = ".cut"
 
-func pendingCutPath(dir string, start uint64) string { return segmentLogPath(dir, start) + pendingCutSuffix }
+func pendingCutPath(dir string, start uint64) string {
+	return segmentLogPath(dir, start) + pendingCutSuffix
+}
 
 // markPendingCut durably records that segment start is being cut at position.
 func (l *Log) markPendingCut(start, position uint64) error {
