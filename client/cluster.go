@@ -106,12 +106,30 @@ func DialCluster(ctx context.Context, seeds []string, opts ...Option) (*Client, 
 		if creds != nil {
 			if _, err := c.LoginUser(ctx, creds.username, creds.password); err != nil {
 				c.Close()
-				return nil, err
+				if !seedLostDuringLogin(err) || ctx.Err() != nil {
+					return nil, err
+				}
+				// The seed (or the leader it sent us to) died mid-login: signing in is
+				// idempotent, so the next seed may take it.
+				errs = append(errs, err)
+				continue
 			}
 		}
 		return c, nil
 	}
 	return nil, &Error{Code: wire.ErrCannotEstablishConnection, Err: errors.Join(errs...)}
+}
+
+// seedLostDuringLogin reports whether a sign-in failed because the connection went away (or no
+// reply came) rather than because the server refused it: only then is another seed worth trying.
+func seedLostDuringLogin(err error) bool {
+	switch {
+	case IsTimeout(err):
+		return true
+	case CodeOf(err) == wire.ErrDisconnected, CodeOf(err) == wire.ErrCannotEstablishConnection:
+		return true
+	}
+	return false
 }
 
 // clusterCallLocked is call for a DialCluster client.

@@ -398,3 +398,39 @@ func TestClusterDialSkipsDeadSeed(t *testing.T) {
 		t.Fatalf("no seeds: %v", err)
 	}
 }
+
+// A seed that dies mid-login (it accepted the connection, then hung up on the sign-in) is skipped
+// like an unreachable one; a sign-in the server refuses is returned, with no other seed tried.
+func TestClusterDialSkipsSeedLostDuringLogin(t *testing.T) {
+	fc := newFakeCluster(t, 2)
+	fc.script(func(int) int { return 1 }, nil)
+	dying := newFakeServer(t, nil)
+	dying.handle = func(f wire.Frame) [][]byte {
+		if dying.header(f).Operation == wire.OpRegister {
+			return [][]byte{hangUp}
+		}
+		return [][]byte{replyOK(dying.header(f), nil)}
+	}
+	ctx := testCtx(t)
+	c, err := DialCluster(ctx, []string{dying.addr(), fc.nodes[0].addr()}, WithCredentials("iggy", "pw"))
+	if err != nil {
+		t.Fatalf("a seed lost during login should be skipped: %v", err)
+	}
+	defer c.Close()
+	if c.Addr() != fc.nodes[1].addr() {
+		t.Fatalf("ended on %s, want the leader %s", c.Addr(), fc.nodes[1].addr())
+	}
+
+	refusing := newFakeServer(t, nil)
+	refusing.handle = func(f wire.Frame) [][]byte {
+		return [][]byte{replyStatus(refusing.header(f), wire.ErrInvalidCredentials)}
+	}
+	before := len(fc.nodes[0].received())
+	_, err = DialCluster(ctx, []string{refusing.addr(), fc.nodes[0].addr()}, WithCredentials("iggy", "wrong"))
+	if CodeOf(err) != wire.ErrInvalidCredentials {
+		t.Fatalf("refused sign-in: got %v, want InvalidCredentials", err)
+	}
+	if got := len(fc.nodes[0].received()); got != before {
+		t.Fatalf("a refused sign-in went on to the next seed (%d frames)", got-before)
+	}
+}
