@@ -104,6 +104,9 @@ type Node struct {
 	lastInboxDropped    uint64 // partition inbox drops last logged (same job)
 	lastQueueFull       uint64 // bus frames dropped at full peer queues, last logged (same job)
 	lastDropLog         time.Time
+	// closeFailed: metadata storage or the partition superblock log did
+	// not close cleanly at shutdown (the boot record then stays unclean).
+	closeFailed atomic.Bool
 }
 
 // Run starts the node and blocks until ctx is cancelled (graceful shutdown:
@@ -179,8 +182,27 @@ func Run(ctx context.Context, opts Options) error {
 			"dropped_bytes", recovered.walTornBytes)
 	}
 	n.metaWAL.Store(store.wal)
+	// stoppedCleanly: Run returns nil; set at its end, read by the boot
+	// record's deferred write, which runs after every other close.
+	stoppedCleanly := false
+	if topo.clustered {
+		boot, err := startBoot(fsys, n.dataDir, filepath.Join(n.dataDir, "streams"), log)
+		if err != nil {
+			_ = store.Close()
+			return fmt.Errorf("node: boot record: %w", err)
+		}
+		defer func() {
+			if !stoppedCleanly || n.closeFailed.Load() || (n.plane != nil && n.plane.closeFailed.Load()) {
+				return // the next boot after a power loss treats this run's unsynced writes as lost
+			}
+			if err := boot.stoppedCleanly(); err != nil {
+				log.Error("record the clean stop", "err", err)
+			}
+		}()
+	}
 	defer func() {
 		if cerr := store.Close(); cerr != nil {
+			n.closeFailed.Store(true)
 			log.Error("close metadata storage", "err", cerr)
 		}
 	}()
@@ -223,6 +245,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		defer func() { // after the shards stop (deferred below)
 			if err := sbLog.Close(); err != nil {
+				n.closeFailed.Store(true)
 				log.Error("close the partition superblock log", "err", err)
 			}
 		}()
@@ -358,6 +381,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	wg.Wait()
 	if runErr == nil {
+		stoppedCleanly = true
 		log.Info("shutdown complete")
 	}
 	return runErr

@@ -227,6 +227,8 @@ type partitionPlane struct {
 	// none), read by the shards' wakeAll; lastNormalView and sawNormal are
 	// the driver goroutine's (metadataViewChanged).
 	deposed        atomic.Int32
+	// closeFailed: a shard's WAL or log did not sync or close at shutdown.
+	closeFailed atomic.Bool
 	lastNormalView uint32
 	sawNormal      bool
 
@@ -301,6 +303,7 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		sh := newPartitionShard(log.With("shard", i), cfg, &p.peers)
 		sh.identity, sh.replicaCount, sh.self = p.identity, topo.count, topo.self
 		sh.deposed = &p.deposed
+		sh.closeFailed = &p.closeFailed
 		sh.fatal, sh.wedgedTimeout = p.fatal, clusterCfg.SuperblockWedgedFatalTimeout.Duration
 		if topo.clustered {
 			sh.records = &p.peers

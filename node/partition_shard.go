@@ -123,9 +123,12 @@ type partitionShard struct {
 	connected      func(replica uint8) bool
 	wakeups        chan struct{}
 	deposed        *atomic.Int32 // the plane's deposed metadata primary (-1: none); nil in unit tests
-	proposals      chan *partitionProposal
-	controls       chan shardControl
-	stopped        chan struct{}
+	// closeFailed: a WAL or log of this shard did not sync or close at
+	// shutdown (the plane's; the stop is then not clean).
+	closeFailed *atomic.Bool
+	proposals   chan *partitionProposal
+	controls    chan shardControl
+	stopped     chan struct{}
 
 	// Owned by the loop goroutine (or by the caller of do after stop).
 	groups map[*partitionEntry]struct{}
@@ -166,8 +169,10 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 		wakeups:   make(chan struct{}, 1),
 		stopped:   make(chan struct{}),
 		groups:    make(map[*partitionEntry]struct{}),
-		waiting:   make(map[uint64]*partitionProposal),
-		results:   make(map[uint64]partitionOutcome),
+		// The plane replaces it with its own (a shard alone in a unit test keeps this one).
+		closeFailed: new(atomic.Bool),
+		waiting:     make(map[uint64]*partitionProposal),
+		results:     make(map[uint64]partitionOutcome),
 		// Batches in flight are bounded by the groups (one write each).
 		writesDone: make(chan *writeBatch, 16),
 		writeSlots: make(chan struct{}, writeSlotsMax),
@@ -416,11 +421,14 @@ func (s *partitionShard) drain() {
 			e.transfer.stop()
 			e.transfer = nil
 		}
-		if err := e.closeWAL(); err != nil {
+		// Synced, so the boot record may call the stop clean (boot_record.go).
+		if err := e.syncAndCloseWAL(); err != nil {
+			s.closeFailed.Store(true)
 			s.log.Error("close partition prepare WAL at shutdown", "dir", e.dir, "err", err)
 		}
 		if e.log != nil {
 			if err := e.log.Close(); err != nil {
+				s.closeFailed.Store(true)
 				s.log.Error("close partition log at shutdown", "dir", e.dir, "err", err)
 			}
 		}

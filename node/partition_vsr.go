@@ -51,6 +51,9 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 	if st, err = p.newestSuperblock(e, sb, st); err != nil {
 		return err
 	}
+	if st, err = p.takeAmnesiaMarker(e, sb, st); err != nil {
+		return err
+	}
 	empty := e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0
 	if st == nil && empty && d.live {
 		g, err := consensus.New(cfg)
@@ -91,6 +94,37 @@ func (p *partitionPlane) newestSuperblock(e *partitionEntry, sb *journal.Superbl
 	}
 	sb.NoteSequence(seq)
 	return logged, nil
+}
+
+// takeAmnesiaMarker moves the boot's amnesia marker (boot_record.go) into
+// the group's superblock: a group that may have acknowledged prepares the
+// last run never synced records VsrState.Amnesiac durably, then the marker
+// goes. A group without a superblock never spoke, and one whose every
+// entry was synced before its PrepareOk (durability and
+// consumer_offset_durability both persisted) lost nothing acknowledged:
+// their markers just go.
+func (p *partitionPlane) takeAmnesiaMarker(e *partitionEntry, sb *journal.Superblock, st *journal.SuperblockState) (*journal.SuperblockState, error) {
+	marker := filepath.Join(e.dir, amnesiaMarkerFile)
+	if _, err := p.fsys.Stat(marker); errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("partition amnesia marker: %w", err)
+	}
+	if st != nil && !st.Amnesiac && !(e.persisted && e.offsetsPersisted) {
+		marked := *st
+		marked.Amnesiac = true
+		if err := sb.Write(marked); err != nil {
+			return nil, fmt.Errorf("record the group's amnesia in its superblock: %w", err)
+		}
+		st = &marked
+		p.log.Info("partition group rejoins amnesiac: it may have acknowledged prepares the last run never synced",
+			"dir", e.dir, "view", st.View, "commit_max", st.CommitMax)
+	}
+	// Not synced: a marker brought back by a crash marks the group again (harmless).
+	if err := p.fsys.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove the partition amnesia marker: %w", err)
+	}
+	return st, nil
 }
 
 // superblockKey names a partition group's incarnation in the node's

@@ -94,6 +94,15 @@ func (e *partitionEntry) closeWAL() error {
 	return err
 }
 
+// syncAndCloseWAL syncs the group's WAL, then closes it (shutdown).
+func (e *partitionEntry) syncAndCloseWAL() error {
+	if e.wal == nil {
+		return nil
+	}
+	serr := e.wal.Sync()
+	return errors.Join(serr, e.closeWAL())
+}
+
 // pruneDamagedWALs keeps the newest damagedWALKeep set-aside WALs.
 func pruneDamagedWALs(fsys vfs.FS, dir string) {
 	aside, _ := vfs.Glob(fsys, partitionWALPath(dir)+".damaged-*")

@@ -230,6 +230,13 @@ func pickLoopbackPorts(t *testing.T, count int) []int {
 // HTTP off), its data on fsys.
 func startClusterNodeOn(t *testing.T, dir string, fsys vfs.FS, id uint8, n int, ports []int) (string, func() error) {
 	t.Helper()
+	return runNodeLogged(t, clusterNodeConfig(t, dir, n, ports), id, fsys, powerLossLogger())
+}
+
+// clusterNodeConfig is the configuration of one of n in-process cluster
+// nodes on loopback (ports: n client, n replica, n websocket ports).
+func clusterNodeConfig(t *testing.T, dir string, n int, ports []int) *config.Config {
+	t.Helper()
 	env := config.Env{
 		"IGGY_CLUSTER_ENABLED":                                "true",
 		"IGGY_CLUSTER_NAME":                                   "powerloss",
@@ -263,5 +270,5 @@ func startClusterNodeOn(t *testing.T, dir string, fsys vfs.FS, id uint8, n int, 
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	return runNodeWith(t, cfg, id, fsys)
+	return cfg
 }

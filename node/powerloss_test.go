@@ -30,10 +30,6 @@ var powerLossConsumer = wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.Nu
 // powerLossTopics are the topics produced to, named by their durability.
 var powerLossTopics = []string{"persisted", "replicated"}
 
-// memBootIDPath is where Linux publishes the boot id; on a vfs.Mem the test
-// writes it, so a reboot is a new id (partitions/reserve.go reads it).
-const memBootIDPath = "/proc/sys/kernel/random/boot_id"
-
 // TestNodePowerLoss runs a single node in-process on a simulated disk
 // (vfs.Mem: unsynced writes lost or torn at a crash, by seed), cuts the
 // power while producers send to a persisted and a replicated topic and a
@@ -309,11 +305,11 @@ func runPowerLoss(t *testing.T, seed uint64) {
 
 func writeBootID(t *testing.T, mem *vfs.Mem, n int) {
 	t.Helper()
-	if err := mem.MkdirAll(filepath.Dir(memBootIDPath), 0o755); err != nil {
+	if err := mem.MkdirAll(filepath.Dir(vfs.BootIDPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	id := fmt.Sprintf("00000000-0000-0000-0000-%012d", n)
-	if err := vfs.WriteFile(mem, memBootIDPath, []byte(id+"\n"), 0o444); err != nil {
+	if err := vfs.WriteFile(mem, vfs.BootIDPath, []byte(id+"\n"), 0o444); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -394,7 +390,13 @@ func startNodeOn(t *testing.T, dir string, fsys vfs.FS) (string, func() error) {
 // stop function that cancels and waits (at most 20 s).
 func runNodeWith(t *testing.T, cfg *config.Config, id uint8, fsys vfs.FS) (string, func() error) {
 	t.Helper()
-	addr, stop, err := tryRunNodeWith(cfg, id, fsys)
+	return runNodeLogged(t, cfg, id, fsys, powerLossLogger())
+}
+
+// runNodeLogged is runNodeWith logging to log.
+func runNodeLogged(t *testing.T, cfg *config.Config, id uint8, fsys vfs.FS, log *slog.Logger) (string, func() error) {
+	t.Helper()
+	addr, stop, err := tryRunNodeLogged(cfg, id, fsys, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,13 +405,18 @@ func runNodeWith(t *testing.T, cfg *config.Config, id uint8, fsys vfs.FS) (strin
 
 // tryRunNodeWith is runNodeWith returning a boot failure.
 func tryRunNodeWith(cfg *config.Config, id uint8, fsys vfs.FS) (string, func() error, error) {
+	return tryRunNodeLogged(cfg, id, fsys, powerLossLogger())
+}
+
+// tryRunNodeLogged is tryRunNodeWith logging to log.
+func tryRunNodeLogged(cfg *config.Config, id uint8, fsys vfs.FS, log *slog.Logger) (string, func() error, error) {
 	addrFile := filepath.Join(cfg.System.Path, "runtime", "tcp.addr")
 	_ = os.Remove(addrFile)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- Run(ctx, Options{Config: cfg, ReplicaID: id, RootUsername: "iggy", RootPassword: "iggy",
-			Logger: powerLossLogger(), FS: fsys})
+			Logger: log, FS: fsys})
 	}()
 	stop := func() error {
 		cancel()

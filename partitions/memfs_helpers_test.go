@@ -28,7 +28,7 @@ func writeBootID(m *vfs.Mem, boot int) error {
 	if err := m.MkdirAll("/proc/sys/kernel/random", 0o755); err != nil {
 		return err
 	}
-	f, err := m.OpenFile(bootIDPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o444)
+	f, err := m.OpenFile(vfs.BootIDPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o444)
 	if err != nil {
 		return err
 	}

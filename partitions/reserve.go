@@ -56,25 +56,11 @@ func (l *Log) loadReservation() error {
 }
 
 // bootIDBytes is the length of a Linux boot id (a UUID string).
-const bootIDBytes = 36
-
-// bootIDPath is where Linux publishes the boot id. It is read through the log's file system, so a
-// simulation on a vfs.Mem fakes a reboot by writing a new id there.
-const bootIDPath = "/proc/sys/kernel/random/boot_id"
+const bootIDBytes = vfs.BootIDBytes
 
 // currentBootID is the boot id of the machine fsys belongs to ("" when unknown). A variable so tests
 // can simulate a reboot.
-var currentBootID = func(fsys vfs.FS) string {
-	b, err := fsys.ReadFile(bootIDPath)
-	if err != nil {
-		return ""
-	}
-	id := strings.TrimSpace(string(b))
-	if len(id) != bootIDBytes {
-		return ""
-	}
-	return id
-}
+var currentBootID = vfs.BootID
 
 // writeReservation durably replaces offsets.reserved with reserved, the current boot id and the
 // synced frontier known now.

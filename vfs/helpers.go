@@ -124,3 +124,27 @@ func RemoveAllAtomically(fsys FS, dir string) error {
 	}
 	return nil
 }
+
+// BootIDPath is where Linux publishes the id of the current boot. It is
+// read through an FS, so a simulated disk (Mem) fakes a reboot by writing
+// a new id there.
+const BootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// BootIDBytes is the length of a boot id (a UUID string).
+const BootIDBytes = 36
+
+// BootID is the id of the boot of the machine fsys belongs to, "" when it
+// is unknown (no such file, or not a UUID). Two reads return the same id
+// until the machine reboots: a changed id means every write not synced
+// before the reboot may be lost.
+func BootID(fsys FS) string {
+	b, err := fsys.ReadFile(BootIDPath)
+	if err != nil {
+		return ""
+	}
+	id := strings.TrimSpace(string(b))
+	if len(id) != BootIDBytes {
+		return ""
+	}
+	return id
+}
