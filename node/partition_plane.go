@@ -226,9 +226,9 @@ type partitionPlane struct {
 	// The metadata primary the last metadata view change deposed (-1:
 	// none), read by the shards' wakeAll; lastNormalView and sawNormal are
 	// the driver goroutine's (metadataViewChanged).
-	deposed        atomic.Int32
+	deposed atomic.Int32
 	// closeFailed: a shard's WAL or log did not sync or close at shutdown.
-	closeFailed atomic.Bool
+	closeFailed    atomic.Bool
 	lastNormalView uint32
 	sawNormal      bool
 
