@@ -262,3 +262,50 @@ func TestAmnesiacTakesOnlyItsProbeAnswer(t *testing.T) {
 		t.Fatalf("still amnesiac with nothing missing below the head")
 	}
 }
+
+// TestRecoveringReplicaServesOnlyHigherViews: an amnesiac (Recovering)
+// replica answers a repair request only from a requester in a higher view
+// than its own, stamping the answer with its own view (simulator finding
+// 16: a committed op's only body may be in its synced journal). A request
+// of its own view gets nothing: a DVC it sent there before the restart
+// must never vouch for what its journal holds now.
+func TestRecoveringReplicaServesOnlyHigherViews(t *testing.T) {
+	h := newHarness(3, nil, t.Fatalf)
+	for k := 1; k <= 3; k++ {
+		h.propose(0, Request{Body: []byte(fmt.Sprintf("op-%d", k))})
+		h.deliverAll()
+	}
+	h.powerLoss(2, 3) // every op synced: the journal keeps 1..3
+	if err := h.restart(2); err != nil {
+		t.Fatal(err)
+	}
+	r := h.replicas[2]
+	if r.Status() != StatusRecovering {
+		t.Fatalf("status %v after an amnesiac restart, want recovering", r.Status())
+	}
+	serve := func(view uint32) (repairs []Message) {
+		r.Step(Message{Kind: MsgRequestPrepares, From: 1, To: 2, View: view, FromOp: 1, ToOp: 3, Nonce: Uint128{Lo: 7}})
+		for r.HasReady() {
+			rd := r.Ready()
+			for _, m := range rd.Messages {
+				if m.Kind == MsgRepairPrepare {
+					repairs = append(repairs, m)
+				}
+			}
+			r.Advance(rd)
+		}
+		return repairs
+	}
+	if got := serve(r.View()); len(got) != 0 {
+		t.Fatalf("served %d entries to a requester in its own view %d", len(got), r.View())
+	}
+	got := serve(r.View() + 1)
+	if len(got) != 3 {
+		t.Fatalf("served %d entries to a requester in a higher view, want 3", len(got))
+	}
+	for _, m := range got {
+		if m.View != r.View() {
+			t.Fatalf("answer stamped view %d, want its own view %d", m.View, r.View())
+		}
+	}
+}

@@ -34,6 +34,9 @@ func (r *Replica) Outdated(m *Message) bool {
 			// journal released the slot at a checkpoint.
 			return false
 		}
+		if m.Kind == MsgRepairPrepare && r.unverifiedHolds(h.Op, h.Checksum) {
+			return false // served unvouched (unverified.go), still durable here
+		}
 		s := r.journal.get(h.Op)
 		return s == nil || s.prepare.Header.Checksum != h.Checksum
 	}

@@ -223,6 +223,7 @@ func (r *Replica) verifyAgainstViewHeaders() {
 			expect = s.prepare.Header.Parent
 			continue
 		}
+		r.keepUnverified(op)
 		r.journal.remove(op)
 		r.unprovable[op] = struct{}{}
 		known = false

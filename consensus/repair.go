@@ -14,6 +14,9 @@ type repairState struct {
 	retryTimer timer
 	debounce   timer
 	rotation   uint32 // picks the next canonical sender while a new view assembles
+	// topDown: the request is for the highest missing op whose canonical
+	// checksum is known (topKnownGap), one op at a time.
+	topDown bool
 }
 
 // repairTarget is the highest op this replica wants to hold.
@@ -63,9 +66,9 @@ func (r *Replica) requestRepairNow() {
 // while a new view assembles, in turn one of the senders that reported the
 // canonical header of `from` with its body, else one that knows `from`
 // committed, else a canonical sender.
-func (r *Replica) repairPeer(from uint64) (uint8, bool) {
+func (r *Replica) repairPeer(from uint64, widen bool) (uint8, bool) {
 	if r.status == StatusViewChange && r.vc.plan != nil {
-		peers := r.viewChangeSources(from) &^ (1 << r.id)
+		peers := r.viewChangeSources(from, widen) &^ (1 << r.id)
 		if peers == 0 {
 			return 0, false
 		}
@@ -88,7 +91,7 @@ func (r *Replica) repairPeer(from uint64) (uint8, bool) {
 // a sender whose own commit covers op holds the committed entry (its
 // journal is a subset of its log_view's log, whose committed prefix every
 // later log shares). Canonical senders are the last resort.
-func (r *Replica) viewChangeSources(op uint64) uint32 {
+func (r *Replica) viewChangeSources(op uint64, widen bool) uint32 {
 	plan := r.vc.plan
 	canon, known := r.viewChangeHeader(op)
 	var present, committed uint32
@@ -102,14 +105,53 @@ func (r *Replica) viewChangeSources(op uint64) uint32 {
 			committed |= 1 << d.replica
 		}
 	}
-	switch {
-	case present&^(1<<r.id) != 0:
+	if present&^(1<<r.id) != 0 {
 		return present
-	case committed&^(1<<r.id) != 0:
-		return committed
-	default:
-		return plan.canonical
 	}
+	sources := plan.canonical
+	if committed&^(1<<r.id) != 0 {
+		sources = committed // a commit covering op is no promise of its body (commit_min may lag)
+	}
+	if _, ok := r.canonicalChecksum(op); ok && widen {
+		// Nobody who sent a DVC reported the body and the last request
+		// got nothing: a replica outside the view change (an amnesiac,
+		// Recovering) may still hold it in its journal (simulator seed
+		// 60840823). Its answer counts only as the entry of the known
+		// canonical checksum (onRepairPrepare).
+		sources |= r.outsiders()
+	}
+	return sources
+}
+
+// canonicalChecksum is the checksum the canonical entry of op must have,
+// when this view change knows it: the canonical header's, else the parent
+// link of the entry at op+1 in this replica's journal. That journal, from
+// commit_min up to the head, is what the view would start with
+// (reconcileJournal kept only entries verified against the merge, and
+// repair admits only proven ones), so its links are as trustworthy as the
+// view itself. Ops below every DVC's suffix (committed before it) are
+// known only the second way.
+func (r *Replica) canonicalChecksum(op uint64) (uint64, bool) {
+	if h, ok := r.viewChangeHeader(op); ok {
+		return h.Checksum, true
+	}
+	if op+1 > r.vc.plan.head || op+1 <= r.commitMin {
+		return 0, false
+	}
+	if next, ok := r.journal.header(op + 1); ok {
+		return next.Parent, true
+	}
+	return 0, false
+}
+
+// outsiders are the replicas that sent no DVC in the view change (bit per
+// replica).
+func (r *Replica) outsiders() uint32 {
+	all := uint32(1)<<r.n - 1
+	for i := range r.vc.dvcs {
+		all &^= 1 << r.vc.dvcs[i].replica
+	}
+	return all
 }
 
 // viewChangeHeader is the canonical header of op while a new view
@@ -133,11 +175,25 @@ func (r *Replica) sendRepairRequest() {
 		r.repair.active = false
 		return
 	}
-	peer, ok := r.repairPeer(from)
+	to := min(r.repairTarget(), from+uint64(r.cfg.RepairChunkMax)-1)
+	stalled := r.repair.active && !r.repair.topDown && r.repair.from == from // the last bottom-up request got nothing
+	r.repair.topDown = false
+	if stalled && r.status == StatusViewChange && r.vc.plan != nil {
+		if _, known := r.canonicalChecksum(from); !known {
+			// The lowest missing op cannot be checked against anything,
+			// and the sender whose commit covers it may hold a stale copy
+			// (simulator seed 60901924): every other request fills the
+			// chain from the top instead, where each repaired op makes its
+			// predecessor's checksum known.
+			if op, ok := r.topKnownGap(r.repairTarget()); ok {
+				from, to, r.repair.topDown = op, op, true
+			}
+		}
+	}
+	peer, ok := r.repairPeer(from, stalled)
 	if !ok {
 		return
 	}
-	to := min(r.repairTarget(), from+uint64(r.cfg.RepairChunkMax)-1)
 	r.repair.active = true
 	r.repair.nonce = r.rng.nonce()
 	r.repair.peer = peer
@@ -162,8 +218,19 @@ func (r *Replica) tickRepair() {
 // (Normal or ViewChange, never while transferring): RangeEvicted first when
 // the front is gone, then the entries, then RepairDone naming the last op
 // served.
+//
+// A Recovering replica (an amnesiac waiting for a primary's log) serves only
+// a requester in a higher view than its own: it never sent a DVC in that
+// view or a later one, so its answer, stamped with its own lower view, is
+// never taken on its word, only as the body of a canonical header the
+// requester's view change already knows (onRepairPrepare). Without it a
+// view change could wait forever for a body only that journal still holds
+// (simulator seed 60840823).
 func (r *Replica) onRequestPrepares(m Message) {
-	if r.Transferring() || r.status == StatusRecovering || m.FromOp == 0 || m.ToOp < m.FromOp {
+	if r.Transferring() || m.FromOp == 0 || m.ToOp < m.FromOp {
+		return
+	}
+	if r.status == StatusRecovering && m.View <= r.view {
 		return
 	}
 	from := m.FromOp
@@ -182,12 +249,16 @@ func (r *Replica) onRequestPrepares(m Message) {
 	last := from - 1
 	limit := uint64(r.cfg.RepairChunkMax)
 	for op := from; op <= m.ToOp && op-from < limit; op++ {
-		s := r.journal.get(op)
-		if s == nil {
+		if s := r.journal.get(op); s != nil {
+			p := s.prepare
+			r.send(Message{Kind: MsgRepairPrepare, To: m.From, View: r.view, Prepare: &p, Nonce: m.Nonce})
+		} else if p, ok := r.unverified[op]; ok && m.View > 0 && op > r.commitMin {
+			// Unvouched (unverified.go): stamped below the request's view,
+			// so only a known canonical checksum admits it.
+			r.send(Message{Kind: MsgRepairPrepare, To: m.From, View: min(r.view, m.View-1), Prepare: &p, Nonce: m.Nonce})
+		} else {
 			break
 		}
-		p := s.prepare
-		r.send(Message{Kind: MsgRepairPrepare, To: m.From, View: r.view, Prepare: &p, Nonce: m.Nonce})
 		last = op
 	}
 	r.send(Message{Kind: MsgRepairDone, To: m.From, View: r.view, LastServedOp: last, Nonce: m.Nonce})
@@ -201,14 +272,23 @@ func (r *Replica) onRequestPrepares(m Message) {
 // trip) must still count, or repair only progresses by luck (finding 10,
 // seed 208859).
 func (r *Replica) onRepairPrepare(m Message) {
-	if m.View != r.view || m.Prepare == nil || r.Transferring() || !verifyPrepare(m.Prepare) {
+	if m.View > r.view || m.Prepare == nil || r.Transferring() || !verifyPrepare(m.Prepare) {
 		return
 	}
 	h := &m.Prepare.Header
 	if h.Op <= r.commitMin || h.Op > r.repairTarget() || r.journal.has(h.Op) {
 		return
 	}
-	if r.status == StatusViewChange {
+	if m.View < r.view {
+		// From a replica outside the view change (onRequestPrepares): only
+		// the entry of the canonical checksum this view change knows.
+		if r.status != StatusViewChange || r.vc.plan == nil {
+			return
+		}
+		if sum, ok := r.canonicalChecksum(h.Op); !ok || sum != h.Checksum {
+			return
+		}
+	} else if r.status == StatusViewChange {
 		if r.vc.plan == nil {
 			return
 		}
@@ -248,15 +328,18 @@ func (r *Replica) onRepairPrepare(m Message) {
 
 // provenCanonical reports whether a prepare served while a new view
 // assembles is the canonical entry of its op (finding 9, seed 351602): it
-// matches the canonical header when the DVCs name one; below them, the
+// matches the canonical checksum when the view change knows one (the
+// DVCs' header, or the parent link of the next op this primary-elect
+// holds: a sender's covering commit is no proof against that, finding
+// 16); otherwise the
 // serving peer's own DVC must vouch for it, as a canonical sender (its log
 // is the canonical log_view's) or with a commit covering the op (the
 // committed prefix is shared by every later log). A stale sender serves its
 // whole journal, including uncommitted ops of an older view above its
 // commit: those are never taken on its word.
 func (r *Replica) provenCanonical(from uint8, h *PrepareHeader) bool {
-	if canon, ok := r.viewChangeHeader(h.Op); ok {
-		return canon.Checksum == h.Checksum
+	if sum, ok := r.canonicalChecksum(h.Op); ok {
+		return sum == h.Checksum // the merged header, or the chain down from it
 	}
 	for i := range r.vc.dvcs {
 		d := &r.vc.dvcs[i]
@@ -265,6 +348,20 @@ func (r *Replica) provenCanonical(from uint8, h *PrepareHeader) bool {
 		}
 	}
 	return false
+}
+
+// topKnownGap is the highest op in (commit_min, upTo] missing from the
+// journal whose canonical checksum the view change knows.
+func (r *Replica) topKnownGap(upTo uint64) (uint64, bool) {
+	for op := upTo; op > r.commitMin; op-- {
+		if r.journal.has(op) {
+			continue
+		}
+		if _, ok := r.canonicalChecksum(op); ok {
+			return op, true
+		}
+	}
+	return 0, false
 }
 
 // continueRepair asks for the next chunk as soon as the journal covers the
@@ -277,6 +374,12 @@ func (r *Replica) continueRepair() {
 	next := r.firstMissing(r.repairTarget())
 	if next == 0 {
 		r.repair.active = false
+		return
+	}
+	if r.repair.topDown {
+		if r.journal.has(r.repair.to) {
+			r.sendRepairRequest() // the op below is checkable now
+		}
 		return
 	}
 	covered := r.repair.to

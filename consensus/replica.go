@@ -29,6 +29,9 @@ type Replica struct {
 	// unprovable marks ops whose entry was dropped without proof it was never
 	// acknowledged (restart gaps, unverifiable stale entries): never nacked.
 	unprovable map[uint64]struct{}
+	// unverified: durable entries dropped from the journal as unverifiable,
+	// served unvouched and re-admitted once verified (unverified.go).
+	unverified map[uint64]Prepare
 	// viewHeaders: log_view's log suffix as adopted (see viewheaders.go),
 	// durable together with log_view.
 	viewHeaders []PrepareHeader
@@ -272,6 +275,7 @@ func (r *Replica) reply(rep Reply) { r.pending.Replies = append(r.pending.Replie
 func (r *Replica) appendEntry(p Prepare) {
 	r.journal.put(p, r.checkpointOp)
 	delete(r.unprovable, p.Header.Op)
+	delete(r.unverified, p.Header.Op) // its durable copy is overwritten
 	r.pending.Entries = append(r.pending.Entries, p)
 }
 
@@ -281,6 +285,7 @@ func (r *Replica) truncateFrom(from uint64) {
 		panic(fmt.Sprintf("consensus: replica %d truncating committed op %d (commit_min %d)", r.id, from, r.commitMin))
 	}
 	r.journal.truncateFrom(from)
+	r.forgetUnverifiedFrom(from)
 	if r.pending.Truncate == 0 || from < r.pending.Truncate {
 		r.pending.Truncate = from
 	}

@@ -220,6 +220,7 @@ func (r *Replica) maybeStartView() {
 	if plan == nil || r.status != StatusViewChange {
 		return
 	}
+	r.promoteUnverified()
 	if missing := r.firstMissing(plan.head); missing != 0 {
 		// One session at a time: re-requesting on every repaired entry
 		// would drop the rest of the chunk in flight (new nonce).
@@ -469,6 +470,7 @@ func (r *Replica) reconcileJournal(head uint64, canonical func(op uint64) (Prepa
 // unprovable: never nacked, re-fetched by repair, which overwrites the
 // durable copy (the driver's journal is keyed by op).
 func (r *Replica) dropUnverified(op uint64) {
+	r.keepUnverified(op)
 	r.journal.remove(op)
 	r.unprovable[op] = struct{}{}
 	kept := r.pending.Entries[:0]
