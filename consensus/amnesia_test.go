@@ -283,18 +283,8 @@ func TestRecoveringReplicaServesOnlyHigherViews(t *testing.T) {
 	if r.Status() != StatusRecovering {
 		t.Fatalf("status %v after an amnesiac restart, want recovering", r.Status())
 	}
-	serve := func(view uint32) (repairs []Message) {
-		r.Step(Message{Kind: MsgRequestPrepares, From: 1, To: 2, View: view, FromOp: 1, ToOp: 3, Nonce: Uint128{Lo: 7}})
-		for r.HasReady() {
-			rd := r.Ready()
-			for _, m := range rd.Messages {
-				if m.Kind == MsgRepairPrepare {
-					repairs = append(repairs, m)
-				}
-			}
-			r.Advance(rd)
-		}
-		return repairs
+	serve := func(view uint32) []Message {
+		return repairAnswers(r, Message{Kind: MsgRequestPrepares, From: 1, To: 2, View: view, FromOp: 1, ToOp: 3, Nonce: Uint128{Lo: 7}})
 	}
 	if got := serve(r.View()); len(got) != 0 {
 		t.Fatalf("served %d entries to a requester in its own view %d", len(got), r.View())
@@ -308,4 +298,20 @@ func TestRecoveringReplicaServesOnlyHigherViews(t *testing.T) {
 			t.Fatalf("answer stamped view %d, want its own view %d", m.View, r.View())
 		}
 	}
+}
+
+// repairAnswers steps r with a repair request and returns the
+// RepairPrepares it sends (its Readys carried out without a store).
+func repairAnswers(r *Replica, req Message) (repairs []Message) {
+	r.Step(req)
+	for r.HasReady() {
+		rd := r.Ready()
+		for _, m := range rd.Messages {
+			if m.Kind == MsgRepairPrepare {
+				repairs = append(repairs, m)
+			}
+		}
+		r.Advance(rd)
+	}
+	return repairs
 }

@@ -27,18 +27,7 @@ func TestUnverifiedEntryIsServedUnvouched(t *testing.T) {
 		t.Fatalf("after dropUnverified: in journal %v, kept aside %v", r.journal.has(2), r.unverifiedHolds(2, held.Checksum))
 	}
 	ask := func(view uint32) []Message {
-		r.Step(Message{Kind: MsgRequestPrepares, From: 2, To: 1, View: view, FromOp: 2, ToOp: 2, Nonce: Uint128{Lo: 9}})
-		var out []Message
-		for r.HasReady() {
-			rd := r.Ready()
-			for _, m := range rd.Messages {
-				if m.Kind == MsgRepairPrepare {
-					out = append(out, m)
-				}
-			}
-			r.Advance(rd)
-		}
-		return out
+		return repairAnswers(r, Message{Kind: MsgRequestPrepares, From: 2, To: 1, View: view, FromOp: 2, ToOp: 2, Nonce: Uint128{Lo: 9}})
 	}
 	if got := ask(0); len(got) != 0 {
 		t.Fatalf("served %d unvouched entries to a view-0 request: nothing can be stamped below view 0", len(got))
