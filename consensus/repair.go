@@ -16,7 +16,8 @@ type repairState struct {
 	rotation   uint32 // picks the next canonical sender while a new view assembles
 	// topDown: the request is for the highest missing op whose canonical
 	// checksum is known (topKnownGap), one op at a time.
-	topDown bool
+	topDown     bool
+	topRotation uint32 // rotation of the top-down requests (their own, so alternation cannot lock them onto one peer)
 }
 
 // repairTarget is the highest op this replica wants to hold.
@@ -72,9 +73,13 @@ func (r *Replica) repairPeer(from uint64, widen bool) (uint8, bool) {
 		if peers == 0 {
 			return 0, false
 		}
+		rotation := &r.repair.rotation
+		if r.repair.topDown {
+			rotation = &r.repair.topRotation
+		}
 		for range r.n {
-			r.repair.rotation++
-			p := uint8(r.repair.rotation % uint32(r.n))
+			*rotation++
+			p := uint8(*rotation % uint32(r.n))
 			if peers&(1<<p) != 0 {
 				return p, true
 			}
