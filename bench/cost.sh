@@ -9,12 +9,15 @@
 # /proc/<pid>/stat, every server process summed, and per process). With RATE=1 it then runs
 # both durabilities of each setup again at the same load, half the slower
 # one's measured maximum (--rate-limit): p99 at the same load, and at half
-# the cluster's maximum. Last, the data disk's sequential
+# the cluster's maximum. With DOWN=1 as well, the cluster's half-load runs
+# are repeated with one backup (replica 2) killed before the bench: p99 with
+# a backup down against all up. Last, the data disk's sequential
 # write bandwidth: dd bs=1M count=2048 conv=fdatasync.
 #
 #   bench/cost.sh                 # DATA=1GB
 #   DATA=256MB RATE=1 bench/cost.sh
 #   SETUPS=cluster3 DURABILITIES=replicated PERF=/tmp/prof bench/cost.sh
+#   SETUPS=cluster3 DURABILITIES=replicated RATE=1 DOWN=1 bench/cost.sh
 #
 # SETUPS (single cluster3) and DURABILITIES (replicated persisted) pick the
 # rows; DD=0 skips the dd line. PERF=DIR records each server process with
@@ -27,6 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-1GB}
 RATE=${RATE:-0}
+DOWN=${DOWN:-0}
 IP=${IP:-127.0.0.61}
 SETUPS=${SETUPS:-single cluster3}
 DURABILITIES=${DURABILITIES:-replicated persisted}
@@ -120,8 +124,18 @@ run() {
 }
 
 run_once() {
-  local setup=$1 durability=$2 rate=$3
+  local setup=$1 durability=$2 rate=$3 down=${4:-0}
   start "$setup"
+  local label=$setup
+  if [ "$down" = 1 ]; then
+    # One backup down for the whole run: the primary (replica 0) and
+    # replica 1 are the replication quorum.
+    kill -KILL "${SERVERS[2]}" 2>/dev/null || true
+    wait "${SERVERS[2]}" 2>/dev/null || true
+    SERVERS=("${SERVERS[0]}" "${SERVERS[1]}")
+    label="$setup, replica 2 down"
+    sleep 3
+  fi
   local before after out="$WORK/bench.json" perfs=()
   rm -f "$out"
   if [ -n "$PERF" ]; then
@@ -142,7 +156,7 @@ run_once() {
   for p in "${perfs[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
   stop
   [ -s "$out" ] || { echo "iggy-bench printed nothing ($setup $durability); server logs: $WORK" >&2; tail -5 "$WORK"/data-*.log >&2; return 1; }
-  python3 - "$setup" "$durability" "$rate" "$before" "$after" "$TCK" "$out" <<'PY'
+  python3 - "$label" "$durability" "$rate" "$before" "$after" "$TCK" "$out" <<'PY'
 import json, sys
 setup, durability, rate, before, after, tck, path = sys.argv[1:]
 before, before_each = before.split()
@@ -180,6 +194,9 @@ if [ "$RATE" = 1 ]; then
     half=$(python3 -c "print(max(1, min([$maxes]) / 2))")
     for durability in $DURABILITIES; do
       run "$setup" "$durability" "$half"
+      if [ "$DOWN" = 1 ] && [ "$setup" = cluster3 ]; then
+        run "$setup" "$durability" "$half" 1
+      fi
     done
   done
 fi

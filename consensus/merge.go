@@ -141,9 +141,20 @@ func mergeDoViewChanges(dvcs []dvcRecord, replicaCount, quorumNack int) mergePla
 	headers = append(headers, anchor)
 	for op := p.commitMax + 1; op <= maxOp; op++ {
 		canon, conflict := canonicalHeaderChecked(dvcs, p.logView, op)
+		held := canon.Checksum != 0 && bodyPresent(dvcs, op, canon.Checksum)
 		nacks := 0
 		for i := range dvcs {
 			d := &dvcs[i]
+			if d.amnesiac && held {
+				// A rack voter's short head or nack proves nothing about an
+				// op whose body a survivor still holds: it may have acked
+				// the op and lost it to its own power loss (simulator seed
+				// 60850574: a committed op, held by two replicas, cut by
+				// the nack of its primary after that primary's power loss).
+				// Keeping a held op is always safe; cutting one is only
+				// needed when no body survives.
+				continue
+			}
 			if d.op < op {
 				nacks++
 				continue
@@ -192,6 +203,18 @@ func mergeDoViewChanges(dvcs []dvcRecord, replicaCount, quorumNack int) mergePla
 	p.sources = sources[:p.head-p.commitMax]
 	p.outcome = mergeDecided
 	return p
+}
+
+// bodyPresent reports whether some sender reported op with that checksum
+// and its body.
+func bodyPresent(dvcs []dvcRecord, op, checksum uint64) bool {
+	for i := range dvcs {
+		d := &dvcs[i]
+		if h, inSuffix, blank := d.headerAt(op); inSuffix && !blank && h.Checksum == checksum && bitAt(d.present, d.op-op) {
+			return true
+		}
+	}
+	return false
 }
 
 func canonicalHeader(dvcs []dvcRecord, logView uint32, op uint64) PrepareHeader {
