@@ -689,7 +689,7 @@ func TestPeerQueueBoundedInBytes(t *testing.T) {
 	if pc.enqueue(frame(5000)) {
 		t.Fatal("a frame larger than the budget queued behind others")
 	}
-	pc.dequeued(pc.fill(nil, 64))
+	pc.dequeued(batchBytes(pc.fill(nil, 64)))
 	if got := pc.queued.Load(); got != 0 {
 		t.Fatalf("queued bytes after the batch was written: %d", got)
 	}
@@ -698,5 +698,27 @@ func TestPeerQueueBoundedInBytes(t *testing.T) {
 	}
 	if pc.enqueue(frame(200)) {
 		t.Fatal("a frame queued behind one that already exceeds the budget")
+	}
+}
+
+// TestPeerQueueBytesReturnAfterWrites: the bytes of frames the writer sent
+// leave the byte budget. The count must be taken before write, which
+// clears the batch: taken after it, nothing was released, and once 128 MiB
+// had passed (a few seconds of produce load) every frame to the peer was
+// dropped and the cluster crawled on retransmits. Here the budget is 1 KiB
+// and 40 rounds of 256-byte frames pass it many times over.
+func TestPeerQueueBytesReturnAfterWrites(t *testing.T) {
+	c := newCluster(t, 2, func(_ uint8, o *Options) {
+		o.MessageBus.PeerQueueBytesMax = config.ByteSize(1 << 10)
+	})
+	waitFor(t, "connections", c.allConnected)
+	for round := range 40 {
+		c.exchange(uint64(round) + 300)
+	}
+	waitFor(t, "the budget to drain", func() bool {
+		return c.nodes[0].bus.peers[1].conn.Load().queued.Load() == 0 && c.nodes[1].bus.peers[0].conn.Load().queued.Load() == 0
+	})
+	if d := c.nodes[0].bus.Stats().FramesDroppedQueueFull + c.nodes[1].bus.Stats().FramesDroppedQueueFull; d != 0 {
+		t.Fatalf("%d frames dropped at a queue holding nothing", d)
 	}
 }

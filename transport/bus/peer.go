@@ -94,14 +94,19 @@ func (pc *peerConn) enqueue(frame outFrame) bool {
 	}
 }
 
-// dequeued releases a written (or dropped) batch's bytes from the budget.
-func (pc *peerConn) dequeued(batch []outFrame) {
+// batchBytes is what a batch holds; taken before write, which clears the
+// batch (a count taken after it released nothing, so the budget filled up
+// for good after 128 MiB of traffic and every later frame was dropped).
+func batchBytes(batch []outFrame) int64 {
 	var n int64
 	for _, f := range batch {
 		n += f.bytes()
 	}
-	pc.queued.Add(-n)
+	return n
 }
+
+// dequeued releases a written (or dropped) batch's bytes from the budget.
+func (pc *peerConn) dequeued(n int64) { pc.queued.Add(-n) }
 
 func (pc *peerConn) writer() {
 	defer close(pc.writerOut)
@@ -124,16 +129,18 @@ func (pc *peerConn) writer() {
 				if len(batch) == 0 {
 					return
 				}
+				n := batchBytes(batch)
 				err := pc.write(bw, batch)
-				pc.dequeued(batch)
+				pc.dequeued(n)
 				if err != nil {
 					return
 				}
 			}
 		}
 		batch = pc.fill(batch, maxBatch)
+		n := batchBytes(batch)
 		err := pc.write(bw, batch)
-		pc.dequeued(batch)
+		pc.dequeued(n)
 		if err != nil {
 			pc.bus.log.Debug("replica connection write failed", "peer", pc.peer, "err", err)
 			pc.close(false)
