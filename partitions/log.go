@@ -129,12 +129,12 @@ func Open(dir string, opts Options) (*Log, error) {
 			}
 		}
 	}
-	if opts.ReserveOffsets && !l.readOnly {
-		if l.reserved > l.nextOffset && l.reservedRebooted {
-			// The machine restarted: offsets up to the reservation may have been handed out and lost
-			// with the page cache.
-			l.nextOffset = l.reserved
-		}
+	if opts.ReserveOffsets && !l.readOnly && l.reserved > l.nextOffset && l.reservedRebooted {
+		// The machine restarted: offsets up to the reservation may have been handed out and lost
+		// with the page cache.
+		l.nextOffset = l.reserved
+	}
+	if !l.readOnly {
 		if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
 			l.closeSegments()
 			return nil, err
@@ -185,10 +185,10 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("append to %s: base offset %d, next offset %d: %w", l.dir,
 			h.BaseOffset, l.nextOffset, ErrOffsetMismatch)
 	}
+	if err := l.crossHole(); err != nil {
+		return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
 	if l.opts.ReserveOffsets {
-		if err := l.crossHole(); err != nil {
-			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
-		}
 		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved || !l.reservedDurable {
 			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
 				return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)

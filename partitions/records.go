@@ -17,7 +17,9 @@ var ErrNotBatchStart = errors.New("no stored batch starts at the offset")
 // from, whole and byte for byte as stored, stopping before a record that starts at or above end or
 // that would take the appended bytes past bytesMax (the first record is always taken). It returns
 // dst and the offset after the last appended record (from when nothing was appended: from is the
-// log's next offset or end). A peer's state transfer and a replayed op's check read through it.
+// log's next offset or end). A read that starts in a recorded hole (SkipTo) starts after it: the
+// offset returned is then past the hole even when no record follows it yet. A peer's state transfer
+// and a replayed op's check read through it.
 func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint64, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -40,8 +42,21 @@ func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint6
 	defer r.release()
 	next, taken := from, uint64(0)
 	pos := segs[si].positionForOffset(from)
-	for ; si < len(segs); si, pos = si+1, 0 {
+	for first := si; si < len(segs); si, pos = si+1, 0 {
 		s := segs[si]
+		if si > first && s.startOffset > next {
+			// A gap between segments: a recorded hole (SkipTo, a crash's reservation) is skipped, the
+			// way the log itself skipped it; records stop before one, so a chunk stays contiguous.
+			if taken > 0 {
+				return dst, next, nil
+			}
+			if l.holeBefore(si, next) {
+				next = s.startOffset
+				if next >= end {
+					return dst, next, nil
+				}
+			}
+		}
 		r.reset(s)
 		for pos < s.sizeBytes {
 			record, h, err := r.record(pos)
@@ -52,8 +67,8 @@ func (l *Log) ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint6
 			if h.LastOffset() < from {
 				continue
 			}
-			if taken == 0 && h.BaseOffset != from {
-				return dst, from, fmt.Errorf("read records of %s: offset %d is inside the batch at %d: %w", l.dir, from, h.BaseOffset, ErrNotBatchStart)
+			if taken == 0 && h.BaseOffset != next {
+				return dst, from, fmt.Errorf("read records of %s: offset %d is inside the batch at %d: %w", l.dir, next, h.BaseOffset, ErrNotBatchStart)
 			}
 			if h.BaseOffset >= end || (taken > 0 && taken+h.BatchLength > bytesMax) {
 				return dst, next, nil

@@ -86,8 +86,8 @@ func (l *Log) recoverSegments() error {
 	for i, start := range starts {
 		if i > 0 {
 			prev := l.segments[i-1]
-			if start > prev.nextOffset && l.opts.ReserveOffsets && l.lostMarker(prev.nextOffset) {
-				// Offsets a crash lost, skipped on purpose (reserve.go): not damage.
+			if start > prev.nextOffset && l.lostMarker(prev.nextOffset) {
+				// Offsets skipped on purpose (reserve.go, SkipTo): not damage.
 				prev.nextOffset = start
 			}
 			if start < prev.nextOffset || (start > prev.nextOffset && !l.opts.ServeAroundDamage) {

@@ -140,7 +140,7 @@ func (l *Log) crossHole() error {
 	if err := writeFileAtomic(l.opts.FS, l.dir, marker, nil, true); err != nil {
 		return fmt.Errorf("record lost offsets %d..%d in %s: %w", s.nextOffset, l.nextOffset-1, l.dir, err)
 	}
-	l.logger.Warn("offsets lost in a crash are skipped, never re-issued", "dir", l.dir, "first", s.nextOffset,
+	l.logger.Warn("offsets that may have been handed out and lost are skipped, never re-issued", "dir", l.dir, "first", s.nextOffset,
 		"resume_at", l.nextOffset)
 	return l.roll()
 }
@@ -171,4 +171,51 @@ func (l *Log) removeLostMarkers(below uint64) error {
 		}
 	}
 	return nil
+}
+
+// SkipTo continues the log at offset, above NextOffset: the offsets in between are recorded as
+// lost (a "<first>.lost" marker, as a crash's hole is) and never used. A cluster's primary orders it
+// in the partition's own log after a primary change, so every replica skips at the same point and
+// keeps identical files (node/partition_reserve.go). An offset at or below NextOffset is a no-op.
+func (l *Log) SkipTo(offset uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset <= l.nextOffset {
+		return nil
+	}
+	prev := l.nextOffset
+	l.nextOffset = offset
+	if err := l.crossHole(); err != nil {
+		if l.active().nextOffset == prev {
+			l.nextOffset = prev // nothing recorded: the skip can be tried again
+		}
+		return fmt.Errorf("skip offsets %d..%d of %s: %w", prev, offset-1, l.dir, err)
+	}
+	return nil
+}
+
+// holeBefore reports whether a recorded hole (a .lost marker) ends where segment si starts and
+// covers offset from: the marker names the first lost offset, at or above where segment si-1 starts
+// and at or below from. Called under l.mu, only when a read crosses a gap between segments.
+func (l *Log) holeBefore(si int, from uint64) bool {
+	if si == 0 || from >= l.segments[si].startOffset {
+		return false
+	}
+	lo := l.segments[si-1].startOffset
+	entries, err := l.opts.FS.ReadDir(l.dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), lostSuffix) {
+			continue
+		}
+		if m, ok := parseSegmentName(e.Name(), lostSuffix); ok && m >= lo && m <= from {
+			return true
+		}
+	}
+	return false
 }

@@ -123,11 +123,11 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 	}
 	l.segments = []*segment{s}
 	l.nextOffset = start
+	// Purge restarts the offset space on purpose (upstream semantics): no hole is left to mark.
+	if err := l.removeLostMarkers(^uint64(0)); err != nil {
+		return res, err
+	}
 	if l.opts.ReserveOffsets {
-		// Purge restarts the offset space on purpose (upstream semantics).
-		if err := l.removeLostMarkers(^uint64(0)); err != nil {
-			return res, err
-		}
 		l.syncedBelow = start // nothing below start is left
 		if err := l.writeReservation(start); err != nil {
 			l.failure = fmt.Errorf("%w: purge could not reset the offset reservation: %v", ErrFailed, err)

@@ -1,0 +1,84 @@
+package partitions
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// TestSkipToRecordsAHoleThatReadsAndReopensSkip: a cluster replica's log (no ReserveOffsets) skips
+// offsets when its group orders it (node/partition_reserve.go). The hole is recorded, polls and
+// record reads step over it, a read from inside it starts after it (a trailing one included, so a
+// state transfer can copy it), and a reopen accepts it; an unrecorded gap is still damage.
+func TestSkipToRecordsAHoleThatReadsAndReopensSkip(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentSizeBytes: 1 << 20, IndexIntervalBytes: 1}
+	l := openLog(t, dir, opts)
+	fillLog(t, l, 2, 10, 50) // offsets 0..19
+	if err := l.SkipTo(10); err != nil || l.NextOffset() != 20 {
+		t.Fatalf("a skip below the end: err %v, next %d, want a no-op at 20", err, l.NextOffset())
+	}
+	if err := l.SkipTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if l.NextOffset() != 100 {
+		t.Fatalf("next offset %d after SkipTo(100)", l.NextOffset())
+	}
+	if _, err := os.Stat(filepath.Join(dir, segmentBaseName(20)+lostSuffix)); err != nil {
+		t.Fatalf("the hole is not recorded: %v", err)
+	}
+	// A trailing hole: nothing follows it yet, the read still moves past it.
+	if recs, next, err := l.ReadRecords(nil, 20, 1000, 1<<20); err != nil || len(recs) != 0 || next != 100 {
+		t.Fatalf("read from a trailing hole: %d bytes, next %d, err %v; want none, 100, nil", len(recs), next, err)
+	}
+	if _, err := l.Append(makeBatch(t, 20, 3, 8, 7000)); !errors.Is(err, ErrOffsetMismatch) {
+		t.Fatalf("an append inside the hole: %v, want ErrOffsetMismatch", err)
+	}
+	if _, err := l.Append(makeBatch(t, 100, 3, 8, 7000)); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []uint64{20, 57, 99} {
+		recs, next, err := l.ReadRecords(nil, from, 1000, 1<<20)
+		if err != nil || next != 103 {
+			t.Fatalf("read from %d inside the hole: next %d, err %v; want 103", from, next, err)
+		}
+		if h, err := wire.DecodeBatchHeader(recs); err != nil || h.BaseOffset != 100 {
+			t.Fatalf("read from %d: first record %+v, %v; want the batch at 100", from, h, err)
+		}
+	}
+	// A chunk stops before the hole, so a chunk is always contiguous.
+	if _, next, err := l.ReadRecords(nil, 10, 1000, 1<<20); err != nil || next != 20 {
+		t.Fatalf("read across the hole: next %d, err %v; want 20 (stops before it)", next, err)
+	}
+	if got := decodePoll(t, poll(t, l, wire.PollOffset, 15, 10)); len(got) != 8 || got[4] != 19 || got[5] != 100 {
+		t.Fatalf("a poll across the hole served %v, want 15..19 then 100..102", got)
+	}
+	expectOffsets(t, "from inside the hole", poll(t, l, wire.PollOffset, 30, 10), 100, 3)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir, opts)
+	if l2.NextOffset() != 103 {
+		t.Fatalf("reopened at %d, want 103", l2.NextOffset())
+	}
+	if res := poll(t, l2, wire.PollFirst, 0, 100); res.MessagesCount != 23 {
+		t.Fatalf("%d messages after the reopen, want 23", res.MessagesCount)
+	}
+	if recs, next, err := l2.ReadRecords(nil, 40, 1000, 1<<20); err != nil || next != 103 || len(recs) == 0 {
+		t.Fatalf("reopened: read from inside the hole: next %d, err %v", next, err)
+	}
+	if err := l2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Without its marker the same gap is damage: the partition is not served as if whole.
+	if err := os.Remove(filepath.Join(dir, segmentBaseName(20)+lostSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	if l3, err := Open(dir, opts); err == nil {
+		l3.Close()
+		t.Fatal("a gap without its marker opened as a whole log")
+	}
+}
