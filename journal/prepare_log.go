@@ -60,6 +60,9 @@ type prepareFile struct {
 	seq   uint64
 	bytes int64
 	maxOp uint64 // highest op of an entry record in it (0: none)
+	// damaged: a record at damageAt failed to parse (not a torn tail).
+	damaged  bool
+	damageAt int64
 }
 
 const (
@@ -178,7 +181,7 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 		n, op, isTrunc, perr := parsePrepareLogRecord(data[off:])
 		if perr != nil {
 			if _, _, found := findValidEntry(data, off+1); !last || found || completeRecord(data[off:]) {
-				pf.bytes = int64(len(data))
+				pf.bytes, pf.damaged, pf.damageAt = int64(len(data)), true, int64(off)
 				return pf, fmt.Errorf("%s: record at byte %d: %v", path, off, perr)
 			}
 			// Torn tail: the write never completed, so nothing it held was
@@ -199,6 +202,7 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 			if op >= fromOp {
 				p, _, err := parseEntry(data[off : off+n])
 				if err != nil {
+					pf.damaged, pf.damageAt = true, int64(off)
 					return pf, fmt.Errorf("%s: record at byte %d: %v", path, off, err)
 				}
 				live[op] = p
@@ -507,4 +511,57 @@ func (l *PrepareLog) Close() error {
 		l.dirty = false
 	}
 	return err
+}
+
+// CutPrepareLogAtDamage cuts the prepare WAL in dir at its first damaged
+// record: that file is truncated there (durably) and every later file
+// removed. It is for a replica that lost power (the node's boot record):
+// unsynced writes may come back in pieces anywhere after the last sync, so
+// a damaged record and everything after it are what the power loss took,
+// and the replica rejoins amnesiac (it never counts its journal as proof
+// of what it acknowledged). It reports where it cut; cut is false when
+// nothing was damaged.
+func CutPrepareLogAtDamage(dir string, opts ...Option) (cut bool, file string, at int64, err error) {
+	l := &PrepareLog{fs: fsOf(opts), dir: dir}
+	seqs, err := l.listFiles()
+	if err != nil {
+		return false, "", 0, err
+	}
+	live := make(map[uint64]consensus.Prepare)
+	for i, seq := range seqs {
+		pf, derr := l.scanFile(seq, i == len(seqs)-1, ^uint64(0), live) // no entry is kept: validity only
+		if derr == nil {
+			continue
+		}
+		if !pf.damaged {
+			return false, "", 0, derr
+		}
+		path := l.path(seq)
+		if err := truncateDurably(l.fs, path, pf.damageAt); err != nil {
+			return false, "", 0, fmt.Errorf("cut %s at byte %d: %w", path, pf.damageAt, err)
+		}
+		for _, later := range seqs[i+1:] {
+			if err := l.fs.Remove(l.path(later)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return false, "", 0, fmt.Errorf("remove %s after the cut: %w", l.path(later), err)
+			}
+		}
+		if err := syncDir(l.fs, dir); err != nil {
+			return false, "", 0, err
+		}
+		return true, path, pf.damageAt, nil
+	}
+	return false, "", 0, nil
+}
+
+// truncateDurably truncates path to size and syncs it.
+func truncateDurably(fsys vfs.FS, path string, size int64) error {
+	if err := fsys.Truncate(path, size); err != nil {
+		return err
+	}
+	f, err := fsys.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	serr := f.Sync()
+	return errors.Join(serr, f.Close())
 }

@@ -331,3 +331,52 @@ func TestPrepareLogCloseReleasesTheFileAndWritesGoOn(t *testing.T) {
 	_, got := openPL(t, dir, 0)
 	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1, 3: 1, 4: 1})
 }
+
+// TestCutPrepareLogAtDamage: a power-torn WAL (a damaged record in an
+// earlier file, more records and a later file after it) is cut at the
+// damage: the file is truncated there, later files go, and it opens with
+// the entries before the damage and takes appends again. An intact WAL is
+// left alone.
+func TestCutPrepareLogAtDamage(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	if err := l.Write(0, plRange(1, 5, 1, prepareLogRotateBytes/4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reclaim(0); err != nil { // rotates
+		t.Fatal(err)
+	}
+	if err := l.Write(0, plRange(6, 8, 1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if cut, _, _, err := CutPrepareLogAtDamage(dir); err != nil || cut {
+		t.Fatalf("an intact WAL: cut %v, err %v", cut, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"+prepareLogSuffix))
+	first := files[0]
+	data, _ := os.ReadFile(first)
+	recordBytes := len(data) / 5
+	data[2*recordBytes+walHeaderBytes+40] ^= 0xff // inside op 3's payload
+	if err := os.WriteFile(first, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := OpenPrepareLog(dir, 0); !errors.Is(err, ErrPrepareLogDamaged) {
+		t.Fatalf("open: %v, want ErrPrepareLogDamaged", err)
+	}
+	cut, file, at, err := CutPrepareLogAtDamage(dir)
+	if err != nil || !cut || file != first || at != int64(2*recordBytes) {
+		t.Fatalf("cut %v at %s byte %d, err %v; want %s byte %d", cut, file, at, err, first, 2*recordBytes)
+	}
+	if n := countPWAL(t, dir); n != 1 {
+		t.Fatalf("%d files after the cut, want 1 (the later one removed)", n)
+	}
+	l, got := openPL(t, dir, 0)
+	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1})
+	if err := l.Write(0, plRange(3, 3, 2, 10)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	_, got = openPL(t, dir, 0)
+	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1, 3: 2})
+}
