@@ -25,7 +25,8 @@
 # (i = replica id; read with `perf report -i FILE --no-children`).
 #
 # Everything listens on $IP (default 127.0.0.61, loopback) and lives under a
-# temp directory removed at the end; every process started is stopped.
+# temp directory removed at the end (KEEP=1 keeps it, with the server logs);
+# every process started is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${DATA:-1GB}
@@ -41,7 +42,7 @@ PIDS=()
 cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -TERM "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
+  if [ -n "${KEEP:-}" ]; then echo "kept $WORK" >&2; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 go build -o "$WORK/bin/" ./cmd/iggy-server ./cmd/iggy-bench

@@ -189,8 +189,11 @@ func TestClusterRestingPartitionsFailOver(t *testing.T) {
 	nl := rootClient(t, c.addr(next))
 	for p := uint32(0); p < partitions; p++ {
 		conf := sendOK(t, nl, id(0), id(0), partitionID(p), makeMessages(fmt.Sprintf("after-p%d", p), 0, 1))
-		if conf.BaseOffset != 2 {
-			t.Fatalf("partition %d after the failover: offset %d, want 2", p, conf.BaseOffset)
+		// Above both acknowledged offsets; a failover may skip at most one
+		// reservation chunk, 64 offsets for a partition this quiet
+		// (docs/cluster.md "Offset reservations").
+		if conf.BaseOffset < 2 || conf.BaseOffset > 2+64 {
+			t.Fatalf("partition %d after the failover: offset %d, want 2 to 66", p, conf.BaseOffset)
 		}
 	}
 }

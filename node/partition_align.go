@@ -61,8 +61,12 @@ func (s *partitionShard) align(nowTick time.Time) {
 		if !e.primary.Load() || nowTick.Before(e.alignRetryAt) || e.transfer != nil {
 			continue
 		}
+		if !s.reservationSettled(e, nowTick) {
+			continue // not yet: it hands over once its reservation is exact (partition_reserve.go)
+		}
 		s.catchUp(e)
 		handed := e.group.HandOver(target)
+		e.handoverUntil = 0
 		s.schedule(e)
 		if handed {
 			budget--

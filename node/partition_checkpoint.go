@@ -16,19 +16,24 @@ import (
 // (partition_transfer.go), so a snapshot stays small whatever the
 // partition's size.
 //
-// Encoding: [version u8 = 2][frontier u64][first u64][count u32] then
+// Encoding: [version u8 = 3][frontier u64][first u64][count u32] then
 // count × [kind u8][id u32][offset u64], ordered by kind then id, then the
-// retry dedup table (partition_dedup.go), little endian. Version 1 had no
-// table.
+// retry dedup table (partition_dedup.go), then [offsets reserved u64]
+// (partition_reserve.go), little endian. Version 1 had no table, version 2
+// no reservation.
 type partitionCheckpoint struct {
 	frontier uint64
 	first    uint64
 	offsets  []partitions.ConsumerOffsetEntry
 	dedup    []byte // encoded dedupTable; nil = empty
+	// reserved: the applied offset reservation; hasReserved is false for a
+	// version 1 or 2 snapshot, which did not carry it.
+	reserved    uint64
+	hasReserved bool
 }
 
 const (
-	partitionCheckpointVersion   = 2
+	partitionCheckpointVersion   = 3
 	partitionCheckpointFixed     = 1 + 8 + 8 + 4
 	partitionCheckpointEntry     = 1 + 4 + 8
 	partitionCheckpointOffsetMax = 1 << 20 // as partitions bounds offsets per partition
@@ -46,9 +51,11 @@ func (c partitionCheckpoint) encode() []byte {
 		b = binary.LittleEndian.AppendUint64(b, o.Offset)
 	}
 	if c.dedup == nil {
-		return binary.LittleEndian.AppendUint32(b, 0) // an empty table
+		b = binary.LittleEndian.AppendUint32(b, 0) // an empty table
+	} else {
+		b = append(b, c.dedup...)
 	}
-	return append(b, c.dedup...)
+	return binary.LittleEndian.AppendUint64(b, c.reserved)
 }
 
 func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
@@ -56,8 +63,8 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes, shorter than its %d-byte header", len(b), partitionCheckpointFixed)
 	}
 	version := b[0]
-	if version != 1 && version != partitionCheckpointVersion {
-		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: version %d, want 1 or %d", b[0], partitionCheckpointVersion)
+	if version < 1 || version > partitionCheckpointVersion {
+		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: version %d, want 1 to %d", b[0], partitionCheckpointVersion)
 	}
 	c := partitionCheckpoint{frontier: binary.LittleEndian.Uint64(b[1:]), first: binary.LittleEndian.Uint64(b[9:])}
 	n := binary.LittleEndian.Uint32(b[17:])
@@ -66,12 +73,21 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d consumer offsets do not fit its %d bytes", n, len(b))
 	}
 	if version >= 2 {
-		if _, rest, err := decodeDedupTable(b[offsetsEnd:]); err != nil {
+		_, rest, err := decodeDedupTable(b[offsetsEnd:])
+		if err != nil {
 			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %w", err)
-		} else if len(rest) != 0 {
-			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes after the dedup table", len(rest))
 		}
-		c.dedup = b[offsetsEnd:]
+		want := 0
+		if version >= 3 {
+			want = 8
+		}
+		if len(rest) != want {
+			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes after the dedup table, want %d", len(rest), want)
+		}
+		c.dedup = b[offsetsEnd : len(b)-len(rest)]
+		if version >= 3 {
+			c.reserved, c.hasReserved = binary.LittleEndian.Uint64(rest), true
+		}
 	}
 	if c.first > c.frontier {
 		return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: first offset %d above the frontier %d", c.first, c.frontier)
@@ -88,7 +104,9 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 	return c, nil
 }
 
-// checkpointOf describes a log whose applied state ends at frontier.
-func checkpointOf(l partitionStore, frontier uint64) partitionCheckpoint {
-	return partitionCheckpoint{frontier: frontier, first: min(l.Stats().FirstOffset, frontier), offsets: l.ConsumerOffsets()}
+// checkpointOf describes a log whose applied state ends at frontier, with
+// the offset reservation applied with it.
+func checkpointOf(l partitionStore, frontier, reserved uint64) partitionCheckpoint {
+	return partitionCheckpoint{frontier: frontier, first: min(l.Stats().FirstOffset, frontier), offsets: l.ConsumerOffsets(),
+		reserved: reserved, hasReserved: true}
 }

@@ -92,6 +92,7 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 	e.lastTimestamp = 0
 	m := e.marker
 	m.PurgeGeneration, m.DeletedUpTo = gen, upTo
+	m.OffsetsReserved = 0 // the offset space restarts (partition_reserve.go)
 	if err := s.recordMarker(e, m); err != nil {
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
 	}

@@ -48,7 +48,7 @@ func (p *peerBus) fetchRecords(ctx context.Context, peer uint8, group, from, end
 		if f.From != peer || f.Group != group || f.Offset != from {
 			return fetchedRecords{}, errors.New("fetch reply does not match its request")
 		}
-		return fetchedRecords{status: f.Status, first: f.FirstOffset, next: f.NextOffset, records: f.Records}, nil
+		return fetchedRecords{status: f.Status, first: f.FirstOffset, next: f.NextOffset, records: f.Records, end: f.EndOffset}, nil
 	}
 }
 

@@ -132,6 +132,15 @@ type partitionEntry struct {
 	stampView      uint32
 	stampNext      uint64
 	stampTimestamp uint64
+	// Offset reservations (partition_reserve.go): what the primary may
+	// stamp below, the skip its view still owes, 1 + the view of the last
+	// reservation op applied (0: none), and the adaptive chunk.
+	stampReserved, stampSkipTo uint64
+	reserveView                uint32
+	reserveChunk, reserveAt    uint64
+	// handoverUntil: the primary stamps nothing before this time (µs) while
+	// its reservation settles for a hand-over (0: none).
+	handoverUntil  uint64
 	walQueuedBytes uint64 // their bodies' bytes not yet in the prepare WAL (partition_wal.go)
 	lastTimestamp  uint64 // monotone append time (µs)
 	marker         partitionMarker
@@ -150,30 +159,52 @@ type partitionMarker struct {
 	Revision        uint64
 	PurgeGeneration uint64
 	DeletedUpTo     uint64
+	// OffsetsReserved: a cluster replica's applied offset reservation
+	// (partition_reserve.go); 0 = none.
+	OffsetsReserved uint64
 }
 
-const markerFileName = "partition.meta"
-const markerFileBytes = 32
+// The marker file: [revision u64][purge generation u64][deleted up to u64]
+// then, when an offset reservation was applied, [offsets reserved u64],
+// then the XXH3-64 of what precedes it. Without a reservation it is the
+// 32-byte file of earlier builds.
+const (
+	markerFileName          = "partition.meta"
+	markerFileBytes         = 32
+	markerReservedFileBytes = 40
+)
 
 func (m partitionMarker) encode() []byte {
-	b := make([]byte, markerFileBytes)
+	n := markerFileBytes
+	if m.OffsetsReserved != 0 {
+		n = markerReservedFileBytes
+	}
+	b := make([]byte, n)
 	binary.LittleEndian.PutUint64(b[0:], m.Revision)
 	binary.LittleEndian.PutUint64(b[8:], m.PurgeGeneration)
 	binary.LittleEndian.PutUint64(b[16:], m.DeletedUpTo)
-	binary.LittleEndian.PutUint64(b[24:], xxh3.Hash(b[:24]))
+	if m.OffsetsReserved != 0 {
+		binary.LittleEndian.PutUint64(b[24:], m.OffsetsReserved)
+	}
+	binary.LittleEndian.PutUint64(b[n-8:], xxh3.Hash(b[:n-8]))
 	return b
 }
 
 func readMarker(fsys vfs.FS, dir string) (partitionMarker, bool) {
 	b, err := fsys.ReadFile(filepath.Join(dir, markerFileName))
-	if err != nil || len(b) != markerFileBytes || binary.LittleEndian.Uint64(b[24:]) != xxh3.Hash(b[:24]) {
+	n := len(b)
+	if err != nil || (n != markerFileBytes && n != markerReservedFileBytes) || binary.LittleEndian.Uint64(b[n-8:]) != xxh3.Hash(b[:n-8]) {
 		return partitionMarker{}, false
 	}
-	return partitionMarker{
+	m := partitionMarker{
 		Revision:        binary.LittleEndian.Uint64(b[0:]),
 		PurgeGeneration: binary.LittleEndian.Uint64(b[8:]),
 		DeletedUpTo:     binary.LittleEndian.Uint64(b[16:]),
-	}, true
+	}
+	if n == markerReservedFileBytes {
+		m.OffsetsReserved = binary.LittleEndian.Uint64(b[24:])
+	}
+	return m, true
 }
 
 // writeMarker replaces the marker durably (tmp, fsync, rename, dir fsync).

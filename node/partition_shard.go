@@ -520,7 +520,9 @@ func (s *partitionShard) proposeNow(e *partitionEntry, p *partitionProposal) {
 			return
 		}
 	case partitionOpPurge:
-		e.stampNext = 0 // batches proposed after the purge start the offsets again
+		// Batches proposed after the purge start the offsets again, behind
+		// a reservation of their own (the purge resets it).
+		e.stampNext, e.stampReserved, e.stampSkipTo = 0, 0, 0
 	}
 	s.nextTag++
 	s.waiting[s.nextTag] = p
@@ -696,7 +698,7 @@ func (s *partitionShard) checkpoint(e *partitionEntry) {
 		return
 	}
 	frontier := e.log.NextOffset()
-	cp := checkpointOf(e.log, frontier)
+	cp := checkpointOf(e.log, frontier, e.marker.OffsetsReserved)
 	cp.dedup = e.dedup.encode(nil)
 	data := cp.encode()
 	op := e.group.CommitMin()
@@ -721,6 +723,8 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 		return s.applyPurge(e, p), false
 	case partitionOpCut:
 		return s.applyCut(e, p), false
+	case partitionOpReserve:
+		return s.applyReserve(e, p), false
 	case wire.OpStoreConsumerOffset:
 		kind, id, offset, ok := decodeOffsetOp(p.Body, true)
 		if !ok {
@@ -794,6 +798,13 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 		s.log.Warn("committed batch stamped for another place; refused on every replica", "dir", e.dir,
 			"op", p.Header.Op, "base_offset", h.BaseOffset, "next_offset", next, "partition_id", h.PartitionID)
 		// Committed as a no-op everywhere: nothing was written, a retry is safe.
+		return partitionOutcome{code: wire.ErrTransientNotAccepted}, false
+	}
+	if s.beyondReservation(e, h) {
+		// Its reservation op never committed ahead of it: acknowledging it
+		// could hand its offsets out twice after a power loss.
+		s.log.Warn("committed batch stamped beyond the offset reservation; refused on every replica", "dir", e.dir,
+			"op", p.Header.Op, "base_offset", h.BaseOffset, "messages", h.MessageCount, "reserved", e.marker.OffsetsReserved)
 		return partitionOutcome{code: wire.ErrTransientNotAccepted}, false
 	}
 	if _, err := e.log.Append(p.Body); err != nil {

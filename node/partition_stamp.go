@@ -32,6 +32,9 @@ func (s *partitionShard) stampReady(e *partitionEntry) bool {
 	if !g.IsPrimary() {
 		return false
 	}
+	if e.handoverUntil != 0 && e.handoverUntil > s.clock.NowMicros() {
+		return false // settling its reservation before a hand-over (partition_reserve.go)
+	}
 	if e.stampValid && e.stampView == g.View() {
 		return true
 	}
@@ -39,7 +42,7 @@ func (s *partitionShard) stampReady(e *partitionEntry) bool {
 		return false
 	}
 	e.stampValid, e.stampView = true, g.View()
-	e.stampNext, e.stampTimestamp = e.log.NextOffset(), e.lastTimestamp
+	e.stampNext, e.stampTimestamp = s.resyncReservation(e, e.log.NextOffset(), g.View()), e.lastTimestamp
 	return true
 }
 
@@ -50,6 +53,7 @@ func (s *partitionShard) stamp(e *partitionEntry, batch []byte) wire.ErrorCode {
 	if err != nil {
 		return wire.ErrorCodeOf(err)
 	}
+	s.reserveFor(e, uint64(h.MessageCount)) // a reservation op goes first when due (partition_reserve.go)
 	ts := max(s.clock.NowMicros(), e.stampTimestamp)
 	if err := wire.StampBatch(batch, e.key.partition, e.stampNext, ts); err != nil {
 		return wire.ErrorCodeOf(err)

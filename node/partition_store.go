@@ -21,6 +21,7 @@ type partitionStore interface {
 	ConsumerOffsets() []partitions.ConsumerOffsetEntry
 	ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint64, error)
 	ResetTo(start uint64) (partitions.RetentionResult, error)
+	SkipTo(offset uint64) error
 	ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (partitions.RetentionResult, error)
 	RetentionCut(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (uint64, bool)
 	Purge() (partitions.RetentionResult, error)

@@ -48,6 +48,9 @@ type fetchedRecords struct {
 	first   uint64 // the peer's first stored offset
 	next    uint64 // the peer's log end
 	records []byte // whole records from the offset asked for
+	// end: the offset after the records; past a hole the peer's log
+	// skipped (partitions.Log.SkipTo) when the offset asked for is in one.
+	end uint64
 }
 
 // recordSource fetches a chunk of a partition group's stored records from
@@ -98,6 +101,13 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	}
 	if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
 		return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+	}
+	if t.target.hasReserved && t.target.reserved != e.marker.OffsetsReserved {
+		m := e.marker
+		m.OffsetsReserved = t.target.reserved
+		if err := s.recordMarker(e, m); err != nil {
+			return fmt.Errorf("state transfer to op %d: record the offset reservation: %w", snap.Op, err)
+		}
 	}
 	table := dedupTable{}
 	if t.target.dedup != nil {
@@ -203,6 +213,13 @@ func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore,
 			continue
 		case chunk.status != fetchOK:
 			why = fmt.Sprintf("status %d", chunk.status)
+		case len(chunk.records) == 0 && chunk.end > next && chunk.end <= frontier:
+			// The offsets asked for are a hole the peer's log skipped, with
+			// nothing after it yet: skip it here too.
+			if err := l.SkipTo(chunk.end); err != nil {
+				return fmt.Errorf("%w: skip offsets %d..%d as the peer did: %v", errLocalLog, next, chunk.end-1, err)
+			}
+			continue
 		case len(chunk.records) == 0:
 			why = fmt.Sprintf("the peer's log ends at %d", chunk.next)
 		default:
@@ -244,6 +261,13 @@ func appendFetched(l partitionStore, records []byte, frontier uint64) (int, erro
 		rec := records[:h.BatchLength]
 		if _, err := wire.VerifyBatchRecord(rec); err != nil {
 			return n, fmt.Errorf("record at offset %d: %w", h.BaseOffset, err)
+		}
+		if next := l.NextOffset(); n == 0 && h.BaseOffset > next && h.BaseOffset < frontier {
+			// The chunk starts after a hole the peer's log skipped (a read
+			// from inside one starts past it): skip it here too.
+			if err := l.SkipTo(h.BaseOffset); err != nil {
+				return n, fmt.Errorf("%w: skip offsets %d..%d as the peer did: %v", errLocalLog, next, h.BaseOffset-1, err)
+			}
 		}
 		if next := l.NextOffset(); h.BaseOffset != next || h.BaseOffset+uint64(h.MessageCount) > frontier {
 			return n, fmt.Errorf("record at offset %d (%d messages) does not continue the log at %d within the frontier %d",

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lodestream/lodestream/partitions"
@@ -26,14 +28,14 @@ func (s *peerLogs) fetchRecords(ctx context.Context, peer uint8, group, from, en
 	}
 	l := s.logs[peer]
 	st := l.Stats()
-	recs, _, err := l.ReadRecords(nil, from, end, uint64(bytesMax))
+	recs, next, err := l.ReadRecords(nil, from, end, uint64(bytesMax))
 	if errors.Is(err, partitions.ErrBelowRetained) {
 		return fetchedRecords{status: fetchBelowRetained, first: st.FirstOffset, next: l.NextOffset()}, nil
 	}
 	if err != nil {
 		return fetchedRecords{status: fetchUnavailable}, nil
 	}
-	return fetchedRecords{status: fetchOK, first: st.FirstOffset, next: l.NextOffset(), records: recs}, nil
+	return fetchedRecords{status: fetchOK, first: st.FirstOffset, next: l.NextOffset(), records: recs, end: next}, nil
 }
 
 func transferTestLog(t *testing.T, batches int) *partitions.Log {
@@ -91,6 +93,45 @@ func TestTransferFetchesToTheFrontierInChunks(t *testing.T) {
 	}
 	if src.asked[0] != 1 || src.asked[1] != 2 {
 		t.Fatalf("peers asked %v: the dead one first, then the next", src.asked)
+	}
+}
+
+// TestTransferCopiesSkippedHoles: a source whose group skipped offsets
+// after primary changes (partition_reserve.go), in the middle and at its
+// end, is copied with the same holes: the same next offset, the same
+// records and markers, whatever chunk size splits the reads.
+func TestTransferCopiesSkippedHoles(t *testing.T) {
+	source := transferTestLog(t, 10) // 0..29
+	if err := source.SkipTo(500); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		appendTestBatch(t, source, 3, uint64(2000+i)) // 500..529
+	}
+	if err := source.SkipTo(900); err != nil { // a trailing hole
+		t.Fatal(err)
+	}
+	for _, have := range []int{0, 4, 10} {
+		lagging := transferTestLog(t, have)
+		src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}}
+		if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 900, []uint8{2}, quietTransferLog); err != nil {
+			t.Fatalf("from %d batches: %v", have, err)
+		}
+		if lagging.NextOffset() != 900 {
+			t.Fatalf("from %d batches: next offset %d, want 900", have, lagging.NextOffset())
+		}
+		for _, from := range []uint64{0, 30, 500} {
+			want, _, _ := source.ReadRecords(nil, from, 900, 1<<30)
+			got, _, _ := lagging.ReadRecords(nil, from, 900, 1<<30)
+			if len(want) == 0 || string(got) != string(want) {
+				t.Fatalf("from %d batches: records from %d differ from the source's", have, from)
+			}
+		}
+		for _, marker := range []string{"00000000000000000030.lost", "00000000000000000530.lost"} {
+			if _, err := os.Stat(filepath.Join(lagging.Dir(), marker)); err != nil {
+				t.Fatalf("from %d batches: hole marker %s: %v", have, marker, err)
+			}
+		}
 	}
 }
 

@@ -233,14 +233,14 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					}
 					e.writtenOffsets = offsets
 				}
-				cp := checkpointOf(e.log, st.OffsetFrontier)
+				cp := checkpointOf(e.log, st.OffsetFrontier, e.marker.OffsetsReserved)
 				cp.dedup = table.encode(nil)
 				data := cp.encode()
 				restored.Snapshot = &consensus.Snapshot{Op: vs.CheckpointOp, Data: data, Checksum: snapshotChecksum(data)}
 				e.appliedOp = vs.CheckpointOp
 				e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = vs.CheckpointOp, st.OffsetFrontier, cp.dedup
 				e.dedup = table
-				entries, damaged, err := p.openPartitionWAL(e, vs.CheckpointOp)
+				entries, damaged, err := p.openPartitionWAL(e, vs.CheckpointOp, vs.Amnesiac)
 				if err != nil {
 					return err
 				}
@@ -249,7 +249,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				e.walReclaimed = vs.CheckpointOp
 			}
 		} else {
-			entries, damaged, err := p.openPartitionWAL(e, 0)
+			entries, damaged, err := p.openPartitionWAL(e, 0, vs.Amnesiac)
 			if err != nil {
 				return err
 			}
@@ -331,10 +331,13 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	}
 	offsetsDurable := e.offsetsPersisted
 	sb, dir, op, reclaimed := e.superblock, e.dir, e.checkpointOp, e.walReclaimed
-	// A persisted topic's log is synced lazily in a cluster (the WAL holds
-	// what was acknowledged): before a superblock names a checkpoint whose
-	// frontier it must hold, and so before the WAL history is reclaimed.
-	syncLog := st != nil && wal != nil && e.persisted
+	// A cluster replica's log is synced lazily: before a superblock names a
+	// checkpoint whose frontier it must hold, and so before the WAL history
+	// is reclaimed. A persisted topic needs it because the WAL holds what
+	// was acknowledged; a replicated one too, or after a power loss of
+	// every replica the superblocks would name a frontier no disk holds,
+	// and the group could only wait for a transfer nobody can serve.
+	syncLog := st != nil && wal != nil
 	log := e.log
 	primary := e.group.IsPrimary()
 	var retained int64 // the WAL's bytes after the write

@@ -32,8 +32,11 @@ func partitionWALPath(dir string) string { return filepath.Join(dir, partitionWA
 // openPartitionWAL opens the group's WAL and returns the entries at or
 // above fromOp. A damaged WAL is set aside (renamed, for inspection) and
 // replaced by an empty one; damaged reports it: the replica may have
-// acknowledged prepares it no longer holds.
-func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (entries []consensus.Prepare, damaged bool, err error) {
+// acknowledged prepares it no longer holds. An amnesiac group (its node
+// lost power) cuts the WAL at the damage instead: unsynced writes come
+// back in pieces after a power loss, and amnesia already accounts for
+// whatever it lost.
+func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64, amnesiac bool) (entries []consensus.Prepare, damaged bool, err error) {
 	path := partitionWALPath(e.dir)
 	wal, entries, err := journal.OpenPrepareLog(path, fromOp, journal.WithFS(p.fsys))
 	if err == nil {
@@ -44,6 +47,23 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64) (ent
 		return nil, false, err
 	}
 	wal.Close()
+	if amnesiac {
+		cut, file, at, cerr := journal.CutPrepareLogAtDamage(path, journal.WithFS(p.fsys))
+		if cerr == nil && cut {
+			p.log.Warn("partition prepare WAL damaged after a power loss: cut at the damage, the group rejoins amnesiac",
+				"dir", e.dir, "file", file, "byte", at, "damage", err)
+			if wal, entries, err = journal.OpenPrepareLog(path, fromOp, journal.WithFS(p.fsys)); err == nil {
+				p.useWAL(e, wal)
+				return entries, false, nil
+			}
+			if !errors.Is(err, journal.ErrPrepareLogDamaged) {
+				return nil, false, err
+			}
+			wal.Close()
+		} else if cerr != nil {
+			p.log.Error("partition prepare WAL: cutting the damage failed", "dir", e.dir, "err", cerr)
+		}
+	}
 	aside := fmt.Sprintf("%s.damaged-%d", path, e.shard.clock.NowMicros())
 	p.log.Error("partition prepare WAL damaged: set aside; the replica rejoins without a vote until the view's primary answers",
 		"dir", e.dir, "set_aside", aside, "err", err)
@@ -170,6 +190,8 @@ func (e *partitionEntry) noteInflightEnded() {
 func (e *partitionEntry) barrierNeeded(entries []consensus.Prepare) bool {
 	for i := range entries {
 		switch wire.Operation(entries[i].Header.Operation) {
+		case partitionOpReserve:
+			return true // always durable before its PrepareOk (partition_reserve.go)
 		case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
 			if e.offsetsPersisted {
 				return true

@@ -22,7 +22,10 @@ import (
 // cuts the power of all three at once (a rack), reboots them on what their
 // disks kept and checks what `durability = persisted` promises in a
 // cluster: every acknowledged message is at its acknowledged offset, no
-// offset is handed out again, and every acknowledged user exists.
+// offset is handed out again, and every acknowledged user exists. A
+// replicated topic beside it may lose acknowledged messages (a quorum's
+// page caches are gone), but never hands their offsets out again (its
+// offset reservations, partition_reserve.go).
 func TestClusterPowerLossOfEveryNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a 3-node cluster twice")
@@ -91,10 +94,14 @@ func runClusterPowerLoss(t *testing.T, seed uint64) {
 		wire.Option{Key: "durability", Kind: wire.KindString, Value: []byte("persisted")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.CreateTopic(ctx, wire.NamedID("s"), "r", 1); err != nil { // durability = replicated
+		t.Fatal(err)
+	}
 	if _, err := c.CreateUser(ctx, "before-the-cut", "secret-password", wire.UserActive, nil); err != nil {
 		t.Fatal(err)
 	}
 	var acked []ackedSend
+	replicatedAcked := uint64(0) // 1 + the highest offset acknowledged on the replicated topic
 	for i, sends := 0, 50+rng.IntN(300); i < sends; i++ {
 		payload := fmt.Sprintf("m-%06d", i)
 		conf, err := c.SendMessages(ctx, wire.NamedID("s"), wire.NamedID("t"),
@@ -104,6 +111,15 @@ func runClusterPowerLoss(t *testing.T, seed uint64) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 		acked = append(acked, ackedSend{offset: conf[0].BaseOffset, payload: payload})
+		for range 1 + rng.IntN(4) {
+			conf, err := c.SendMessages(ctx, wire.NamedID("s"), wire.NamedID("r"),
+				wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
+				[]wire.BatchMessageInput{{Payload: []byte(payload)}, {Payload: []byte(payload)}})
+			if err != nil {
+				t.Fatalf("send %d to the replicated topic: %v", i, err)
+			}
+			replicatedAcked = max(replicatedAcked, conf[0].BaseOffset+2)
+		}
 	}
 	// A few more in flight when the power goes: their outcome is unknown.
 	inflight := make(chan struct{})
@@ -168,6 +184,29 @@ func runClusterPowerLoss(t *testing.T, seed uint64) {
 	if last := acked[len(acked)-1].offset; conf[0].BaseOffset <= last {
 		t.Fatalf("offset %d handed out again (highest acknowledged %d)", conf[0].BaseOffset, last)
 	}
+	// The replicated topic's group may still be electing: retry until it takes the send.
+	var replicatedNext uint64
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		sctx, scancel := context.WithTimeout(ctx, 2*time.Second)
+		rconf, err := c.SendMessages(sctx, wire.NamedID("s"), wire.NamedID("r"),
+			wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
+			[]wire.BatchMessageInput{{Payload: []byte("after-reboot")}})
+		scancel()
+		if err == nil {
+			replicatedNext = rconf[0].BaseOffset
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replicated topic takes no send after the reboot: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if replicatedNext < replicatedAcked {
+		t.Fatalf("replicated topic: offset %d handed out again (offsets up to %d were acknowledged before the power loss)",
+			replicatedNext, replicatedAcked-1)
+	}
+	t.Logf("replicated topic: %d offsets acknowledged before the power loss, the next send took offset %d",
+		replicatedAcked, replicatedNext)
 	if _, err := c.GetUser(ctx, wire.NamedID("before-the-cut")); err != nil {
 		t.Fatalf("acknowledged user lost: %v", err)
 	}

@@ -131,9 +131,19 @@ func loginNode(ctx context.Context, addr string) (*client.Client, error) {
 
 // origin is where a stored message came from.
 type origin struct {
-	b *Batch // nil: no producer sent it
+	b *Batch // nil: no producer sent it (or a hole)
 	i int32
+	// hole: the offset is in a hole the partition skipped after a primary
+	// change (node/partition_reserve.go): no message is stored there.
+	hole bool
 }
+
+// holeHash stands for an offset in a skipped hole in a replica's log;
+// holeMax bounds one hole (a reservation chunk, reserveChunkMax).
+const (
+	holeHash = ^uint64(0)
+	holeMax  = 1 << 20
+)
 
 // Replicas is the final read-back: one hash per stored message, per node
 // and partition, and for the reference node (the first) where each
@@ -145,7 +155,9 @@ type Replicas struct {
 }
 
 // readPartition polls every message of partition p from one node's local
-// log, checking that offsets are dense from 0; visit sees each payload.
+// log, by offset from 0; visit sees each payload. Offsets only go up: an
+// offset the log skipped (a hole a new primary left, never handed out)
+// reads as holeHash, and visit sees nil for it.
 func readPartition(ctx context.Context, c *client.Client, p uint32, visit func(payload []byte)) ([]uint64, error) {
 	var out []uint64
 	for {
@@ -160,8 +172,14 @@ func readPartition(ctx context.Context, c *client.Client, p uint32, visit func(p
 			return out, nil
 		}
 		for _, m := range r.Messages {
-			if m.Offset != uint64(len(out)) {
-				return out, fmt.Errorf("partition %d: offset %d where %d was next (a hole or a repeat)", p, m.Offset, len(out))
+			if m.Offset < uint64(len(out)) || m.Offset-uint64(len(out)) > holeMax {
+				return out, fmt.Errorf("partition %d: offset %d where %d was next (a repeat, or a hole above the bound)", p, m.Offset, len(out))
+			}
+			for uint64(len(out)) < m.Offset {
+				out = append(out, holeHash)
+				if visit != nil {
+					visit(nil)
+				}
 			}
 			out = append(out, hashOf(m.Payload))
 			if visit != nil {
@@ -191,8 +209,12 @@ func ReadBack(ctx context.Context, c *Cluster, h *History, partitions uint32) (*
 			var visit func([]byte)
 			if i == rs.Ref {
 				visit = func(payload []byte) {
+					if payload == nil {
+						rs.Origins[p] = append(rs.Origins[p], origin{hole: true})
+						return
+					}
 					b, k := h.Lookup(payload)
-					rs.Origins[p] = append(rs.Origins[p], origin{b, int32(k)})
+					rs.Origins[p] = append(rs.Origins[p], origin{b: b, i: int32(k)})
 				}
 			}
 			log, err := readPartition(ctx, cl, p, visit)
@@ -251,6 +273,8 @@ func Check(h *History, rs *Replicas, offsets map[int]map[uint32]*wire.ConsumerOf
 		if off < len(rs.Origins[p]) {
 			if o := rs.Origins[p][off]; o.b != nil {
 				return fmt.Sprintf("%s batch %d message %d", o.b.Producer, o.b.Seq, o.i)
+			} else if o.hole {
+				return "a skipped hole"
 			}
 			return "a message no producer sent"
 		}
@@ -296,6 +320,8 @@ func Check(h *History, rs *Replicas, offsets map[int]map[uint32]*wire.ConsumerOf
 					log := rs.Hashes[n][b.Partition]
 					if off >= uint64(len(log)) {
 						r.violate("acknowledged message lost: partition %d offset %d (%s batch %d message %d) beyond node %d's %d messages", b.Partition, off, b.Producer, b.Seq, i, n, len(log))
+					} else if log[off] == holeHash {
+						r.violate("acknowledged message lost: partition %d offset %d (%s batch %d message %d) is in a hole node %d skipped", b.Partition, off, b.Producer, b.Seq, i, n)
 					} else if log[off] != sum {
 						r.violate("acknowledged message moved: partition %d offset %d was acknowledged to %s batch %d message %d; node %d holds another message there (%s on node %d)", b.Partition, off, b.Producer, b.Seq, i, n, describe(b.Partition, int(off)), rs.Ref)
 					}
@@ -309,8 +335,11 @@ func Check(h *History, rs *Replicas, offsets map[int]map[uint32]*wire.ConsumerOf
 	// batch is stored whole.
 	count := map[*Batch][]int{}
 	for p := uint32(0); p < partitions; p++ {
-		r.Messages[p] = len(ref[p])
 		for off, o := range rs.Origins[p] {
+			if o.hole {
+				continue
+			}
+			r.Messages[p]++
 			switch {
 			case o.b == nil:
 				r.violate("phantom message: partition %d offset %d holds a message no producer sent", p, off)

@@ -23,7 +23,7 @@ func syntheticRun() (*History, *Replicas, map[int]map[uint32]*wire.ConsumerOffse
 		h.Attempt(b, true, uint64(len(log)), 0)
 		for i := 0; i < b.N; i++ {
 			log = append(log, hashOf(h.Payload(b, i)))
-			origins = append(origins, origin{b, int32(i)})
+			origins = append(origins, origin{b: b, i: int32(i)})
 		}
 	}
 	for off := 0; off < 3; off++ {
@@ -46,6 +46,27 @@ func TestCheckerPassesACleanRun(t *testing.T) {
 	h, rs, offsets := syntheticRun()
 	if r := Check(h, rs, offsets, 1, true); len(r.Violations) != 0 {
 		t.Fatalf("clean run: %v", r.Violations)
+	}
+}
+
+// TestCheckerAcceptsSkippedHoles: a hole a new primary skipped (never
+// handed out) between acknowledged batches is no violation.
+func TestCheckerAcceptsSkippedHoles(t *testing.T) {
+	h, rs, offsets := syntheticRun()
+	b := &Batch{Producer: "A0", Seq: 4, N: 2, Kind: LeaderAware}
+	h.NewBatch(b)
+	base := uint64(len(rs.Hashes[0][0]) + 3)
+	h.Attempt(b, true, base, 0)
+	for n := range rs.Hashes {
+		rs.Hashes[n][0] = append(rs.Hashes[n][0], holeHash, holeHash, holeHash, hashOf(h.Payload(b, 0)), hashOf(h.Payload(b, 1)))
+	}
+	rs.Origins[0] = append(rs.Origins[0], origin{hole: true}, origin{hole: true}, origin{hole: true}, origin{b: b, i: 0}, origin{b: b, i: 1})
+	r := Check(h, rs, offsets, 1, true)
+	if len(r.Violations) != 0 {
+		t.Fatalf("a run with a skipped hole: %v", r.Violations)
+	}
+	if r.Messages[0] != 10 {
+		t.Fatalf("%d messages counted, want 10 (holes are not messages)", r.Messages[0])
 	}
 }
 
@@ -76,14 +97,14 @@ func TestCheckerCatches(t *testing.T) {
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)), hashOf(h.Payload(b, 1)))
 			}
-			rs.Origins[0] = append(rs.Origins[0], origin{b, 0}, origin{b, 1})
+			rs.Origins[0] = append(rs.Origins[0], origin{b: b, i: 0}, origin{b: b, i: 1})
 		}, "duplicate without a re-send"},
 		{"a second copy under exactly-once", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
 			b := h.batches[3] // failed once: a copy is allowed at-least-once, not exactly-once
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)), hashOf(h.Payload(b, 1)))
 			}
-			rs.Origins[0] = append(rs.Origins[0], origin{b, 0}, origin{b, 1})
+			rs.Origins[0] = append(rs.Origins[0], origin{b: b, i: 0}, origin{b: b, i: 1})
 		}, "too many copies"},
 		{"a second copy after a 58 (never admitted)", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
 			b := h.batches[2]
@@ -91,7 +112,7 @@ func TestCheckerCatches(t *testing.T) {
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)), hashOf(h.Payload(b, 1)))
 			}
-			rs.Origins[0] = append(rs.Origins[0], origin{b, 0}, origin{b, 1})
+			rs.Origins[0] = append(rs.Origins[0], origin{b: b, i: 0}, origin{b: b, i: 1})
 		}, "duplicate without a re-send"},
 		{"a copy of a batch never acknowledged and only refused", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
 			b := &Batch{Producer: "B0", Seq: 0, N: 1, Kind: SDKStyle}
@@ -100,8 +121,14 @@ func TestCheckerCatches(t *testing.T) {
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)))
 			}
-			rs.Origins[0] = append(rs.Origins[0], origin{b, 0})
+			rs.Origins[0] = append(rs.Origins[0], origin{b: b, i: 0})
 		}, "too many copies"},
+		{"an acknowledged message in a skipped hole", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
+			for n := range rs.Hashes {
+				rs.Hashes[n][0][5] = holeHash
+			}
+			rs.Origins[0][5] = origin{hole: true}
+		}, "in a hole"},
 		{"a phantom message", func(h *History, rs *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], 42)
@@ -113,7 +140,7 @@ func TestCheckerCatches(t *testing.T) {
 			for n := range rs.Hashes {
 				rs.Hashes[n][0] = append(rs.Hashes[n][0], hashOf(h.Payload(b, 0)))
 			}
-			rs.Origins[0] = append(rs.Origins[0], origin{b, 0})
+			rs.Origins[0] = append(rs.Origins[0], origin{b: b, i: 0})
 		}, "batch partially stored"},
 		{"a poll of uncommitted data", func(h *History, _ *Replicas, _ map[int]map[uint32]*wire.ConsumerOffset) {
 			h.polled[0][1] = 7
