@@ -37,7 +37,8 @@ import (
 //
 // The cost: one synced op per reservation chunk, and after a primary
 // change a hole of at most one chunk in the partition's offsets (polls step
-// over it). The chunk adapts to the partition's rate: it grows eightfold
+// over it; an idle partition's chunk shrinks to reserveChunkMin before it
+// rests, shrinkBeforeRest). The chunk adapts to the partition's rate: it grows eightfold
 // when a chunk lasted under reserveChunkGrowMicros and halves when one
 // lasted over reserveChunkShrinkMicros, within [reserveChunkMin,
 // reserveChunkMax], so a busy partition orders about one reservation a
@@ -192,4 +193,29 @@ func (s *partitionShard) reservationSettled(e *partitionEntry, nowTick time.Time
 		s.promoteBacklog(e)
 	}
 	return false
+}
+
+// shrinkBeforeRest (primary, as its quiet group is about to rest): a
+// reservation far above the log's end (a burst grew the chunk) shrinks to
+// reserveChunkMin above it, so a failover of an idle partition skips at
+// most that many offsets. It reports whether it proposed the op (the
+// group then rests once that committed). Only after this view applied a
+// reservation of its own: before that, the reservation may still guard
+// offsets an earlier view handed out.
+func (s *partitionShard) shrinkBeforeRest(e *partitionEntry) bool {
+	if !e.primary.Load() || !s.reserves(e) || e.log == nil {
+		return false
+	}
+	g := e.group
+	if e.reserveView != g.View()+1 || !e.stampValid || e.stampView != g.View() || e.stampSkipTo != 0 || e.inflight > 0 {
+		return false
+	}
+	next := e.log.NextOffset()
+	if e.stampNext != next || e.marker.OffsetsReserved <= next+reserveChunkMin {
+		return false
+	}
+	upTo := next + reserveChunkMin
+	s.proposeNow(e, &partitionProposal{entry: e, op: partitionOpReserve, body: encodeReserveOp(0, upTo)})
+	e.stampReserved = upTo
+	return true
 }

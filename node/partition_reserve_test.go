@@ -196,3 +196,36 @@ func TestReserveOpCodec(t *testing.T) {
 		t.Fatal("15 bytes decoded")
 	}
 }
+
+// TestIdleGroupShrinksItsReservationBeforeResting: a burst grows the
+// chunk; before the quiet group rests its primary shrinks the reservation
+// to reserveChunkMin above the log's end (an idle partition's failover
+// then skips at most that), once, and never before its view reserved.
+func TestIdleGroupShrinksItsReservationBeforeResting(t *testing.T) {
+	s, e, g := reserveTestShard(t)
+	e.primary.Store(true)
+	sendBatch(t, s, e, 70)
+	sendBatch(t, s, e, 70) // past the first chunk within a second: the next one is 8 times larger
+	commitAll(t, s, e, g, 0)
+	next := e.log.NextOffset()
+	if e.marker.OffsetsReserved <= next+reserveChunkMin {
+		t.Fatalf("reservation %d after the burst, want it grown past %d", e.marker.OffsetsReserved, next+reserveChunkMin)
+	}
+	if !s.shrinkBeforeRest(e) {
+		t.Fatal("no shrink before resting")
+	}
+	commitAll(t, s, e, g, 0)
+	if e.marker.OffsetsReserved != next+reserveChunkMin {
+		t.Fatalf("reservation %d after the shrink, want %d", e.marker.OffsetsReserved, next+reserveChunkMin)
+	}
+	if s.shrinkBeforeRest(e) {
+		t.Fatal("shrunk again though the reservation is already small")
+	}
+	// A new view has not reserved yet: its reservation guards offsets the
+	// last one handed out, so it is never shrunk.
+	g.view, e.stampValid = 1, false
+	e.marker.OffsetsReserved = next + 10*reserveChunkMin
+	if s.shrinkBeforeRest(e) {
+		t.Fatal("a view that reserved nothing shrank the reservation")
+	}
+}

@@ -64,6 +64,9 @@ func (s *partitionShard) noteQuiet(e *partitionEntry, elapsed uint64) {
 		return
 	}
 	if e.quietTicks >= s.restAfterTicks && s.mayRest(e, now) {
+		if s.shrinkBeforeRest(e) { // partition_reserve.go
+			return
+		}
 		e.resting = true
 		s.awake.remove(e) // (the tick's loop runs backwards: allowed)
 		// A resting group holds no WAL descriptor: the next write reopens
