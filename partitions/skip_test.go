@@ -82,3 +82,23 @@ func TestSkipToRecordsAHoleThatReadsAndReopensSkip(t *testing.T) {
 		t.Fatal("a gap without its marker opened as a whole log")
 	}
 }
+
+// TestCheckAcceptsARecordedHole: the offline check (iggy-server check) finds nothing wrong with a
+// log that skipped offsets on purpose.
+func TestCheckAcceptsARecordedHole(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{})
+	fillLog(t, l, 2, 10, 50)
+	if err := l.SkipTo(500); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(makeBatch(t, 500, 3, 8, 7000)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if findings, err := Check(dir); err != nil || len(findings) != 0 {
+		t.Fatalf("check of a log with a recorded hole: %v, %v", findings, err)
+	}
+}
