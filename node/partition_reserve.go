@@ -115,9 +115,15 @@ func (s *partitionShard) reserveFor(e *partitionEntry, count uint64) {
 		}
 	}
 	e.reserveChunk, e.reserveAt = chunk, now
-	upTo := end + chunk
-	s.proposeNow(e, &partitionProposal{entry: e, op: partitionOpReserve, body: encodeReserveOp(e.stampSkipTo, upTo)})
-	e.stampReserved, e.stampSkipTo = upTo, 0
+	s.proposeReserve(e, e.stampSkipTo, end+chunk)
+	e.stampSkipTo = 0
+}
+
+// proposeReserve (primary) proposes a reservation op; what it stamps next
+// is bounded by upTo from here on.
+func (s *partitionShard) proposeReserve(e *partitionEntry, skipTo, upTo uint64) {
+	s.proposeNow(e, &partitionProposal{entry: e, op: partitionOpReserve, body: encodeReserveOp(skipTo, upTo)})
+	e.stampReserved = upTo
 }
 
 // applyReserve carries out a committed reservation on this replica: the
@@ -184,8 +190,7 @@ func (s *partitionShard) reservationSettled(e *partitionEntry, nowTick time.Time
 		}
 		e.handoverUntil = now + handoverSettleMicros
 		if e.stampReserved != e.stampNext {
-			s.proposeNow(e, &partitionProposal{entry: e, op: partitionOpReserve, body: encodeReserveOp(0, e.stampNext)})
-			e.stampReserved = e.stampNext
+			s.proposeReserve(e, 0, e.stampNext)
 		}
 	case now >= e.handoverUntil:
 		e.handoverUntil = 0
@@ -214,8 +219,6 @@ func (s *partitionShard) shrinkBeforeRest(e *partitionEntry) bool {
 	if e.stampNext != next || e.marker.OffsetsReserved <= next+reserveChunkMin {
 		return false
 	}
-	upTo := next + reserveChunkMin
-	s.proposeNow(e, &partitionProposal{entry: e, op: partitionOpReserve, body: encodeReserveOp(0, upTo)})
-	e.stampReserved = upTo
+	s.proposeReserve(e, 0, next+reserveChunkMin)
 	return true
 }

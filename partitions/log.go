@@ -47,8 +47,11 @@ type Log struct {
 	// records it (reserve.go). A lower bound: syncs after the last reservation write are not
 	// recorded.
 	syncedBelow  uint64
-	reservedBoot string   // the boot id offsets.reserved was read with
-	findings     []string // what the open-time walk found wrong (Findings)
+	reservedBoot string // the boot id offsets.reserved was read with
+	// foundLostMarkers: the directory listing at open held a hole marker (only then does Open look
+	// for stale ones to remove).
+	foundLostMarkers bool
+	findings         []string // what the open-time walk found wrong (Findings)
 	// indexEntryBuf is Append's index entry (under mu): a stack array would escape through the
 	// vfs.File interface call and cost an allocation per indexed append.
 	indexEntryBuf [indexEntrySize]byte
@@ -134,7 +137,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		// with the page cache.
 		l.nextOffset = l.reserved
 	}
-	if !l.readOnly {
+	if !l.readOnly && l.foundLostMarkers {
 		if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
 			l.closeSegments()
 			return nil, err

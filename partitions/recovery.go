@@ -68,6 +68,8 @@ func (l *Log) recoverSegments() error {
 			if start, ok := parseSegmentName(name, indexSuffix); ok {
 				indexes[start] = true
 			}
+		case strings.HasSuffix(name, lostSuffix):
+			l.foundLostMarkers = true
 		}
 	}
 	slices.Sort(starts)

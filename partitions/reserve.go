@@ -189,9 +189,9 @@ func (l *Log) SkipTo(offset uint64) error {
 	prev := l.nextOffset
 	l.nextOffset = offset
 	if err := l.crossHole(); err != nil {
-		if l.active().nextOffset == prev {
-			l.nextOffset = prev // nothing recorded: the skip can be tried again
-		}
+		// The active segment still ends at prev: the skip is tried again whole (a marker it may have
+		// written is rewritten then).
+		l.nextOffset = prev
 		return fmt.Errorf("skip offsets %d..%d of %s: %w", prev, offset-1, l.dir, err)
 	}
 	return nil
