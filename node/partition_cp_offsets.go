@@ -27,10 +27,15 @@ import (
 //
 // File checkpoint.offsets: [op u64][count u32] count × [kind u8][id u32]
 // [offset u64], then XXH3-64 of everything before it, little endian.
-// Written durably (fsync, rename, directory fsync) when the topic's
-// consumer_offset_durability is persisted; otherwise renamed into place
-// without a sync (a power loss may leave an older file, which can lose
-// acknowledged replicated stores, as that class allows).
+// Written durably (fsync, rename, directory fsync) whatever the topic's
+// consumer_offset_durability: the superblock that names the checkpoint is
+// synced after it, and a replica that lost power restarts from that
+// checkpoint. Without the sync a power loss of one replica (fewer than a
+// quorum, which `replicated` survives) left an older or torn file; the
+// replica then restarted from offsets older than its checkpoint, the
+// replay above the checkpoint did not bring back the stores below it, and
+// the replica kept an offset its peers had moved past (whole-node
+// simulator, docs/simulator.md).
 const checkpointOffsetsFile = "checkpoint.offsets"
 
 func encodeCheckpointOffsets(op uint64, offsets []partitions.ConsumerOffsetEntry) []byte {
@@ -78,20 +83,9 @@ func readCheckpointOffsets(fsys vfs.FS, dir string, op uint64) (offsets []partit
 	return offsets, true, nil
 }
 
-// writeCheckpointOffsets replaces the file: durably when asked.
-func writeCheckpointOffsets(fsys vfs.FS, dir string, op uint64, offsets []partitions.ConsumerOffsetEntry, durable bool) error {
-	data := encodeCheckpointOffsets(op, offsets)
-	if durable {
-		return replaceFileDurably(fsys, dir, checkpointOffsetsFile, data)
-	}
-	tmp := filepath.Join(dir, checkpointOffsetsFile+".tmp")
-	if err := vfs.WriteFile(fsys, tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
-	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, checkpointOffsetsFile)); err != nil {
-		return fmt.Errorf("install %s in %s: %w", checkpointOffsetsFile, dir, err)
-	}
-	return nil
+// writeCheckpointOffsets replaces the file durably.
+func writeCheckpointOffsets(fsys vfs.FS, dir string, op uint64, offsets []partitions.ConsumerOffsetEntry) error {
+	return replaceFileDurably(fsys, dir, checkpointOffsetsFile, encodeCheckpointOffsets(op, offsets))
 }
 
 // noteCheckpointOffsets (shard goroutine, at a checkpoint) records the

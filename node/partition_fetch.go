@@ -48,8 +48,13 @@ func (p *peerBus) fetchRecords(ctx context.Context, peer uint8, group, from, end
 		if f.From != peer || f.Group != group || f.Offset != from {
 			return fetchedRecords{}, errors.New("fetch reply does not match its request")
 		}
-		return fetchedRecords{status: f.Status, first: f.FirstOffset, next: f.NextOffset, records: f.Records, end: f.EndOffset}, nil
+		return fetchedRecordsOf(f), nil
 	}
+}
+
+// fetchedRecordsOf is what a fetch reply tells a state transfer.
+func fetchedRecordsOf(f bus.Fetch) fetchedRecords {
+	return fetchedRecords{status: f.Status, first: f.FirstOffset, next: f.NextOffset, records: f.Records, end: f.EndOffset}
 }
 
 // deliverFetchReply hands a reply to the fetch waiting for its nonce (a
@@ -95,23 +100,28 @@ func (n *Node) onFetch(f bus.Fetch) {
 
 // serveFetch reads the records a peer asked for from the local log.
 func (n *Node) serveFetch(f bus.Fetch) bus.Fetch {
-	e := n.plane.entryByGroup(f.Group)
+	return n.plane.serveFetch(f, bus.FetchRecordsMax(n.cfg.MessageBus.MaxMessageSize.Bytes()))
+}
+
+// serveFetch reads the records a peer asked for from the local log, at
+// most frameMax bytes of them (what one replica frame carries).
+func (p *partitionPlane) serveFetch(f bus.Fetch, frameMax uint64) bus.Fetch {
+	e := p.entryByGroup(f.Group)
 	if e == nil || e.log == nil {
 		return bus.Fetch{Status: bus.FetchNoSuchGroup}
 	}
 	st := e.log.Stats()
-	frameMax := bus.FetchRecordsMax(n.cfg.MessageBus.MaxMessageSize.Bytes())
 	records, end, err := e.log.ReadRecords(nil, f.Offset, f.EndOffset, min(uint64(f.BytesMax), frameMax))
 	switch {
 	case errors.Is(err, partitions.ErrBelowRetained):
 		return bus.Fetch{Status: bus.FetchBelowRetained, FirstOffset: st.FirstOffset, NextOffset: e.log.NextOffset(), EndOffset: f.Offset}
 	case err != nil:
-		n.log.Warn("serving a partition fetch", "dir", e.dir, "offset", f.Offset, "err", err)
+		p.log.Warn("serving a partition fetch", "dir", e.dir, "offset", f.Offset, "err", err)
 		return bus.Fetch{Status: bus.FetchUnavailable}
 	}
 	if uint64(len(records)) > frameMax {
 		// A single record larger than a replica frame (message_bus.max_message_size) cannot travel.
-		n.log.Warn("a stored record exceeds message_bus.max_message_size; it cannot be transferred", "dir", e.dir,
+		p.log.Warn("a stored record exceeds message_bus.max_message_size; it cannot be transferred", "dir", e.dir,
 			"offset", f.Offset, "bytes", len(records), "max_records_bytes", frameMax)
 		return bus.Fetch{Status: bus.FetchUnavailable}
 	}
@@ -120,13 +130,20 @@ func (n *Node) serveFetch(f bus.Fetch) bus.Fetch {
 
 // replyFetch answers request req with reply's status and records.
 func (n *Node) replyFetch(req bus.Fetch, reply bus.Fetch) {
-	reply.Kind, reply.From, reply.Group, reply.Nonce, reply.Offset = bus.FetchReply, n.topo.self, req.Group, req.Nonce, req.Offset
-	if reply.Status != bus.FetchOK || reply.EndOffset < req.Offset {
-		reply.EndOffset, reply.Records = req.Offset, nil
-	}
+	reply = fetchReply(req, reply, n.topo.self)
 	if b := n.bus; b != nil {
 		b.SendFetch(req.From, &reply)
 	}
+}
+
+// fetchReply addresses reply (from replica self) to request req; a reply
+// without records ends where the request started.
+func fetchReply(req bus.Fetch, reply bus.Fetch, self uint8) bus.Fetch {
+	reply.Kind, reply.From, reply.Group, reply.Nonce, reply.Offset = bus.FetchReply, self, req.Group, req.Nonce, req.Offset
+	if reply.Status != bus.FetchOK || reply.EndOffset < req.Offset {
+		reply.EndOffset, reply.Records = req.Offset, nil
+	}
+	return reply
 }
 
 // peerBusPending is the fetch bookkeeping peerBus carries.

@@ -300,6 +300,9 @@ type partitionPlane struct {
 	// fsys holds every partition file: vfs.OS in production, a simulated
 	// disk in tests (useFS).
 	fsys vfs.FS
+	// random seeds each group's jitter and incarnation (nil: crypto
+	// randomness; a deterministic simulator supplies its seeded draws).
+	random func() uint64
 }
 
 // useFS puts the plane's files (and its shards') on fsys; before any

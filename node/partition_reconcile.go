@@ -430,7 +430,11 @@ func (p *partitionPlane) groupConfig(k partitionKey, part metadata.Partition) co
 	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
 	cfg.JournalSlots = p.shards[0].cfg.journalSlots
 	cfg.ClientTableMax = 0
-	cfg.Seed = randomUint64()
-	cfg.Incarnation = consensus.Uint128{Lo: randomUint64() | 1, Hi: randomUint64()}
+	random := randomUint64
+	if p.random != nil {
+		random = p.random
+	}
+	cfg.Seed = random()
+	cfg.Incarnation = consensus.Uint128{Lo: random() | 1, Hi: random()}
 	return cfg
 }

@@ -152,6 +152,13 @@ type partitionShard struct {
 	// single node, whose groups keep no superblock).
 	sbLog *journal.SuperblockLog
 
+	// inline: a deterministic simulator drives this shard from its own
+	// goroutine instead of run: durable writes run on the caller and wait
+	// in inlineDone until the simulator finishes them (finishInlineWrite),
+	// and a state transfer makes one synchronous pass over its peers.
+	inline     bool
+	inlineDone []*writeBatch
+
 	wedgedTimeout time.Duration // 0: a fenced group never stops the process
 	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
 }
@@ -180,8 +187,15 @@ func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBu
 }
 
 // do runs fn on the shard's goroutine and waits for it; after the loop has
-// stopped fn runs on the caller's goroutine (nothing else touches the shard).
+// stopped, or on an inline shard, fn runs on the caller's goroutine
+// (nothing else touches the shard).
 func (s *partitionShard) do(fn func()) {
+	if s.inline {
+		// A simulator's shard: its caller is the loop (run's control case).
+		s.settleWrites()
+		fn()
+		return
+	}
 	select {
 	case <-s.stopped:
 		fn()
@@ -265,35 +279,7 @@ func (s *partitionShard) run(ctx context.Context) {
 			s.drain()
 			return
 		case <-ticker.C():
-			now := s.clock.NowMicros()
-			nowT := time.UnixMicro(int64(now))
-			led := s.restingLed
-			s.tickNo++
-			// Backwards: noteQuiet may take the current group out
-			// (swapping the last one in, already visited).
-			for i := len(s.awake.list) - 1; i >= 0; i-- {
-				e := s.awake.list[i]
-				if e.primary.Load() {
-					led++
-				}
-				if !s.dueNow(e) {
-					continue // nothing due: its ticks are counted when it next runs
-				}
-				if e.fence.fenced() {
-					s.checkWedged(e, nowT)
-				}
-				elapsed := s.tickNo - e.tickedAt
-				s.catchUp(e)
-				if e.group.HasReady() || len(e.backlog) > 0 {
-					s.touch(e)
-				}
-				e.publishRole()
-				s.noteQuiet(e, elapsed)
-				s.schedule(e)
-			}
-			s.led.Store(int64(led))
-			s.served.Store(int64(len(s.groups)))
-			s.align(time.UnixMicro(int64(now)))
+			s.onTick()
 		case c := <-s.controls:
 			s.settleWrites() // a control may drop, reopen or close a group
 			c.fn()
@@ -327,6 +313,82 @@ func (s *partitionShard) run(ctx context.Context) {
 		}
 		s.processTouched()
 	}
+}
+
+// onTick is one 10 ms tick of every awake group (the loop's ticker case;
+// a simulator calls it at its own virtual times).
+func (s *partitionShard) onTick() {
+	now := s.clock.NowMicros()
+	nowT := time.UnixMicro(int64(now))
+	led := s.restingLed
+	s.tickNo++
+	// Backwards: noteQuiet may take the current group out
+	// (swapping the last one in, already visited).
+	for i := len(s.awake.list) - 1; i >= 0; i-- {
+		e := s.awake.list[i]
+		if e.primary.Load() {
+			led++
+		}
+		if !s.dueNow(e) {
+			continue // nothing due: its ticks are counted when it next runs
+		}
+		if e.fence.fenced() {
+			s.checkWedged(e, nowT)
+		}
+		elapsed := s.tickNo - e.tickedAt
+		s.catchUp(e)
+		if e.group.HasReady() || len(e.backlog) > 0 {
+			s.touch(e)
+		}
+		e.publishRole()
+		s.noteQuiet(e, elapsed)
+		s.schedule(e)
+	}
+	s.led.Store(int64(led))
+	s.served.Store(int64(len(s.groups)))
+	s.align(time.UnixMicro(int64(now)))
+}
+
+// pump (inline shards) does what one turn of run does for everything
+// already queued, in a fixed order: controls, wake-ups, replica messages,
+// proposals, then the touched groups' Readys. The simulator calls onTick
+// and finishInlineWrite itself, at its own virtual times.
+func (s *partitionShard) pump() {
+	for {
+		select {
+		case c := <-s.controls:
+			s.settleWrites()
+			c.fn()
+			close(c.done)
+			continue
+		default:
+		}
+		break
+	}
+	select {
+	case <-s.wakeups:
+		s.wakeAll()
+	default:
+	}
+	for i := 0; i < inboxBatchMax; i++ {
+		select {
+		case m := <-s.inbox:
+			s.step(m)
+			continue
+		default:
+		}
+		break
+	}
+	for i := 0; i < partitionProposalBatchMax; i++ {
+		select {
+		case p := <-s.proposals:
+			s.admit(p)
+			continue
+		default:
+		}
+		break
+	}
+	s.processTouched()
 }
 
 // routedMessage is a replica message with the partition it is for.

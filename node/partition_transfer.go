@@ -132,6 +132,18 @@ func (s *partitionShard) startTransfer(e *partitionEntry, op uint64, target part
 	peers := transferPeers(e.group.ReplicaID(), s.replicaCount, e.group.View())
 	s.log.Info("partition state transfer started", "dir", e.dir, "op", op, "frontier", target.frontier,
 		"from_offset", e.log.NextOffset(), "peers", peers)
+	if s.inline {
+		// A simulator's shard: one synchronous pass over the peers.
+		t.err = fetchUntilFrontierPaced(ctx, s.records, e.log, e.groupID(), target.frontier, peers, s.log.With("dir", e.dir),
+			func(_ context.Context, failures int, _ time.Duration) error {
+				if failures >= len(peers) {
+					return errTransferPassEnded
+				}
+				return nil
+			})
+		close(t.done)
+		return t
+	}
 	go func() {
 		defer close(t.done)
 		t.err = fetchUntilFrontier(ctx, s.records, e.log, e.groupID(), target.frontier, peers, s.log.With("dir", e.dir))
@@ -164,9 +176,35 @@ var errTransferNoPeer = errors.New("no peer to fetch records from")
 // fetchUntilFrontier appends records fetched from peers until the log
 // reaches frontier. It walks the peers on failure with a bounded backoff
 // and returns only when covered, cancelled, or the log itself fails.
-func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore, group, frontier uint64, peers []uint8, log interface {
+func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore, group, frontier uint64, peers []uint8, log transferLog) error {
+	return fetchUntilFrontierPaced(ctx, src, l, group, frontier, peers, log, pauseBackoff)
+}
+
+// transferLog is where a transfer reports failed fetches.
+type transferLog interface {
 	Warn(string, ...any)
-}) error {
+}
+
+// pauseBackoff waits d (the backoff after a failed fetch) unless ctx ends.
+func pauseBackoff(ctx context.Context, _ int, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// errTransferPassEnded: an inline transfer tried every peer once without
+// covering the frontier (the group's next Ready starts it again).
+var errTransferPassEnded = errors.New("every peer tried once")
+
+// fetchUntilFrontierPaced is fetchUntilFrontier with its pause after the
+// n-th consecutive failure given: a non-nil error from pause ends it.
+func fetchUntilFrontierPaced(ctx context.Context, src recordSource, l partitionStore, group, frontier uint64, peers []uint8,
+	log transferLog, pause func(ctx context.Context, failures int, backoff time.Duration) error) error {
 	if src == nil || len(peers) == 0 {
 		return errTransferNoPeer
 	}
@@ -178,15 +216,9 @@ func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore,
 			log.Warn("partition state transfer: fetch failed, trying the next peer", "peer", peer, "why", why,
 				"err", err, "failures", failures)
 		}
-		t := time.NewTimer(backoff)
-		defer t.Stop()
+		d := backoff
 		backoff = min(2*backoff, transferBackoffMax)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			return nil
-		}
+		return pause(ctx, failures, d)
 	}
 	for attempt := 0; ; attempt++ {
 		next := l.NextOffset()

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lodestream/lodestream/partitions"
@@ -213,5 +215,42 @@ func TestPartitionCheckpointRoundTripAndRefusals(t *testing.T) {
 	}
 	if p := transferPeers(0, 3, 2); len(p) != 2 || p[0] != 2 || p[1] != 1 {
 		t.Fatalf("peers of replica 0 in view 2: %v, want the primary 2 first", p)
+	}
+}
+
+// TestTransferCopiesConsecutiveHolesOneByOne: two holes with an empty
+// segment between them (two failovers with no write between) are copied
+// as two holes, so the replica's files are the source's, name for name
+// (found by the whole-node simulator: a transfer skipped both at once).
+func TestTransferCopiesConsecutiveHolesOneByOne(t *testing.T) {
+	source := transferTestLog(t, 10) // 0..29
+	for _, to := range []uint64{500, 700} {
+		if err := source.SkipTo(to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		appendTestBatch(t, source, 3, uint64(3000+i)) // 700..711
+	}
+	lagging := transferTestLog(t, 0)
+	src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}}
+	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 712, []uint8{2}, quietTransferLog); err != nil {
+		t.Fatal(err)
+	}
+	names := func(l *partitions.Log) []string {
+		entries, err := os.ReadDir(l.Dir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			if n := e.Name(); strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".lost") || strings.HasSuffix(n, ".index") {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	if want, got := names(source), names(lagging); !slices.Equal(want, got) {
+		t.Fatalf("the replica's files %v, the source's %v", got, want)
 	}
 }

@@ -329,7 +329,6 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	if writeOffsets {
 		offsets = e.checkpointOffsets
 	}
-	offsetsDurable := e.offsetsPersisted
 	sb, dir, op, reclaimed := e.superblock, e.dir, e.checkpointOp, e.walReclaimed
 	// A cluster replica's log is synced lazily: before a superblock names a
 	// checkpoint whose frontier it must hold, and so before the WAL history
@@ -372,7 +371,7 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 				}
 			}
 			if writeOffsets {
-				if err := writeCheckpointOffsets(fsys, dir, op, offsets, offsetsDurable); err != nil {
+				if err := writeCheckpointOffsets(fsys, dir, op, offsets); err != nil {
 					return err
 				}
 			}

@@ -122,6 +122,13 @@ func (s *partitionShard) processTouched() {
 func (s *partitionShard) startWrites(b *writeBatch) {
 	b.errs = make([]error, len(b.writes))
 	s.writesInFlight++
+	if s.inline {
+		// A simulator's shard: the writes run now, on the caller; the
+		// batch reports back when the simulator calls finishInlineWrite.
+		runWrites(b.writes, b.errs, nil, s.sbLog)
+		s.inlineDone = append(s.inlineDone, b)
+		return
+	}
 	go func() {
 		runWrites(b.writes, b.errs, s.writeSlots, s.sbLog)
 		s.writesDone <- b
@@ -129,11 +136,15 @@ func (s *partitionShard) startWrites(b *writeBatch) {
 }
 
 // runWrites runs the writes, at most cap(slots) at once (shared by the
-// shard's batches), then appends their superblock records to the node's
+// shard's batches; nil slots: one after another, on the caller), then appends their superblock records to the node's
 // log in one write and one sync, then their post steps; it records each
 // write's error.
 func runWrites(writes []*durableWrite, errs []error, slots chan struct{}, sbLog *journal.SuperblockLog) {
-	if len(writes) == 1 {
+	if slots == nil {
+		for i, w := range writes {
+			errs[i] = w.run()
+		}
+	} else if len(writes) == 1 {
 		slots <- struct{}{}
 		errs[0] = writes[0].run()
 		<-slots
@@ -217,9 +228,24 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 // before a control, which may drop, reopen or close a group, and at
 // shutdown.
 func (s *partitionShard) settleWrites() {
+	for s.finishInlineWrite() {
+	}
 	for s.writesInFlight > 0 {
 		s.finishWrites(<-s.writesDone)
 	}
+}
+
+// finishInlineWrite (inline shards) finishes the oldest batch whose writes
+// ran and reports whether there was one.
+func (s *partitionShard) finishInlineWrite() bool {
+	if len(s.inlineDone) == 0 {
+		return false
+	}
+	b := s.inlineDone[0]
+	s.inlineDone[0] = nil
+	s.inlineDone = s.inlineDone[1:]
+	s.finishWrites(b)
+	return true
 }
 
 // readyFailed: a group's Ready could not be carried out; storage failures

@@ -1,0 +1,431 @@
+package node
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/vfs"
+	"github.com/lodestream/lodestream/wire"
+	"github.com/zeebo/xxh3"
+)
+
+// traceHash folds every event of a run (deliveries, attempts, outcomes,
+// crashes, writes, fetches) into one hash: the same seed must give the
+// same hash (TestNodeSimIsDeterministic).
+type traceHash struct {
+	h   xxh3.Hasher
+	buf []byte
+	n   uint64
+}
+
+func (t *traceHash) add(kind string, vals ...uint64) {
+	t.buf = append(t.buf[:0], kind...)
+	for _, v := range vals {
+		t.buf = binary.LittleEndian.AppendUint64(t.buf, v)
+	}
+	_, _ = t.h.Write(t.buf)
+	t.n++
+}
+
+func (t *traceHash) sum() uint64 { return t.h.Sum64() }
+
+// run drives the world for steps steps with faults, then heals it and
+// runs until every replica caught up (at most healSteps), then checks.
+func (w *simWorld) run(steps, healSteps uint64) error {
+	w.clients = w.newClients()
+	w.ledger = newSimLedger()
+	for ; w.step < steps && w.failure == nil; w.step++ {
+		w.advance(true)
+		w.faultStep()
+	}
+	w.heal()
+	converged := false
+	for i := uint64(0); i < healSteps && w.failure == nil; i, w.step = i+1, w.step+1 {
+		w.advance(false)
+		if w.step%simTickSteps == 0 && w.converged() {
+			converged = true
+			break
+		}
+	}
+	if w.failure != nil {
+		return w.failure
+	}
+	if !converged {
+		return fmt.Errorf("no convergence %d steps after the heal: %s", healSteps, w.describe())
+	}
+	return w.check()
+}
+
+// advance is one step of virtual time: deliveries, client work, the
+// shards' queues, durable writes reporting back, a tick every 10 ms.
+func (w *simWorld) advance(newRequests bool) {
+	w.now += simStepMicros
+	w.stats.Steps++
+	w.deliverDue()
+	w.clientsStep(newRequests)
+	w.pumpAll()
+	w.finishWrites()
+	w.pumpAll()
+	if w.step%simTickSteps == 0 {
+		w.tick()
+		w.pumpAll()
+	}
+	w.pollStep()
+	w.metadataStep()
+	w.watchFences()
+	for _, n := range w.nodes {
+		if !n.up && n.restartAt != 0 && w.now >= n.restartAt {
+			n.restartAt = 0
+			if err := w.boot(n); err != nil {
+				if !w.faultyDisks() {
+					w.fail(err)
+					continue
+				}
+				// An injected fsync failure may stop a boot (the node exits
+				// and an operator starts it again): retry, faults end at the heal.
+				w.debugf("node %d boot failed: %v", n.id, err)
+				w.stats.BootFailures++
+				n.up, n.plane, n.entry = false, nil, nil
+				n.restartAt = w.now + 1_000_000
+			}
+		}
+	}
+}
+
+// faultyDisks: fsync failures are being injected.
+func (w *simWorld) faultyDisks() bool { return w.sc.syncFailRate > 0 && w.faults }
+
+// watchFences restarts a node whose group stayed fenced (a failed fsync
+// fences it until a restart) for a second, as an operator would.
+func (w *simWorld) watchFences() {
+	for _, n := range w.nodes {
+		if !n.up {
+			continue
+		}
+		if !n.entry.fence.fenced() {
+			n.fencedSince = 0
+			continue
+		}
+		if n.fencedSince == 0 {
+			n.fencedSince = w.now
+		} else if w.now-n.fencedSince > 1_000_000 {
+			w.crash(n, false)
+			n.restartAt = w.now + 100_000
+		}
+	}
+}
+
+// faultStep may crash a node, cut the network or move the metadata
+// primary (leadership alignment follows it).
+func (w *simWorld) faultStep() {
+	sc := w.sc
+	if sc.crashEvery > 0 && w.rng.Uint64N(sc.crashEvery) == 0 {
+		n := w.nodes[w.rng.IntN(len(w.nodes))]
+		if n.up {
+			power := w.rng.Float64() < sc.powerLoss
+			if power && !sc.persisted && !w.othersIntact(n) {
+				// Under `replicated` an acknowledgement survives the power
+				// loss of fewer nodes than a quorum (docs/durability.md):
+				// one node at a time, while the others run intact.
+				power = false
+			}
+			w.crash(n, power)
+			n.restartAt = w.now + 50_000 + w.rng.Uint64N(3_000_000)
+		}
+	}
+	if w.healAt != 0 && w.now >= w.healAt {
+		w.healNetwork()
+	}
+	if sc.partitionRate > 0 && w.healAt == 0 && w.rng.Float64() < sc.partitionRate {
+		w.stats.Partitions++
+		isolated := w.rng.IntN(len(w.nodes))
+		oneWay := w.rng.IntN(2) == 0
+		for o := range w.nodes {
+			if o != isolated {
+				w.cut[isolated][o] = true
+				if !oneWay {
+					w.cut[o][isolated] = true
+				}
+			}
+		}
+		w.healAt = w.now + 200_000 + w.rng.Uint64N(5_000_000)
+		w.trace.add("partition", uint64(isolated), b2u(oneWay))
+	}
+	if sc.alignRate > 0 && w.rng.Float64() < sc.alignRate {
+		if to := uint8(w.rng.IntN(len(w.nodes))); to != w.alignTo && w.nodes[to].up {
+			w.moveMetadataPrimary(to)
+		}
+	}
+}
+
+// metadataStep simulates the metadata group's failure detection: when its
+// primary's node is down or cut off from the others, a heartbeat timeout
+// later the metadata group is led by another up node.
+func (w *simWorld) metadataStep() {
+	p := w.nodes[w.alignTo]
+	reachable := p.up
+	for _, o := range w.nodes {
+		if o != p && o.up && (w.cut[p.id][o.id] || w.cut[o.id][p.id]) {
+			reachable = false
+		}
+	}
+	if reachable {
+		w.metaMoveAt = 0
+		return
+	}
+	if w.metaMoveAt == 0 {
+		w.metaMoveAt = w.now + simMetadataTimeoutMicros
+		return
+	}
+	if w.now < w.metaMoveAt {
+		return
+	}
+	for i := 1; i < len(w.nodes); i++ {
+		cand := w.nodes[(int(p.id)+i)%len(w.nodes)]
+		if cand.up && !w.cut[cand.id][(int(cand.id)+1)%len(w.nodes)] {
+			w.moveMetadataPrimary(cand.id)
+			return
+		}
+	}
+}
+
+// simMetadataTimeoutMicros: how long the simulated metadata group takes
+// to replace a lost primary (about its heartbeat timeout).
+const simMetadataTimeoutMicros = 500_000
+
+// othersIntact: every node but n is up and has not lost power since its
+// group last held a primary's log (approximated: up and not amnesiac).
+func (w *simWorld) othersIntact(n *simNode) bool {
+	for _, o := range w.nodes {
+		if o == n {
+			continue
+		}
+		if !o.up || o.entry.group == nil || o.entry.group.Status() != consensus.StatusNormal || o.stillAmnesiac() {
+			return false
+		}
+	}
+	return true
+}
+
+func (n *simNode) stillAmnesiac() bool {
+	_, err := n.mem.Stat(path.Join(n.entry.dir, amnesiaMarkerFile))
+	return err == nil
+}
+
+func (w *simWorld) healNetwork() {
+	for a := range w.cut {
+		for b := range w.cut[a] {
+			w.cut[a][b] = false
+		}
+	}
+	w.healAt = 0
+	w.trace.add("heal")
+}
+
+// heal ends every fault: the network joins, crashed nodes boot, fsyncs
+// stop failing.
+func (w *simWorld) heal() {
+	w.faults = false
+	w.healNetwork()
+	for _, n := range w.nodes {
+		n.mem.SetFaults(vfs.Faults{})
+		if !n.up {
+			n.restartAt = w.now + simStepMicros
+		}
+	}
+}
+
+// converged: every node up, no client request pending, every replica's
+// group normal in one view, with the same commit, all applied, the same
+// log end, and nothing left to write.
+func (w *simWorld) converged() bool {
+	for _, c := range w.clients {
+		if c.pending != nil {
+			return false
+		}
+	}
+	var view uint32
+	var commit, next uint64
+	for i, n := range w.nodes {
+		if !n.up || n.entry.group == nil || n.entry.fence.fenced() {
+			return false
+		}
+		g := n.entry.group
+		if g.Status() != consensus.StatusNormal || len(n.plane.shards[0].inlineDone) > 0 || g.CommitMin() != g.CommitMax() {
+			return false
+		}
+		if i == 0 {
+			view, commit, next = g.View(), g.CommitMax(), n.entry.log.NextOffset()
+		} else if g.View() != view || g.CommitMax() != commit || n.entry.log.NextOffset() != next {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *simWorld) describe() string {
+	var b strings.Builder
+	for _, n := range w.nodes {
+		if !n.up {
+			fmt.Fprintf(&b, "[node %d down] ", n.id)
+			continue
+		}
+		g := n.entry.group
+		fmt.Fprintf(&b, "[node %d view %d status %d op %d commit %d/%d next %d fenced %v writes %d] ", n.id, g.View(), g.Status(),
+			g.Op(), g.CommitMin(), g.CommitMax(), n.entry.log.NextOffset(), n.entry.fence.fenced(), len(n.plane.shards[0].inlineDone))
+	}
+	for _, c := range w.clients {
+		if c.pending != nil {
+			fmt.Fprintf(&b, "[client %d request %d attempts %d] ", c.index, c.pending.request&^dedupRequestFlag, c.pending.attempts)
+		}
+	}
+	return b.String()
+}
+
+// check compares every replica with the ledger and with each other.
+func (w *simWorld) check() error {
+	var errs []error
+	var first map[string][]byte
+	for i, n := range w.nodes {
+		// Every acknowledged message at its offset, every request at most
+		// once (exactly once when acknowledged), every polled message
+		// where the poll saw it.
+		seen := map[string]uint64{}
+		atOffset := map[uint64]string{}
+		records, err := readWholeLog(n.entry.log)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %d: read its log: %w", n.id, err))
+			continue
+		}
+		if err := forEachMessage(records, func(off uint64, payload []byte) {
+			name := payloadName(payload)
+			if prev, dup := seen[name]; dup {
+				errs = append(errs, fmt.Errorf("node %d: message %s at offsets %d and %d (applied twice)", n.id, name, prev, off))
+			}
+			seen[name] = off
+			atOffset[off] = name
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("node %d: its records: %w", n.id, err))
+		}
+		for off, name := range w.ledger.offsetOwner {
+			if got, ok := atOffset[off]; !ok || got != name {
+				errs = append(errs, fmt.Errorf("node %d: acknowledged %s at offset %d holds %q", n.id, name, off, got))
+			}
+		}
+		for off, name := range w.ledger.polled {
+			if got := atOffset[off]; got != name {
+				errs = append(errs, fmt.Errorf("node %d: a poll saw %s at offset %d, the log holds %q", n.id, name, off, got))
+			}
+		}
+		// Consumer offsets: at least the last acknowledged store, never a
+		// value no client asked for.
+		for _, c := range w.clients {
+			v, _ := n.entry.log.ConsumerOffset(wire.ConsumerKindSingle, c.index+1)
+			if v < w.ledger.storeAcked[c.index] || v > w.ledger.storeAsked[c.index] {
+				errs = append(errs, fmt.Errorf("node %d: consumer %d's offset %d; acknowledged %d, highest asked %d",
+					n.id, c.index+1, v, w.ledger.storeAcked[c.index], w.ledger.storeAsked[c.index]))
+			}
+		}
+		// Byte-identical segment files across the replicas.
+		files, err := w.segmentFiles(n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if i == 0 {
+			first = files
+			continue
+		}
+		if !maps2Equal(first, files) {
+			errs = append(errs, fmt.Errorf("node %d's segment files differ from node 0's: %s", n.id, diffFiles(first, files)))
+		}
+		if len(errs) > 20 {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readWholeLog reads every stored record of a log (ReadRecords answers a
+// segment at a time and steps over recorded holes).
+func readWholeLog(l partitionStore) ([]byte, error) {
+	var all []byte
+	from, next := l.Stats().FirstOffset, l.NextOffset()
+	for from < next {
+		records, end, err := l.ReadRecords(nil, from, next, 1<<30)
+		if err != nil {
+			return nil, fmt.Errorf("from offset %d: %w", from, err)
+		}
+		if end <= from {
+			return nil, fmt.Errorf("no progress reading from offset %d (end %d)", from, end)
+		}
+		all = append(all, records...)
+		from = end
+	}
+	return all, nil
+}
+
+// segmentFiles reads a replica's segment and index files (what must be
+// identical on every replica) by name.
+func (w *simWorld) segmentFiles(n *simNode) (map[string][]byte, error) {
+	entries, err := n.mem.ReadDir(n.entry.dir)
+	if err != nil {
+		return nil, fmt.Errorf("node %d: list %s: %w", n.id, n.entry.dir, err)
+	}
+	files := map[string][]byte{}
+	for _, de := range entries {
+		name := de.Name()
+		if !strings.HasSuffix(name, ".log") && !strings.HasSuffix(name, ".index") && !strings.HasSuffix(name, ".lost") {
+			continue
+		}
+		b, err := n.mem.ReadFile(path.Join(n.entry.dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("node %d: read %s: %w", n.id, name, err)
+		}
+		files[name] = b
+	}
+	return files, nil
+}
+
+func maps2Equal(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func diffFiles(a, b map[string][]byte) string {
+	var names []string
+	for k := range a {
+		names = append(names, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	var out []string
+	for _, k := range names {
+		x, okA := a[k]
+		y, okB := b[k]
+		switch {
+		case !okA || !okB:
+			out = append(out, fmt.Sprintf("%s only on one (%v/%v)", k, okA, okB))
+		case !bytes.Equal(x, y):
+			out = append(out, fmt.Sprintf("%s: %d vs %d bytes", k, len(x), len(y)))
+		}
+	}
+	return strings.Join(out, "; ")
+}

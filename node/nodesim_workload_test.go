@@ -1,0 +1,331 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// The simulator's clients. Each has a stable identity (client id and
+// request ids with dedupRequestFlag, as the leader-aware client sends) and
+// one request at a time: a send of 1-4 messages whose payloads name the
+// request, or a store of its consumer offset (increasing values). A 58
+// moves it to another node; an ambiguous outcome (57, a timeout, the node
+// crashing under it) is retried with the same ids, which the partition's
+// dedup window must answer exactly once.
+
+const (
+	simClients         = 4
+	simAttemptTimeout  = 10_000_000 // virtual µs without an answer: ambiguous (the send path's wait)
+	simAttemptsMax     = 200        // retries of one request before it is abandoned (outcome unknown)
+	simRequestRate     = 0.05       // chance per step that an idle client starts a request
+	simPollRate        = 0.05       // chance per step of a poll on a random node
+	simOffsetStoreRate = 0.15       // share of requests that store an offset
+)
+
+type simRequestKind int
+
+const (
+	simSend simRequestKind = iota
+	simStore
+)
+
+type simRequest struct {
+	kind     simRequestKind
+	request  uint64 // with dedupRequestFlag
+	body     []byte
+	sum      uint64
+	messages int
+	value    uint64 // simStore
+	// The current attempt: the node, its boot, when it was made.
+	prop      *partitionProposal
+	node      uint8
+	boot      int
+	sentAt    uint64
+	attempts  int
+	ambiguous bool
+}
+
+type simClient struct {
+	index   uint32
+	id      consensus.Uint128
+	nextReq uint64
+	target  uint8
+	pending *simRequest
+	stored  uint64 // the last consumer offset value it asked to store
+}
+
+// simAck is an acknowledged send.
+type simAck struct {
+	client  uint32
+	request uint64
+	base    uint64
+	count   int
+}
+
+// simLedger is what the checkers compare the replicas with.
+type simLedger struct {
+	acks []simAck
+	// owner of each acknowledged offset: "c/r/m" of its message.
+	offsetOwner map[uint64]string
+	// requests abandoned with an unknown outcome (at most once each).
+	abandoned map[string]bool
+	// storeAcked: per client, the highest acknowledged offset store.
+	storeAcked map[uint32]uint64
+	// storeAsked: per client, the highest value ever proposed.
+	storeAsked map[uint32]uint64
+	// polled: the payload a poll saw at each offset.
+	polled map[uint64]string
+	// observed: per node and boot, the last consumer offset read per client.
+	observed map[[3]uint64]uint64
+}
+
+func newSimLedger() *simLedger {
+	return &simLedger{offsetOwner: map[uint64]string{}, abandoned: map[string]bool{}, storeAcked: map[uint32]uint64{},
+		storeAsked: map[uint32]uint64{}, polled: map[uint64]string{}, observed: map[[3]uint64]uint64{}}
+}
+
+func simPayloadName(client uint32, request uint64, m int) string {
+	return fmt.Sprintf("c%d/r%d/m%d/", client, request&^dedupRequestFlag, m)
+}
+
+func simRequestName(client uint32, request uint64) string {
+	return fmt.Sprintf("c%d/r%d/", client, request&^dedupRequestFlag)
+}
+
+func (w *simWorld) newClients() []*simClient {
+	cs := make([]*simClient, simClients)
+	for i := range cs {
+		cs[i] = &simClient{index: uint32(i), id: consensus.Uint128{Lo: w.seed*16 + uint64(i) + 1, Hi: 0x5151}, target: uint8(w.rng.IntN(len(w.nodes)))}
+	}
+	return cs
+}
+
+// newRequest builds a client's next request.
+func (w *simWorld) newRequest(c *simClient) (*simRequest, error) {
+	c.nextReq++
+	r := &simRequest{request: c.nextReq | dedupRequestFlag}
+	if w.rng.Float64() < simOffsetStoreRate {
+		c.stored += 1 + w.rng.Uint64N(5)
+		r.kind, r.value = simStore, c.stored
+		r.body = encodeOffsetOp(wire.ConsumerKindSingle, c.index+1, c.stored, true)
+		w.ledger.storeAsked[c.index] = c.stored
+		return r, nil
+	}
+	r.messages = 1 + w.rng.IntN(4)
+	in := make([]wire.BatchMessageInput, r.messages)
+	for m := range in {
+		payload := []byte(simPayloadName(c.index, r.request, m))
+		for pad := w.rng.IntN(200); pad > 0; pad-- {
+			payload = append(payload, byte('a'+w.rng.IntN(26)))
+		}
+		in[m] = wire.BatchMessageInput{OriginTimestamp: w.now, Payload: payload}
+		in[m].ID[0], in[m].ID[1] = byte(c.index), byte(m)
+	}
+	body, err := wire.AppendBatch(nil, in)
+	if err != nil {
+		return nil, err
+	}
+	h, err := wire.DecodeBatchHeader(body)
+	if err != nil {
+		return nil, err
+	}
+	r.kind, r.body, r.sum = simSend, body, h.BatchChecksum
+	return r, nil
+}
+
+// attempt proposes r on the client's target node (another up node if it
+// is down).
+func (w *simWorld) attempt(c *simClient, r *simRequest) {
+	n := w.nodes[c.target]
+	if !n.up {
+		for i := 1; i <= len(w.nodes); i++ {
+			cand := w.nodes[(int(c.target)+i)%len(w.nodes)]
+			if cand.up {
+				n, c.target = cand, cand.id
+				break
+			}
+		}
+		if !n.up {
+			return // every node down: try again next step
+		}
+	}
+	r.attempts++
+	op := wire.OpSendMessages
+	if r.kind == simStore {
+		op = wire.OpStoreConsumerOffset
+	}
+	// A copy per attempt: consensus may keep the body it is given.
+	p := &partitionProposal{entry: n.entry, op: op, body: append([]byte(nil), r.body...), bodyOwned: true,
+		done: make(chan partitionOutcome, 1)}
+	if r.kind == simSend {
+		p.user, p.client, p.request, p.sum = 1, c.id, r.request, r.sum
+	}
+	r.prop, r.node, r.boot, r.sentAt = p, n.id, n.boots, w.now
+	if !n.entry.shard.submit(p) {
+		p.done <- partitionOutcome{code: wire.ErrTransientNotAccepted}
+	}
+	w.trace.add("attempt", uint64(c.index), r.request, uint64(n.id))
+}
+
+// clientsStep lets every client start, check or retry its request.
+func (w *simWorld) clientsStep(newRequests bool) {
+	for _, c := range w.clients {
+		r := c.pending
+		if r == nil {
+			if !newRequests || w.rng.Float64() >= simRequestRate {
+				continue
+			}
+			var err error
+			if r, err = w.newRequest(c); err != nil {
+				w.fail(err)
+				return
+			}
+			c.pending = r
+			w.attempt(c, r)
+			continue
+		}
+		if r.prop == nil {
+			w.attempt(c, r)
+			continue
+		}
+		var out partitionOutcome
+		select {
+		case out = <-r.prop.done:
+		default:
+			n := w.nodes[r.node]
+			if n.boots != r.boot || !n.up || w.now-r.sentAt > simAttemptTimeout {
+				// The node crashed under it, or no answer in time.
+				out = partitionOutcome{code: wire.ErrTransientNotCommitted}
+				break
+			}
+			continue
+		}
+		w.trace.add("outcome", uint64(c.index), r.request, uint64(out.code), out.baseOffset)
+		switch out.code {
+		case wire.OK:
+			w.acknowledged(c, r, out)
+			c.pending = nil
+			continue
+		case wire.ErrTransientNotAccepted:
+			w.stats.Refused++
+			c.target = uint8((int(c.target) + 1) % len(w.nodes))
+		default:
+			w.stats.Ambiguous++
+			r.ambiguous = true
+		}
+		r.prop = nil
+		if r.attempts >= simAttemptsMax {
+			if r.kind == simSend {
+				w.ledger.abandoned[simRequestName(c.index, r.request)] = true
+			}
+			c.pending = nil
+		}
+	}
+}
+
+// acknowledged records an OK: offsets must never have been handed out
+// before (offsets are never reused).
+func (w *simWorld) acknowledged(c *simClient, r *simRequest, out partitionOutcome) {
+	w.stats.Acked++
+	if r.kind == simStore {
+		w.debugf("client %d: store %d acknowledged by node %d", c.index, r.value, r.node)
+		w.stats.OffsetStores++
+		w.ledger.storeAcked[c.index] = max(w.ledger.storeAcked[c.index], r.value)
+		return
+	}
+	w.ledger.acks = append(w.ledger.acks, simAck{client: c.index, request: r.request, base: out.baseOffset, count: r.messages})
+	for m := 0; m < r.messages; m++ {
+		name := simPayloadName(c.index, r.request, m)
+		off := out.baseOffset + uint64(m)
+		if prev, ok := w.ledger.offsetOwner[off]; ok && prev != name {
+			w.fail(fmt.Errorf("offset %d acknowledged twice: for %s and for %s", off, prev, name))
+		}
+		w.ledger.offsetOwner[off] = name
+	}
+}
+
+// pollStep reads a few messages from a random up node, as a consumer
+// served by that replica would, and the consumer offsets it reports.
+func (w *simWorld) pollStep() {
+	if w.rng.Float64() >= simPollRate {
+		return
+	}
+	n := w.nodes[w.rng.IntN(len(w.nodes))]
+	if !n.up || n.entry.log == nil {
+		return
+	}
+	w.stats.Polls++
+	next := n.entry.log.NextOffset()
+	from := uint64(0)
+	if next > 0 {
+		from = w.rng.Uint64N(next)
+	}
+	res, err := n.entry.log.Poll(partitions.PollQuery{Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: from},
+		Count: uint32(1 + w.rng.IntN(10))})
+	if err != nil {
+		w.fail(fmt.Errorf("node %d: poll from %d: %w", n.id, from, err))
+		return
+	}
+	err = forEachMessage(res.Records, func(off uint64, payload []byte) {
+		w.stats.PolledMessages++
+		name := payloadName(payload)
+		if prev, ok := w.ledger.polled[off]; ok && prev != name {
+			w.fail(fmt.Errorf("node %d: poll saw %q at offset %d, an earlier poll saw %q", n.id, name, off, prev))
+		}
+		w.ledger.polled[off] = name
+	})
+	if err != nil {
+		w.fail(fmt.Errorf("node %d: polled records: %w", n.id, err))
+	}
+	for _, c := range w.clients {
+		v, _ := n.entry.log.ConsumerOffset(wire.ConsumerKindSingle, c.index+1)
+		key := [3]uint64{uint64(n.id), uint64(n.boots), uint64(c.index)}
+		if prev := w.ledger.observed[key]; v < prev {
+			w.fail(fmt.Errorf("node %d (boot %d): consumer %d's offset went back from %d to %d", n.id, n.boots, c.index+1, prev, v))
+		}
+		w.ledger.observed[key] = v
+		if v > w.ledger.storeAsked[c.index] {
+			w.fail(fmt.Errorf("node %d: consumer %d's offset %d was never stored (highest asked %d)", n.id, c.index+1, v, w.ledger.storeAsked[c.index]))
+		}
+	}
+}
+
+// forEachMessage calls fn for each message of whole batch records.
+func forEachMessage(records []byte, fn func(offset uint64, payload []byte)) error {
+	for len(records) > 0 {
+		h, err := wire.DecodeBatchHeader(records)
+		if err != nil {
+			return err
+		}
+		if h.BatchLength > uint64(len(records)) || h.BatchLength < wire.BatchHeaderSize {
+			return fmt.Errorf("batch at offset %d: length %d of %d bytes", h.BaseOffset, h.BatchLength, len(records))
+		}
+		it := wire.NewBatchIter(records[:h.BatchLength])
+		for it.Next() {
+			m := it.Message()
+			fn(h.BaseOffset+uint64(m.OffsetDelta), m.Payload)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		records = records[h.BatchLength:]
+	}
+	return nil
+}
+
+// payloadName is the "c/r/m/" prefix of a simulator payload.
+func payloadName(payload []byte) string {
+	slashes := 0
+	for i, b := range payload {
+		if b == '/' {
+			slashes++
+			if slashes == 3 {
+				return string(payload[:i+1])
+			}
+		}
+	}
+	return string(payload)
+}
