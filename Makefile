@@ -7,7 +7,7 @@ RACE_PKGS ?= ./transport/... ./node/... ./httpapi/... ./client/... ./integration
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: build run test test-unit test-race sim sim-ci powerloss lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
+.PHONY: sim-nodes build run test test-unit test-race sim sim-ci powerloss lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -105,6 +105,15 @@ SIM_FLAGS ?=
 sim:
 	$(GO) test -count=1 -timeout 0 ./consensus/sim/ -run TestSimSweep -sim.seeds=$(SEEDS) $(SIM_FLAGS) -v
 
+# The whole-node simulator (node/nodesim_*_test.go, docs/simulator.md
+# "Whole-node simulator"): SEEDS seeds from NODESIM_FIRST, NODESIM_STEPS
+# faulty steps (1 ms of virtual time) each, then the heal and the checks.
+NODESIM_FIRST ?= 1
+NODESIM_STEPS ?= 100000
+sim-nodes:
+	$(GO) test -count=1 -timeout 0 ./node/ -run 'TestNodeSim$$' -nodesim.seeds=$(SEEDS) \
+		-nodesim.first=$(NODESIM_FIRST) -nodesim.steps=$(NODESIM_STEPS) -v
+
 # CI slice of the simulator. The regression seeds (every seed that ever
 # failed, consensus/sim/testdata/regression_seeds.txt) run with the unit
 # tests. Fixed ranges: 2,000 default seeds, 500 crash-heavy ones, 300
@@ -124,6 +133,8 @@ sim-ci:
 	@echo "sim-ci fresh range: default seeds $(SIM_FRESH_FIRST)..$$(($(SIM_FRESH_FIRST) + 1499)), crashy seeds $$(($(SIM_FRESH_FIRST) + 1500))..$$(($(SIM_FRESH_FIRST) + 1999)) (SIM_FRESH_FIRST=$(SIM_FRESH_FIRST))"
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=1500 -sim.first=$(SIM_FRESH_FIRST)
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=500 -sim.first=$$(($(SIM_FRESH_FIRST) + 1500)) -sim.profile=crashy
+	@echo "sim-ci whole-node fresh range: seeds $(SIM_FRESH_FIRST)..$$(($(SIM_FRESH_FIRST) + 39)), 100000 steps each"
+	$(GO) test -count=1 -timeout 10m ./node/ -run 'TestNodeSim$$' -nodesim.seeds=40 -nodesim.first=$(SIM_FRESH_FIRST) -nodesim.steps=100000
 
 lint:
 	$(GO) vet $(PKGS)

@@ -80,6 +80,8 @@ type simLedger struct {
 	polled map[uint64]string
 	// observed: per node and boot, the last consumer offset read per client.
 	observed map[[3]uint64]uint64
+	// ackedEnd: the offset after the highest acknowledged message.
+	ackedEnd uint64
 }
 
 func newSimLedger() *simLedger {
@@ -108,7 +110,9 @@ func (w *simWorld) newRequest(c *simClient) (*simRequest, error) {
 	c.nextReq++
 	r := &simRequest{request: c.nextReq | dedupRequestFlag}
 	if w.rng.Float64() < simOffsetStoreRate {
-		c.stored += 1 + w.rng.Uint64N(5)
+		// Close behind the acknowledged end, as a consumer that keeps up
+		// (stored offsets hold retention back below them).
+		c.stored = max(c.stored+1+w.rng.Uint64N(5), w.ledger.ackedEnd-min(w.ledger.ackedEnd, 50))
 		r.kind, r.value = simStore, c.stored
 		r.body = encodeOffsetOp(wire.ConsumerKindSingle, c.index+1, c.stored, true)
 		w.ledger.storeAsked[c.index] = c.stored
@@ -244,6 +248,7 @@ func (w *simWorld) acknowledged(c *simClient, r *simRequest, out partitionOutcom
 			w.fail(fmt.Errorf("offset %d acknowledged twice: for %s and for %s", off, prev, name))
 		}
 		w.ledger.offsetOwner[off] = name
+		w.ledger.ackedEnd = max(w.ledger.ackedEnd, off+1)
 	}
 }
 

@@ -49,6 +49,10 @@ type simScenario struct {
 	alignRate     float64 // chance per step that the metadata primary moves
 	syncFailRate  float64 // Mem fsync failure chance
 	orderedCrash  bool    // unsynced writes survive as an ordered prefix
+	// Retention (the job every simulated second): the topic's size bound
+	// and message expiry (0: none).
+	maxTopicBytes uint64
+	expiryMicros  uint64
 }
 
 func drawScenario(rng *rand.Rand) simScenario {
@@ -73,6 +77,12 @@ func drawScenario(rng *rand.Rand) simScenario {
 	}
 	if rng.IntN(4) == 0 {
 		sc.syncFailRate = 0.0005
+	}
+	switch rng.IntN(4) {
+	case 0:
+		sc.maxTopicBytes = uint64(64<<10) << rng.IntN(3)
+	case 1:
+		sc.expiryMicros = uint64(5+rng.IntN(30)) * 1_000_000
 	}
 	return sc
 }
@@ -190,7 +200,14 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 		durability = metadata.DurabilityPersisted
 	}
 	w.topic = metadata.Topic{Options: metadata.TopicOptions{SegmentSize: sc.segmentBytes,
-		Durability: durability, ConsumerOffsetDurability: durability}}
+		Durability: durability, ConsumerOffsetDurability: durability},
+		MaxTopicSize: metadata.Never, MessageExpiry: metadata.Never}
+	if sc.maxTopicBytes > 0 {
+		w.topic.MaxTopicSize = sc.maxTopicBytes
+	}
+	if sc.expiryMicros > 0 {
+		w.topic.MessageExpiry = sc.expiryMicros
+	}
 	w.cut = make([][]bool, sc.nodes)
 	for i := range w.cut {
 		w.cut[i] = make([]bool, sc.nodes)

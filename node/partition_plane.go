@@ -442,6 +442,8 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// A single node acknowledges a replicated topic's batches from the page cache: after a
 		// power loss their torn tail is cut, not refused as corruption (issue 15 point 5).
 		AckBeforeSync: !p.clustered() && t.Options.Durability != metadata.DurabilityPersisted && !t.Options.EnforceFsync,
+		// A replica's files stay its peers' across a power loss (the whole-node simulator).
+		RollFullAtOpen: p.clustered(),
 		// One descriptor bound for every partition of the node; a persisted
 		// topic's files are synced before the cache closes them.
 		Files:       p.files,

@@ -99,6 +99,21 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	if t.err != nil {
 		return fmt.Errorf("state transfer to op %d stopped (it starts again): %w", snap.Op, t.err)
 	}
+	if first := e.log.Stats().FirstOffset; t.target.first > first {
+		// The peers cut their logs (retention, DeleteSegments) in ops below
+		// the snapshot, which this replica never applies: cut here too, at
+		// the snapshot's first offset, so the replicas keep the same segments.
+		if _, err := e.log.DeleteSegmentsBefore(t.target.first); err != nil {
+			return fmt.Errorf("state transfer to op %d: cut below offset %d as the peers did: %w", snap.Op, t.target.first, err)
+		}
+		if t.target.first > e.marker.DeletedUpTo {
+			m := e.marker
+			m.DeletedUpTo = t.target.first
+			if err := s.recordMarker(e, m); err != nil {
+				return fmt.Errorf("state transfer to op %d: record the cut: %w", snap.Op, err)
+			}
+		}
+	}
 	if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
 		return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
 	}

@@ -137,6 +137,14 @@ func Open(dir string, opts Options) (*Log, error) {
 		// with the page cache.
 		l.nextOffset = l.reserved
 	}
+	if opts.RollFullAtOpen && !l.readOnly && l.active().sizeBytes >= l.opts.SegmentSizeBytes && l.nextOffset == l.active().nextOffset {
+		// Reopened full (the empty segment its last append rolled to was lost with the page
+		// cache): roll now, as that append did, so this replica's files stay its peers'. A
+		// failure here is retried by the next append.
+		if err := l.roll(); err != nil {
+			l.logger.Error("segment roll at open failed", "dir", dir, "err", err)
+		}
+	}
 	if !l.readOnly && l.foundLostMarkers {
 		if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
 			l.closeSegments()

@@ -56,6 +56,11 @@ type Options struct {
 	// unsynced tail that the power loss tore, holes included: it is cut, never refused as
 	// corruption. Its offsets stay reserved, never re-issued. Needs ReserveOffsets.
 	AckBeforeSync bool
+	// RollFullAtOpen: a log reopened with a full active segment rolls at once, as the append
+	// that filled it did (a cluster replica: the empty segment that roll created may have been
+	// lost with the page cache, and its files must stay its peers'). Otherwise the next append
+	// rolls it.
+	RollFullAtOpen bool
 	// ReserveOffsets reserves offsets durably ahead of use so a restart resumes above every offset ever
 	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
 	// offsets come from its group's log instead.

@@ -102,3 +102,66 @@ func TestCheckAcceptsARecordedHole(t *testing.T) {
 		t.Fatalf("check of a log with a recorded hole: %v, %v", findings, err)
 	}
 }
+
+// TestCutDropsTheHoleMarkersBelowIt: a cut (retention, DeleteSegments) past a hole removes its
+// marker at once, as a reopen would, so a replica that restarts and one that does not keep the same
+// files (found by the whole-node simulator).
+func TestCutDropsTheHoleMarkersBelowIt(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{SegmentSizeBytes: 1 << 20, IndexIntervalBytes: 1})
+	defer l.Close()
+	fillLog(t, l, 2, 10, 50) // offsets 0..19
+	if err := l.SkipTo(100); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(makeBatch(t, 100, 3, 8, 7000)); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, segmentBaseName(20)+lostSuffix)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the hole is not recorded: %v", err)
+	}
+	if _, err := l.DeleteSegmentsBefore(100); err != nil {
+		t.Fatal(err)
+	}
+	if l.Stats().FirstOffset != 100 {
+		t.Fatalf("first offset %d after the cut, want 100", l.Stats().FirstOffset)
+	}
+	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the marker of a hole below the cut is still there: %v", err)
+	}
+}
+
+// TestRollFullAtOpen: a cluster replica's log reopened with a full active segment (the empty one
+// its last append rolled to was lost) rolls at once, so its files match a replica that kept it.
+func TestRollFullAtOpen(t *testing.T) {
+	kept, lost := t.TempDir(), t.TempDir()
+	opts := Options{SegmentSizeBytes: 4096, RollFullAtOpen: true}
+	for _, dir := range []string{kept, lost} {
+		l := openLog(t, dir, opts)
+		fillLog(t, l, 1, 8, 600) // one batch over 4 KiB: rolled after the append
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(dir string) []string {
+		entries, _ := os.ReadDir(dir)
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	want := names(kept)
+	// The power loss took the roll's empty segment.
+	for _, ext := range []string{".log", ".index"} {
+		if err := os.Remove(filepath.Join(lost, segmentBaseName(8)+ext)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := openLog(t, lost, opts)
+	defer l.Close()
+	if got := names(lost); len(got) != len(want) || l.Stats().SegmentsCount != 2 {
+		t.Fatalf("reopened: files %v, segments %d; the replica that kept the roll has %v", got, l.Stats().SegmentsCount, want)
+	}
+}

@@ -46,5 +46,11 @@ func (l *Log) DeleteSegmentsBefore(offset uint64) (RetentionResult, error) {
 			return res, err
 		}
 	}
+	// Hole markers below the first kept segment mark nothing any more. Open would drop them;
+	// dropping them here keeps every replica's files alike whether it restarts or not (a retry of
+	// a cut that failed here drops them then: one directory listing per cut).
+	if err := l.removeLostMarkers(l.segments[0].startOffset); err != nil {
+		return res, err
+	}
 	return res, l.syncDirIfDirty()
 }
