@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
@@ -53,6 +54,9 @@ func (w *simWorld) run(steps, healSteps uint64) error {
 			break
 		}
 	}
+	for _, n := range w.nodes {
+		w.stats.SyncFailures += n.mem.Stats().SyncFailures
+	}
 	if w.failure != nil {
 		return w.failure
 	}
@@ -92,6 +96,26 @@ func (w *simWorld) advance(newRequests bool) {
 		if !n.up && n.restartAt != 0 && w.now >= n.restartAt {
 			n.restartAt = 0
 			if err := w.boot(n); err != nil {
+				n.up, n.plane, n.entry = false, nil, nil
+				if errors.Is(err, journal.ErrSuperblockLogDamaged) && n.mem.Stats().SyncFailures > 0 {
+					// A failed fsync lost part of a superblock log append
+					// that a later record of the same append survived: the
+					// boot refuses, and the documented remedy is the
+					// operator's: wipe the node's data, it rejoins by
+					// state transfer (docs/simulator.md, known limit).
+					w.debugf("node %d: %v: wiped", n.id, err)
+					w.stats.Wipes++
+					if err := n.mem.RemoveAll(n.dir); err != nil {
+						w.fail(fmt.Errorf("node %d: wipe: %w", n.id, err))
+						continue
+					}
+					if err := n.mem.SyncDir("/"); err != nil && w.faults {
+						n.restartAt = w.now + 1_000_000
+						continue
+					}
+					n.restartAt = w.now + simStepMicros
+					continue
+				}
 				if !w.faultyDisks() {
 					w.fail(err)
 					continue
@@ -100,7 +124,6 @@ func (w *simWorld) advance(newRequests bool) {
 				// and an operator starts it again): retry, faults end at the heal.
 				w.debugf("node %d boot failed: %v", n.id, err)
 				w.stats.BootFailures++
-				n.up, n.plane, n.entry = false, nil, nil
 				n.restartAt = w.now + 1_000_000
 			}
 		}
@@ -177,17 +200,11 @@ func (w *simWorld) faultStep() {
 }
 
 // metadataStep simulates the metadata group's failure detection: when its
-// primary's node is down or cut off from the others, a heartbeat timeout
-// later the metadata group is led by another up node.
+// primary's node is down or cannot exchange messages with a majority, a
+// heartbeat timeout later the metadata group is led by an up node that
+// can.
 func (w *simWorld) metadataStep() {
-	p := w.nodes[w.alignTo]
-	reachable := p.up
-	for _, o := range w.nodes {
-		if o != p && o.up && (w.cut[p.id][o.id] || w.cut[o.id][p.id]) {
-			reachable = false
-		}
-	}
-	if reachable {
+	if w.reachesMajority(w.nodes[w.alignTo]) {
 		w.metaMoveAt = 0
 		return
 	}
@@ -199,12 +216,26 @@ func (w *simWorld) metadataStep() {
 		return
 	}
 	for i := 1; i < len(w.nodes); i++ {
-		cand := w.nodes[(int(p.id)+i)%len(w.nodes)]
-		if cand.up && !w.cut[cand.id][(int(cand.id)+1)%len(w.nodes)] {
+		if cand := w.nodes[(int(w.alignTo)+i)%len(w.nodes)]; w.reachesMajority(cand) {
 			w.moveMetadataPrimary(cand.id)
 			return
 		}
 	}
+}
+
+// reachesMajority: n is up and exchanges messages both ways with enough
+// up nodes to form a majority with itself.
+func (w *simWorld) reachesMajority(n *simNode) bool {
+	if !n.up {
+		return false
+	}
+	joined := 1
+	for _, o := range w.nodes {
+		if o != n && o.up && !w.cut[n.id][o.id] && !w.cut[o.id][n.id] {
+			joined++
+		}
+	}
+	return 2*joined > len(w.nodes)
 }
 
 // simMetadataTimeoutMicros: how long the simulated metadata group takes

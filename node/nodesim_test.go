@@ -83,6 +83,7 @@ func (s *simStats) add(o simStats) {
 	s.OffsetStores += o.OffsetStores
 	s.SyncFailures += o.SyncFailures
 	s.BootFailures += o.BootFailures
+	s.Wipes += o.Wipes
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

@@ -69,7 +69,7 @@ func drawScenario(rng *rand.Rand) simScenario {
 		crashEvery:    uint64([]int{0, 3000, 8000}[rng.IntN(3)]),
 		powerLoss:     []float64{0, 0.5}[rng.IntN(2)],
 		partitionRate: []float64{0, 0.0005}[rng.IntN(2)],
-		alignRate:     []float64{0, 0.0002}[rng.IntN(2)],
+		alignRate:     []float64{0, 0.0002, 0.002}[rng.IntN(3)],
 		orderedCrash:  rng.IntN(2) == 0,
 	}
 	if rng.IntN(4) == 0 {
@@ -164,7 +164,7 @@ type simWorld struct {
 type simStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, Aligns, FramesSent, FramesDropped uint64
 	Acked, Ambiguous, Refused, Polls, PolledMessages, OffsetStores                    uint64
-	SyncFailures, BootFailures                                                        int
+	SyncFailures, BootFailures, Wipes                                                 int
 }
 
 const (

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/lodestream/lodestream/partitions"
@@ -54,20 +52,17 @@ func encodeCheckpointOffsets(op uint64, offsets []partitions.ConsumerOffsetEntry
 // checkpoint op (written at op, or at an earlier checkpoint with no change
 // since); ok is false without a usable file.
 func readCheckpointOffsets(fsys vfs.FS, dir string, op uint64) (offsets []partitions.ConsumerOffsetEntry, ok bool, err error) {
-	b, err := fsys.ReadFile(filepath.Join(dir, checkpointOffsetsFile))
-	if errors.Is(err, os.ErrNotExist) {
+	b, err := readCheckpointFile(fsys, dir, checkpointOffsetsFile, op)
+	if errors.Is(err, errCheckpointFileAhead) {
+		// Written for a checkpoint whose superblock never became durable,
+		// with no earlier generation: none to go back to.
 		return nil, false, nil
 	}
-	if err != nil {
+	if err != nil || b == nil {
 		return nil, false, err
 	}
-	if len(b) < 20 || binary.LittleEndian.Uint64(b[len(b)-8:]) != xxh3.Hash(b[:len(b)-8]) {
-		return nil, false, fmt.Errorf("%s fails its checksum", checkpointOffsetsFile)
-	}
-	fileOp := binary.LittleEndian.Uint64(b)
-	if fileOp > op {
-		// Written for a checkpoint whose superblock never became durable.
-		return nil, false, nil
+	if len(b) < 20 {
+		return nil, false, fmt.Errorf("%s: %d bytes", checkpointOffsetsFile, len(b))
 	}
 	n := binary.LittleEndian.Uint32(b[8:])
 	body := b[12 : len(b)-8]
@@ -83,9 +78,10 @@ func readCheckpointOffsets(fsys vfs.FS, dir string, op uint64) (offsets []partit
 	return offsets, true, nil
 }
 
-// writeCheckpointOffsets replaces the file durably.
-func writeCheckpointOffsets(fsys vfs.FS, dir string, op uint64, offsets []partitions.ConsumerOffsetEntry) error {
-	return replaceFileDurably(fsys, dir, checkpointOffsetsFile, encodeCheckpointOffsets(op, offsets))
+// writeCheckpointOffsets replaces the file durably, keeping the generation
+// of the confirmed checkpoint (partition_cpfiles.go).
+func writeCheckpointOffsets(fsys vfs.FS, dir string, op uint64, offsets []partitions.ConsumerOffsetEntry, confirmedOp uint64) error {
+	return replaceCheckpointFile(fsys, dir, checkpointOffsetsFile, encodeCheckpointOffsets(op, offsets), confirmedOp)
 }
 
 // noteCheckpointOffsets (shard goroutine, at a checkpoint) records the

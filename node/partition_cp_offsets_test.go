@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/vfs"
@@ -23,7 +24,7 @@ func TestCheckpointOffsetsFileRoundTrip(t *testing.T) {
 	if _, ok, err := readCheckpointOffsets(vfs.OS, dir, 16); ok || err != nil {
 		t.Fatalf("no file: ok=%v err=%v", ok, err)
 	}
-	if err := writeCheckpointOffsets(vfs.OS, dir, 16, want); err != nil {
+	if err := writeCheckpointOffsets(vfs.OS, dir, 16, want, 0); err != nil {
 		t.Fatal(err)
 	}
 	for _, cp := range []uint64{16, 48} { // written at 16: valid for later checkpoints too
@@ -124,12 +125,62 @@ func TestCheckpointOffsetsSurviveAPowerLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindSingle, ID: 2, Offset: 117}}
-	if err := writeCheckpointOffsets(mem, dir, 32, want); err != nil {
+	if err := writeCheckpointOffsets(mem, dir, 32, want, 0); err != nil {
 		t.Fatal(err)
 	}
 	mem.Crash()
 	got, ok, err := readCheckpointOffsets(mem, dir, 32)
 	if err != nil || !ok || !slices.Equal(got, want) {
 		t.Fatalf("after a power loss: %v ok=%v err=%v; want %v", got, ok, err, want)
+	}
+}
+
+// TestCheckpointFilesKeepTheConfirmedGeneration: a checkpoint file written
+// for a checkpoint whose superblock never became durable (a failed fsync)
+// does not replace the one the superblock names: a restart reads that one
+// (whole-node simulator: the retry table was lost, and a request applied
+// twice on some replicas).
+func TestCheckpointFilesKeepTheConfirmedGeneration(t *testing.T) {
+	dir := t.TempDir()
+	at16 := []partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindSingle, ID: 1, Offset: 16}}
+	at32 := []partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindSingle, ID: 1, Offset: 32}}
+	at48 := []partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindSingle, ID: 1, Offset: 48}}
+	if err := writeCheckpointOffsets(vfs.OS, dir, 16, at16, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The superblock names 16; the one for 32 fails, and so does a retry at 48.
+	for _, w := range []struct {
+		op   uint64
+		offs []partitions.ConsumerOffsetEntry
+	}{{32, at32}, {48, at48}} {
+		if err := writeCheckpointOffsets(vfs.OS, dir, w.op, w.offs, 16); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok, err := readCheckpointOffsets(vfs.OS, dir, 16)
+	if err != nil || !ok || !slices.Equal(got, at16) {
+		t.Fatalf("restart at checkpoint 16: %v ok=%v err=%v; want %v", got, ok, err, at16)
+	}
+	if got, ok, err := readCheckpointOffsets(vfs.OS, dir, 48); err != nil || !ok || !slices.Equal(got, at48) {
+		t.Fatalf("restart at checkpoint 48: %v ok=%v err=%v; want %v", got, ok, err, at48)
+	}
+	// Once 48 is confirmed, the next write keeps it as the previous generation.
+	if err := writeCheckpointOffsets(vfs.OS, dir, 64, at16, 48); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := readCheckpointOffsets(vfs.OS, dir, 48); err != nil || !ok || !slices.Equal(got, at48) {
+		t.Fatalf("after confirming 48: %v ok=%v err=%v; want %v", got, ok, err, at48)
+	}
+	// The retry table goes the same way.
+	var tb dedupTable
+	tb.record(dedupKey{user: 3, client: consensus.Uint128{Lo: 4}}, 5, 6, 7, 8)
+	if err := writeDedupFile(vfs.OS, dir, 16, tb.encode(nil), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeDedupFile(vfs.OS, dir, 32, (&dedupTable{}).encode(nil), 16); err != nil {
+		t.Fatal(err)
+	}
+	if table, err := readDedupFile(vfs.OS, dir, 16); err != nil || len(table.clients) != 1 {
+		t.Fatalf("retry table at checkpoint 16: %v %v", table.clients, err)
 	}
 }

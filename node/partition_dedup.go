@@ -2,10 +2,7 @@ package node
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -252,18 +249,9 @@ func encodeDedupFile(op uint64, table []byte) []byte {
 // before checkpoint op (it is rewritten only when the table changed, so an
 // older one is the table of op too); else an empty table and why not.
 func readDedupFile(fsys vfs.FS, dir string, op uint64) (dedupTable, error) {
-	b, err := fsys.ReadFile(filepath.Join(dir, dedupFileName))
-	if errors.Is(err, os.ErrNotExist) {
-		return dedupTable{}, nil
-	}
-	if err != nil {
+	b, err := readCheckpointFile(fsys, dir, dedupFileName, op)
+	if err != nil || b == nil {
 		return dedupTable{}, err
-	}
-	if len(b) < 16 || binary.LittleEndian.Uint64(b[len(b)-8:]) != xxh3.Hash(b[:len(b)-8]) {
-		return dedupTable{}, fmt.Errorf("%s fails its checksum", dedupFileName)
-	}
-	if got := binary.LittleEndian.Uint64(b); got > op {
-		return dedupTable{}, fmt.Errorf("%s is of checkpoint op %d, after the superblock's op %d", dedupFileName, got, op)
 	}
 	t, rest, err := decodeDedupTable(b[8 : len(b)-8])
 	if err == nil && len(rest) != 0 {
@@ -272,7 +260,9 @@ func readDedupFile(fsys vfs.FS, dir string, op uint64) (dedupTable, error) {
 	return t, err
 }
 
-// writeDedupFile replaces the file durably (tmp, fsync, rename, dir fsync).
-func writeDedupFile(fsys vfs.FS, dir string, op uint64, table []byte) error {
-	return replaceFileDurably(fsys, dir, dedupFileName, encodeDedupFile(op, table))
+// writeDedupFile replaces the file durably (tmp, fsync, rename, dir
+// fsync), keeping the generation of the confirmed checkpoint
+// (partition_cpfiles.go).
+func writeDedupFile(fsys vfs.FS, dir string, op uint64, table []byte, confirmedOp uint64) error {
+	return replaceCheckpointFile(fsys, dir, dedupFileName, encodeDedupFile(op, table), confirmedOp)
 }

@@ -67,7 +67,7 @@ func TestDedupFileKeepsTheCheckpointsTable(t *testing.T) {
 	dir := t.TempDir()
 	var tb dedupTable
 	tb.record(dedupKey{user: 3, client: consensus.Uint128{Lo: 4}}, 5, 6, 7, 8)
-	if err := writeDedupFile(vfs.OS, dir, 40, tb.encode(nil)); err != nil {
+	if err := writeDedupFile(vfs.OS, dir, 40, tb.encode(nil), 0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readDedupFile(vfs.OS, dir, 50) // written at op 40, unchanged since: valid for 50

@@ -90,6 +90,7 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
 	}
 	e.lastTimestamp = 0
+	e.appliedNext = e.log.NextOffset()
 	m := e.marker
 	m.PurgeGeneration, m.DeletedUpTo = gen, upTo
 	m.OffsetsReserved = 0 // the offset space restarts (partition_reserve.go)

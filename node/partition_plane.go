@@ -108,6 +108,15 @@ type partitionEntry struct {
 
 	// Owned by the shard goroutine.
 	appliedOp uint64 // last op applied to the log
+	// appliedNext is where the log ends as of appliedOp: the base offset
+	// the next committed batch must carry to be appended. It equals the
+	// log's NextOffset except while a restarted replica applies again the
+	// ops above its checkpoint, whose batches its log may already hold;
+	// every apply decision reads it, never the log's end, so a replayed op
+	// is decided as it was the first time (whole-node simulator: a batch
+	// refused as stamped for another place was appended on a replay, when
+	// the log's end had moved past the batches after it).
+	appliedNext uint64
 	// Cluster mode: the group's superblock, the checkpoint it records
 	// (op and the log's next offset then), a running state transfer.
 	superblock         *journal.Superblock

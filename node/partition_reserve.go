@@ -133,13 +133,16 @@ func (s *partitionShard) applyReserve(e *partitionEntry, p *consensus.Prepare) p
 	if !ok {
 		return partitionOutcome{code: wire.ErrInvalidCommand}
 	}
-	if skipTo > e.log.NextOffset() {
-		if err := e.log.SkipTo(skipTo); err != nil {
-			s.log.Error("skip offsets after a primary change", "dir", e.dir, "to", skipTo, "err", err)
-			return e.storageFailure(wire.ErrCannotWriteToFile, p, err)
+	if skipTo > e.appliedNext {
+		if skipTo > e.log.NextOffset() { // else a replay: the log skipped it before
+			if err := e.log.SkipTo(skipTo); err != nil {
+				s.log.Error("skip offsets after a primary change", "dir", e.dir, "to", skipTo, "err", err)
+				return e.storageFailure(wire.ErrCannotWriteToFile, p, err)
+			}
+			s.log.Info("offsets skipped after a primary change: never handed out twice", "dir", e.dir,
+				"resume_at", skipTo, "view", p.Header.View)
 		}
-		s.log.Info("offsets skipped after a primary change: never handed out twice", "dir", e.dir,
-			"resume_at", skipTo, "view", p.Header.View)
+		e.appliedNext = skipTo
 	}
 	e.reserveView = p.Header.View + 1
 	if e.marker.OffsetsReserved != upTo {
@@ -179,7 +182,7 @@ func (s *partitionShard) reservationSettled(e *partitionEntry, nowTick time.Time
 	}
 	g := e.group
 	if e.inflight == 0 && g.Op() == e.appliedOp &&
-		(e.marker.OffsetsReserved == e.log.NextOffset() || e.reserveView != g.View()+1) {
+		(e.marker.OffsetsReserved == e.appliedNext || e.reserveView != g.View()+1) {
 		return true
 	}
 	now := s.clock.NowMicros()
@@ -215,7 +218,7 @@ func (s *partitionShard) shrinkBeforeRest(e *partitionEntry) bool {
 	if e.reserveView != g.View()+1 || !e.stampValid || e.stampView != g.View() || e.stampSkipTo != 0 || e.inflight > 0 {
 		return false
 	}
-	next := e.log.NextOffset()
+	next := e.appliedNext
 	if e.stampNext != next || e.marker.OffsetsReserved <= next+reserveChunkMin {
 		return false
 	}

@@ -759,7 +759,7 @@ func (s *partitionShard) checkpoint(e *partitionEntry) {
 	if !e.group.NeedsCheckpoint() && !s.walPressure(e) {
 		return
 	}
-	frontier := e.log.NextOffset()
+	frontier := e.appliedNext
 	cp := checkpointOf(e.log, frontier, e.marker.OffsetsReserved)
 	cp.dedup = e.dedup.encode(nil)
 	data := cp.encode()
@@ -852,9 +852,11 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 // appendCommitted appends a committed batch (or recognises one the log
 // already holds) on this replica.
 func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
-	next := e.log.NextOffset()
-	if h.BaseOffset < next && h.PartitionID == uint64(e.key.partition) {
-		return s.replayedSend(e, p, h)
+	next := e.appliedNext
+	if h.BaseOffset == next && next < e.log.NextOffset() && h.PartitionID == uint64(e.key.partition) {
+		out := s.replayedSend(e, p, h)
+		e.appliedNext += uint64(h.MessageCount) // where the peers' logs stand after it
+		return out, false
 	}
 	if h.BaseOffset != next || h.PartitionID != uint64(e.key.partition) {
 		s.log.Warn("committed batch stamped for another place; refused on every replica", "dir", e.dir,
@@ -874,30 +876,31 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 		return e.storageFailure(wire.ErrCannotAppendMessage, p, err), false
 	}
 	e.lastTimestamp = max(e.lastTimestamp, h.BaseTimestamp)
+	e.appliedNext = e.log.NextOffset()
 	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, true
 }
 
 // replayedSend answers a committed send whose offsets the log already
-// holds: a replica that restarted (or finished a state transfer) above its
-// checkpoint applies those ops again. The stored batch must be this one
-// (same batch checksum); below the first stored offset (retention) it
-// cannot be compared and counts as applied.
-func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
+// holds: a replica that restarted above its checkpoint applies those ops
+// again (its base is where the applied ops end, appliedNext). The stored
+// batch must be this one (same batch checksum); below the first stored
+// offset (retention) it cannot be compared and counts as applied.
+func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) partitionOutcome {
 	stored, _, err := e.log.ReadRecords(nil, h.BaseOffset, h.BaseOffset+1, 1)
 	switch {
 	case errors.Is(err, partitions.ErrBelowRetained):
 	case err != nil:
 		s.log.Error("replayed batch: reading the stored one", "dir", e.dir, "op", p.Header.Op, "base_offset", h.BaseOffset, "err", err)
-		return partitionOutcome{code: wire.ErrCannotReadPartitions}, false
+		return partitionOutcome{code: wire.ErrCannotReadPartitions}
 	default:
 		sh, herr := wire.DecodeBatchHeader(stored)
 		if herr != nil || sh.BatchChecksum != h.BatchChecksum || sh.BatchLength != h.BatchLength {
 			s.log.Error("replayed batch differs from the one stored at its offset", "dir", e.dir, "op", p.Header.Op,
 				"base_offset", h.BaseOffset)
-			return partitionOutcome{code: wire.ErrCannotAppendMessage}, false
+			return partitionOutcome{code: wire.ErrCannotAppendMessage}
 		}
 	}
-	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}, false
+	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}
 }
 
 // storageFailure answers a committed op this replica's storage could not

@@ -42,7 +42,7 @@ func (s *partitionShard) stampReady(e *partitionEntry) bool {
 		return false
 	}
 	e.stampValid, e.stampView = true, g.View()
-	e.stampNext, e.stampTimestamp = s.resyncReservation(e, e.log.NextOffset(), g.View()), e.lastTimestamp
+	e.stampNext, e.stampTimestamp = s.resyncReservation(e, e.appliedNext, g.View()), e.lastTimestamp
 	return true
 }
 

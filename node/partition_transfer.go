@@ -96,6 +96,9 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 		return errInstallPending
 	}
 	e.transfer = nil
+	if errors.Is(t.err, errTransferPassEnded) {
+		return errInstallPending // an inline shard's pass found no peer to serve: the next Ready tries again
+	}
 	if t.err != nil {
 		return fmt.Errorf("state transfer to op %d stopped (it starts again): %w", snap.Op, t.err)
 	}
@@ -133,6 +136,12 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	}
 	e.dedup = table
 	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = snap.Op, t.target.frontier, t.target.dedup
+	e.appliedNext = t.target.frontier
+	// The retry table on disk is of an older checkpoint: it is rewritten
+	// before the superblock names this one, or a restart would read it
+	// back and no longer recognise retries its peers do (whole-node
+	// simulator: the same request appended twice on some replicas).
+	e.checkpointDedupDirty = true
 	e.noteCheckpointOffsets(t.target.offsets)
 	s.log.Info("partition state transfer installed", "dir", e.dir, "op", snap.Op, "frontier", t.target.frontier,
 		"consumer_offsets", len(t.target.offsets))

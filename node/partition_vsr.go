@@ -32,6 +32,7 @@ import (
 // the superblock otherwise.
 func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error {
 	cfg := p.groupConfig(e.key, d.part)
+	e.appliedNext = e.log.NextOffset() // a new group; a restart replays from its checkpoint (restartGroup)
 	if !p.clustered() {
 		g, err := consensus.New(cfg)
 		if err != nil {
@@ -181,6 +182,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 		p.log.Info("partition created before this boot has no superblock: rejoining Recovering", "dir", e.dir,
 			"storage_lost", p.storageLost)
 		restored.StorageLost = p.storageLost
+		e.appliedNext = 0
 		if err := p.resetPartitionWAL(e); err != nil {
 			return err
 		}
@@ -190,6 +192,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 		// Restart with nothing applied; replays of what the log holds are
 		// recognised (applySend), the rest comes by state transfer.
 		p.log.Warn("partition data without a superblock: rejoining with nothing applied", "dir", e.dir)
+		e.appliedNext = 0
 		if err := p.resetPartitionWAL(e); err != nil {
 			return err
 		}
@@ -214,6 +217,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp,
 					"wal_held_acknowledged_prepares", acked)
 				restored.StorageLost = acked
+				e.appliedNext = 0
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
 				if err := p.resetPartitionWAL(e); err != nil {
 					return err
@@ -237,7 +241,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				cp.dedup = table.encode(nil)
 				data := cp.encode()
 				restored.Snapshot = &consensus.Snapshot{Op: vs.CheckpointOp, Data: data, Checksum: snapshotChecksum(data)}
-				e.appliedOp = vs.CheckpointOp
+				e.appliedOp, e.appliedNext = vs.CheckpointOp, st.OffsetFrontier
 				e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = vs.CheckpointOp, st.OffsetFrontier, cp.dedup
 				e.dedup = table
 				entries, damaged, err := p.openPartitionWAL(e, vs.CheckpointOp, vs.Amnesiac)
@@ -249,6 +253,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				e.walReclaimed = vs.CheckpointOp
 			}
 		} else {
+			e.appliedNext = 0 // no checkpoint: every op is applied again from the first
 			entries, damaged, err := p.openPartitionWAL(e, 0, vs.Amnesiac)
 			if err != nil {
 				return err
@@ -366,12 +371,12 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 				}
 			}
 			if dedup != nil {
-				if err := writeDedupFile(fsys, dir, op, dedup); err != nil {
+				if err := writeDedupFile(fsys, dir, op, dedup, reclaimed); err != nil {
 					return err
 				}
 			}
 			if writeOffsets {
-				if err := writeCheckpointOffsets(fsys, dir, op, offsets); err != nil {
+				if err := writeCheckpointOffsets(fsys, dir, op, offsets, reclaimed); err != nil {
 					return err
 				}
 			}

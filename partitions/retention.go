@@ -94,13 +94,35 @@ func (l *Log) DeleteSegments(n int) (RetentionResult, error) {
 
 // Purge deletes every message and consumer offset and resets the offset space to 0 (upstream purge
 // semantics: the group's offset counter restarts with the new generation).
-func (l *Log) Purge() (RetentionResult, error) { return l.ResetTo(0) }
+func (l *Log) Purge() (RetentionResult, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	res, err := l.resetToLocked(0)
+	if err != nil {
+		return res, err
+	}
+	if err := l.offsets.clear(); err != nil {
+		return res, err
+	}
+	return res, l.syncDirIfDirty()
+}
 
-// ResetTo deletes every message and consumer offset and starts the log empty at offset start (a
-// replica whose state transfer begins above everything it holds: the peers' retention moved on).
+// ResetTo deletes every message and starts the log empty at offset start (a replica whose state
+// transfer begins above everything it holds: the peers' retention moved on). Consumer offsets stay:
+// the transfer installs the peers' when it ends, and until then readers see the ones applied here,
+// never an offset gone back to nothing (found by the whole-node simulator).
 func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	res, err := l.resetToLocked(start)
+	if err != nil {
+		return res, err
+	}
+	return res, l.syncDirIfDirty()
+}
+
+// resetToLocked deletes every message and starts the log empty at offset start (under l.mu).
+func (l *Log) resetToLocked(start uint64) (RetentionResult, error) {
 	if err := l.writable(); err != nil {
 		return RetentionResult{}, err
 	}
@@ -135,10 +157,7 @@ func (l *Log) ResetTo(start uint64) (RetentionResult, error) {
 		}
 		l.reserved, l.reservedDurable = start, true
 	}
-	if err := l.offsets.clear(); err != nil {
-		return res, err
-	}
-	return res, l.syncDirIfDirty()
+	return res, nil
 }
 
 // Delete closes the log and removes its directory with everything in it (delete partition).
