@@ -184,3 +184,24 @@ func TestCheckpointFilesKeepTheConfirmedGeneration(t *testing.T) {
 		t.Fatalf("retry table at checkpoint 16: %v %v", table.clients, err)
 	}
 }
+
+// TestCheckpointReservedRoundTrip: the reservation as of a checkpoint,
+// two generations like the other checkpoint files.
+func TestCheckpointReservedRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok, err := readCheckpointReserved(vfs.OS, dir, 16); ok || err != nil {
+		t.Fatalf("no file: ok=%v err=%v", ok, err)
+	}
+	if err := writeCheckpointReserved(vfs.OS, dir, 16, 640, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCheckpointReserved(vfs.OS, dir, 32, 1280, 16); err != nil { // its superblock never made it
+		t.Fatal(err)
+	}
+	if got, ok, err := readCheckpointReserved(vfs.OS, dir, 16); err != nil || !ok || got != 640 {
+		t.Fatalf("at checkpoint 16: %d ok=%v err=%v; want 640", got, ok, err)
+	}
+	if got, ok, err := readCheckpointReserved(vfs.OS, dir, 40); err != nil || !ok || got != 1280 {
+		t.Fatalf("at checkpoint 40: %d ok=%v err=%v; want 1280", got, ok, err)
+	}
+}

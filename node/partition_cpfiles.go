@@ -79,3 +79,34 @@ func readCheckpointFile(fsys vfs.FS, dir, name string, op uint64) ([]byte, error
 func checkpointFileValid(b []byte) bool {
 	return len(b) >= 16 && binary.LittleEndian.Uint64(b[len(b)-8:]) == xxh3.Hash(b[:len(b)-8])
 }
+
+// checkpointReservedFile keeps the offset reservation as of a checkpoint
+// (partition_reserve.go): [op u64][reserved u64][XXH3-64]. partition.meta
+// holds the latest applied one, which after a restart may be of an op
+// above the checkpoint; a committed batch above the checkpoint is decided
+// again against the reservation it met the first time (the replayed
+// reserve ops move it on from there), never a later one.
+const checkpointReservedFile = "checkpoint.reserved"
+
+func writeCheckpointReserved(fsys vfs.FS, dir string, op, reserved, confirmedOp uint64) error {
+	b := binary.LittleEndian.AppendUint64(nil, op)
+	b = binary.LittleEndian.AppendUint64(b, reserved)
+	return replaceCheckpointFile(fsys, dir, checkpointReservedFile, binary.LittleEndian.AppendUint64(b, xxh3.Hash(b)), confirmedOp)
+}
+
+// readCheckpointReserved returns the reservation as of checkpoint op; ok
+// is false without a usable file (a group that never reserved, or one
+// written before this file existed).
+func readCheckpointReserved(fsys vfs.FS, dir string, op uint64) (reserved uint64, ok bool, err error) {
+	b, err := readCheckpointFile(fsys, dir, checkpointReservedFile, op)
+	if errors.Is(err, errCheckpointFileAhead) || (err == nil && b == nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if len(b) != 24 {
+		return 0, false, fmt.Errorf("%s: %d bytes, want 24", checkpointReservedFile, len(b))
+	}
+	return binary.LittleEndian.Uint64(b[8:]), true, nil
+}

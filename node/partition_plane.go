@@ -133,9 +133,12 @@ type partitionEntry struct {
 	// (partition_cp_offsets.go).
 	checkpointOffsets, writtenOffsets []partitions.ConsumerOffsetEntry
 	checkpointOffsetsDirty            bool
-	dedup                             dedupTable
-	reopening                         atomic.Bool // damage found on a read: being reopened (reopenDamaged)
-	alignRetryAt                      time.Time   // no hand-over before (partition_align.go)
+	// checkpointReserved: the offset reservation as of checkpointOp, and
+	// the one last written to checkpoint.reserved (partition_cpfiles.go).
+	checkpointReserved, writtenReserved uint64
+	dedup                               dedupTable
+	reopening                           atomic.Bool // damage found on a read: being reopened (reopenDamaged)
+	alignRetryAt                        time.Time   // no hand-over before (partition_align.go)
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32

@@ -770,6 +770,7 @@ func (s *partitionShard) checkpoint(e *partitionEntry) {
 		return
 	}
 	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = op, frontier, cp.dedup
+	e.checkpointReserved = e.marker.OffsetsReserved
 	e.noteCheckpointOffsets(cp.offsets)
 	if e.dedup.changed {
 		e.dedup.changed, e.checkpointDedupDirty = false, true
@@ -855,7 +856,9 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 	next := e.appliedNext
 	if h.BaseOffset == next && next < e.log.NextOffset() && h.PartitionID == uint64(e.key.partition) {
 		out := s.replayedSend(e, p, h)
-		e.appliedNext += uint64(h.MessageCount) // where the peers' logs stand after it
+		if out.code == wire.OK {
+			e.appliedNext += uint64(h.MessageCount) // where the peers' logs stand after it
+		}
 		return out, false
 	}
 	if h.BaseOffset != next || h.PartitionID != uint64(e.key.partition) {
@@ -891,13 +894,15 @@ func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h
 	case errors.Is(err, partitions.ErrBelowRetained):
 	case err != nil:
 		s.log.Error("replayed batch: reading the stored one", "dir", e.dir, "op", p.Header.Op, "base_offset", h.BaseOffset, "err", err)
-		return partitionOutcome{code: wire.ErrCannotReadPartitions}
+		return e.storageFailure(wire.ErrCannotReadPartitions, p, err)
 	default:
 		sh, herr := wire.DecodeBatchHeader(stored)
 		if herr != nil || sh.BatchChecksum != h.BatchChecksum || sh.BatchLength != h.BatchLength {
-			s.log.Error("replayed batch differs from the one stored at its offset", "dir", e.dir, "op", p.Header.Op,
-				"base_offset", h.BaseOffset)
-			return partitionOutcome{code: wire.ErrCannotAppendMessage}
+			// Another op's batch is stored there: the first apply refused
+			// this one (beyond the reservation then), as its peers did.
+			s.log.Warn("replayed batch was refused when first applied: another is stored at its offset", "dir", e.dir,
+				"op", p.Header.Op, "base_offset", h.BaseOffset)
+			return partitionOutcome{code: wire.ErrTransientNotAccepted}
 		}
 	}
 	return partitionOutcome{code: wire.OK, baseOffset: h.BaseOffset}

@@ -137,6 +137,9 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	e.dedup = table
 	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = snap.Op, t.target.frontier, t.target.dedup
 	e.appliedNext = t.target.frontier
+	if t.target.hasReserved {
+		e.checkpointReserved = t.target.reserved
+	}
 	// The retry table on disk is of an older checkpoint: it is rewritten
 	// before the superblock names this one, or a restart would read it
 	// back and no longer recognise retries its peers do (whole-node

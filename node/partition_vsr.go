@@ -237,6 +237,14 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					}
 					e.writtenOffsets = offsets
 				}
+				if reserved, ok, err := readCheckpointReserved(p.fsys, e.dir, vs.CheckpointOp); err != nil {
+					p.log.Warn("partition checkpoint reservation unreadable: replays check the latest applied one", "dir", e.dir, "err", err)
+				} else if ok {
+					// In memory only: partition.meta keeps the latest, and the
+					// replayed reserve ops above the checkpoint move it on again.
+					e.marker.OffsetsReserved = reserved
+					e.checkpointReserved, e.writtenReserved = reserved, reserved
+				}
 				cp := checkpointOf(e.log, st.OffsetFrontier, e.marker.OffsetsReserved)
 				cp.dedup = table.encode(nil)
 				data := cp.encode()
@@ -329,6 +337,8 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	if e.checkpointDedupDirty {
 		dedup = e.checkpointDedup
 	}
+	writeReserved := st != nil && e.superblock != nil && e.checkpointReserved != e.writtenReserved
+	reservedAt := e.checkpointReserved
 	var offsets []partitions.ConsumerOffsetEntry
 	writeOffsets := st != nil && e.checkpointOffsetsDirty
 	if writeOffsets {
@@ -380,6 +390,11 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 					return err
 				}
 			}
+			if writeReserved {
+				if err := writeCheckpointReserved(fsys, dir, op, reservedAt, reclaimed); err != nil {
+					return err
+				}
+			}
 			if record == nil {
 				if err := sb.Write(*st); err != nil {
 					return err
@@ -421,6 +436,9 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 		}
 		if writeOffsets {
 			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
+		}
+		if writeReserved {
+			e.writtenReserved = reservedAt
 		}
 		e.walReclaimed = reclaimed
 	}
