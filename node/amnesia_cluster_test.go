@@ -104,6 +104,10 @@ func TestClusterNodeRejoinsAmnesiacAfterPowerLoss(t *testing.T) {
 		})
 	}
 	send("before", 100)
+	// The victim must have run the group (its superblock written) for the
+	// reboot to find something to be amnesiac about: a replica cut off
+	// before its group ever spoke rejoins Recovering instead.
+	holdsEveryAcked(victim)
 
 	// Power loss of one node: its unsynced writes are lost, the machine reboots.
 	mems[victim].PowerOffAfter(0)

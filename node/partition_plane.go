@@ -133,6 +133,11 @@ type partitionEntry struct {
 	// (partition_cp_offsets.go).
 	checkpointOffsets, writtenOffsets []partitions.ConsumerOffsetEntry
 	checkpointOffsetsDirty            bool
+	// storageLost: the group restarted with storage.lost (partition_lost.go)
+	// and has not rejoined since; durableLogView is the log_view of its
+	// last durable superblock.
+	storageLost    bool
+	durableLogView uint32
 	// checkpointReserved: the offset reservation as of checkpointOp, and
 	// the one last written to checkpoint.reserved (partition_cpfiles.go).
 	checkpointReserved, writtenReserved uint64

@@ -270,6 +270,9 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 			restored.StorageLost = damaged
 		}
 	}
+	if err := p.noteStorageLost(e, &restored); err != nil {
+		return err
+	}
 	g, err := consensus.Restart(cfg, restored)
 	if err != nil {
 		return err
@@ -421,6 +424,9 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	done := func() {
 		if record != nil {
 			sb.NoteSequence(record.Sequence)
+		}
+		if st != nil {
+			e.durableLogView = st.LogView
 		}
 		if wal != nil {
 			e.walBytes = uint64(retained)

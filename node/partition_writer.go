@@ -262,6 +262,7 @@ func (s *partitionShard) readyFailed(e *partitionEntry, err error) {
 // readyDone: a group's Ready was carried out and advanced.
 func (s *partitionShard) readyDone(e *partitionEntry) {
 	s.liftFence(e)
+	s.rejoinedAfterLoss(e)
 	s.checkpoint(e)
 	s.promoteBacklog(e)
 }

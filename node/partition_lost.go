@@ -1,0 +1,62 @@
+package node
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/lodestream/lodestream/consensus"
+)
+
+// A partition replica that restarts having lost storage it may have
+// acknowledged prepares from (its prepare WAL set aside as damaged, a log
+// below its recorded frontier with prepares in the WAL above it, a wiped
+// directory) rejoins with Restored.StorageLost: it never votes, it waits
+// for the view's primary. That must outlive the next crash too: with the
+// damaged WAL set aside, a second restart found an empty WAL and a
+// superblock of the old view, took it for an intact replica, and voted
+// with a log that ended at its checkpoint, while the committed ops above
+// it were on one other replica only; the view change dropped them and the
+// next primary handed their offsets out again (whole-node simulator). So
+// the decision is recorded in storage.lost (synced) before the group
+// runs, read back at every restart, and removed only once the replica is
+// Normal in a view that its durable superblock records as its log_view:
+// it then holds that primary's log.
+const storageLostMarkerFile = "storage.lost"
+
+// noteStorageLost (restart) records a new StorageLost decision, or takes
+// one from an earlier run that the replica has not recovered from yet.
+func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.Restored) error {
+	marker := filepath.Join(e.dir, storageLostMarkerFile)
+	if restored.StorageLost {
+		e.storageLost = true
+		return replaceFileDurably(p.fsys, e.dir, storageLostMarkerFile, nil)
+	}
+	switch _, err := p.fsys.Stat(marker); {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
+	p.log.Warn("partition replica lost storage in an earlier run and has not rejoined since: no vote until the view's primary answers",
+		"dir", e.dir)
+	restored.StorageLost, e.storageLost = true, true
+	return nil
+}
+
+// rejoinedAfterLoss (shard goroutine, after a Ready) removes storage.lost
+// once the group is Normal in a view its durable superblock records as
+// the log_view. Not synced: a marker a crash brings back only makes the
+// replica wait for a primary once more.
+func (s *partitionShard) rejoinedAfterLoss(e *partitionEntry) {
+	g := e.group
+	if !e.storageLost || g.Status() != consensus.StatusNormal || g.LogView() != g.View() || e.durableLogView != g.View() {
+		return
+	}
+	if err := s.fsys.Remove(filepath.Join(e.dir, storageLostMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		s.log.Warn("remove the partition's storage.lost marker", "dir", e.dir, "err", err)
+		return
+	}
+	e.storageLost = false
+	s.log.Info("partition replica rejoined after losing storage: it votes again", "dir", e.dir, "view", g.View())
+}
