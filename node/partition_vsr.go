@@ -218,6 +218,18 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					"wal_held_acknowledged_prepares", acked)
 				restored.StorageLost = acked
 				e.appliedNext = 0
+				// The offset files hold what was last applied, above the
+				// checkpoint; the transfer that refills the log installs the
+				// offsets of a checkpoint at or above this one. Until then
+				// report this checkpoint's, so no offset goes back later.
+				if offsets, ok, err := readCheckpointOffsets(p.fsys, e.dir, vs.CheckpointOp); err != nil {
+					p.log.Warn("partition checkpoint offsets unreadable: restarting with the offsets last applied", "dir", e.dir, "err", err)
+				} else if ok {
+					if err := installConsumerOffsets(e.log, offsets); err != nil {
+						return err
+					}
+					e.writtenOffsets = offsets
+				}
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
 				if err := p.resetPartitionWAL(e); err != nil {
 					return err
