@@ -93,3 +93,22 @@ func (e *partitionEntry) noteCheckpointOffsets(offsets []partitions.ConsumerOffs
 	}
 	e.checkpointOffsets, e.checkpointOffsetsDirty = offsets, true
 }
+
+// restoreCheckpointOffsets (restart) installs the consumer offsets as of
+// checkpoint op when its file is readable; unreadable, the log keeps the
+// offsets last applied (logged).
+func (p *partitionPlane) restoreCheckpointOffsets(e *partitionEntry, op uint64) error {
+	offsets, ok, err := readCheckpointOffsets(p.fsys, e.dir, op)
+	if err != nil {
+		p.log.Warn("partition checkpoint offsets unreadable: restarting with the offsets last applied", "dir", e.dir, "err", err)
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	if err := installConsumerOffsets(e.log, offsets); err != nil {
+		return err
+	}
+	e.writtenOffsets = offsets
+	return nil
+}

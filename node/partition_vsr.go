@@ -222,13 +222,8 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				// checkpoint; the transfer that refills the log installs the
 				// offsets of a checkpoint at or above this one. Until then
 				// report this checkpoint's, so no offset goes back later.
-				if offsets, ok, err := readCheckpointOffsets(p.fsys, e.dir, vs.CheckpointOp); err != nil {
-					p.log.Warn("partition checkpoint offsets unreadable: restarting with the offsets last applied", "dir", e.dir, "err", err)
-				} else if ok {
-					if err := installConsumerOffsets(e.log, offsets); err != nil {
-						return err
-					}
-					e.writtenOffsets = offsets
+				if err := p.restoreCheckpointOffsets(e, vs.CheckpointOp); err != nil {
+					return err
 				}
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
 				if err := p.resetPartitionWAL(e); err != nil {
@@ -239,15 +234,10 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				if err != nil {
 					p.log.Warn("partition retry table unreadable: replays of earlier sends are not recognised", "dir", e.dir, "err", err)
 				}
-				if offsets, ok, err := readCheckpointOffsets(p.fsys, e.dir, vs.CheckpointOp); err != nil {
-					p.log.Warn("partition checkpoint offsets unreadable: restarting with the offsets last applied", "dir", e.dir, "err", err)
-				} else if ok {
-					// Back to the checkpoint's offsets: the replay above it
-					// moves them forward again (finding 3, partition_cp_offsets.go).
-					if err := installConsumerOffsets(e.log, offsets); err != nil {
-						return err
-					}
-					e.writtenOffsets = offsets
+				// Back to the checkpoint's offsets: the replay above it moves
+				// them forward again (finding 3, partition_cp_offsets.go).
+				if err := p.restoreCheckpointOffsets(e, vs.CheckpointOp); err != nil {
+					return err
 				}
 				if reserved, ok, err := readCheckpointReserved(p.fsys, e.dir, vs.CheckpointOp); err != nil {
 					p.log.Warn("partition checkpoint reservation unreadable: replays check the latest applied one", "dir", e.dir, "err", err)
