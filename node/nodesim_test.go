@@ -84,6 +84,7 @@ func (s *simStats) add(o simStats) {
 	s.SyncFailures += o.SyncFailures
 	s.BootFailures += o.BootFailures
 	s.Wipes += o.Wipes
+	s.QuorumLost += o.QuorumLost
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

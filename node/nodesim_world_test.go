@@ -164,7 +164,7 @@ type simWorld struct {
 type simStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, Aligns, FramesSent, FramesDropped uint64
 	Acked, Ambiguous, Refused, Polls, PolledMessages, OffsetStores                    uint64
-	SyncFailures, BootFailures, Wipes                                                 int
+	SyncFailures, BootFailures, Wipes, QuorumLost                                     int
 }
 
 const (
