@@ -33,6 +33,7 @@ import (
 func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error {
 	cfg := p.groupConfig(e.key, d.part)
 	e.appliedNext = e.log.NextOffset() // a new group; a restart replays from its checkpoint (restartGroup)
+	e.writtenReserved = ^uint64(0)     // none on disk yet: the first checkpoint writes checkpoint.reserved
 	if !p.clustered() {
 		g, err := consensus.New(cfg)
 		if err != nil {
