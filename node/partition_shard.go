@@ -354,39 +354,23 @@ func (s *partitionShard) onTick() {
 // proposals, then the touched groups' Readys. The simulator calls onTick
 // and finishInlineWrite itself, at its own virtual times.
 func (s *partitionShard) pump() {
-	for {
-		select {
-		case c := <-s.controls:
-			s.settleWrites()
-			c.fn()
-			close(c.done)
-			continue
-		default:
-		}
-		break
+	// One goroutine feeds and drains an inline shard: a queue's length is
+	// what it holds.
+	for len(s.controls) > 0 {
+		c := <-s.controls
+		s.settleWrites()
+		c.fn()
+		close(c.done)
 	}
-	select {
-	case <-s.wakeups:
+	if len(s.wakeups) > 0 {
+		<-s.wakeups
 		s.wakeAll()
-	default:
 	}
-	for i := 0; i < inboxBatchMax; i++ {
-		select {
-		case m := <-s.inbox:
-			s.step(m)
-			continue
-		default:
-		}
-		break
+	for i := 0; i < inboxBatchMax && len(s.inbox) > 0; i++ {
+		s.step(<-s.inbox)
 	}
-	for i := 0; i < partitionProposalBatchMax; i++ {
-		select {
-		case p := <-s.proposals:
-			s.admit(p)
-			continue
-		default:
-		}
-		break
+	for i := 0; i < partitionProposalBatchMax && len(s.proposals) > 0; i++ {
+		s.admit(<-s.proposals)
 	}
 	s.processTouched()
 }
