@@ -71,3 +71,36 @@ func TestRestartSkipsStaleEntriesBelowTheWindow(t *testing.T) {
 		t.Fatal("n = 1 restart accepted entries spanning more than journal_slots")
 	}
 }
+
+// TestRestartDropsAnAnchorBelowTheWindow (whole-node simulator seed
+// 8288): a replica whose checkpoint had moved on in memory wrote prepares
+// up to journal_slots above its durable checkpoint, then crashed before
+// its superblock named the new checkpoint. The anchor entry at the durable
+// checkpoint shares a slot with the newest op: the restart drops it (it
+// is committed, not unprovable) instead of refusing to start.
+func TestRestartDropsAnAnchorBelowTheWindow(t *testing.T) {
+	cfg := DefaultConfig(1, 3)
+	cfg.PrepareQueueDepth, cfg.JournalSlots = 4, 8
+	log := chainLog(14, 0, 0)
+	for _, top := range []uint64{12, 14} { // top - checkpoint == journal_slots, and beyond it
+		entries := prepares(log[3]) // the anchor: op 4, the durable checkpoint
+		for op := uint64(6); op <= top; op++ {
+			entries = append(entries, prepares(log[op-1])...)
+		}
+		data := []byte("snapshot at op 4")
+		r, err := Restart(cfg, Restored{
+			Superblock: &VsrState{View: 1, LogView: 1, CommitMax: 4, CheckpointOp: 4, AnchorChecksum: log[3].Checksum},
+			Snapshot:   &Snapshot{Op: 4, Data: data, Checksum: SnapshotChecksum(data)},
+			Entries:    entries,
+		})
+		if err != nil {
+			t.Fatalf("top %d: %v", top, err)
+		}
+		if r.Op() != top || !r.journal.has(top) {
+			t.Fatalf("top %d: restarted at op %d, newest held %v", top, r.Op(), r.journal.has(top))
+		}
+		if _, lost := r.unprovable[4]; lost {
+			t.Fatalf("top %d: the committed anchor was marked unprovable", top)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import "fmt"
 type recoveryState struct {
 	probeAttempts uint32
 	probeTimer    timer
-	// storageLost (Restored.StorageLost): never fall back to an election.
+	// storageLost (Restored.StorageLost): never fall back to an election
+	// while Recovering, and never nack until the journal holds the log of
+	// the view this replica joined up to its head (maybeClearStorageLost).
 	storageLost bool
 }
 
@@ -106,11 +108,19 @@ func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 		if top := entries[n-1].Header.Op; top > uint64(len(r.journal.slots)) {
 			staleBelow = top - uint64(len(r.journal.slots)) + 1
 		}
-		if staleBelow > r.commitMin+1 {
+		if staleBelow > r.commitMin {
 			live := make([]Prepare, 0, min(n, len(r.journal.slots)+1))
 			for _, e := range entries {
-				if op := e.Header.Op; op > r.commitMin && op < staleBelow {
-					r.unprovable[op] = struct{}{}
+				op := e.Header.Op
+				if op >= r.commitMin && op < staleBelow {
+					// The anchor (op == commitMin) goes too: outside the window its
+					// slot is the one of op commitMin + journal_slots, which a
+					// replica whose checkpoint had moved on in memory (its WAL
+					// written, its superblock not yet) may hold (whole-node
+					// simulator seed 8288). It is committed, so not unprovable.
+					if op > r.commitMin {
+						r.unprovable[op] = struct{}{}
+					}
 					continue
 				}
 				live = append(live, e)
