@@ -205,6 +205,26 @@ func (r *Replica) maybeClearAmnesia() {
 	r.amnesia = amnesiaState{}
 }
 
+// maybeClearStorageLost ends a lost storage's withheld nacks once the
+// journal holds the joined view's log up to the head, for the reason
+// maybeClearAmnesia gives: a replica whose storage was lost may have
+// acknowledged an op of that log it now holds only as a header, and its
+// nack, with those of replicas that never held the op, could cut a
+// committed op (whole-node simulator seed 8143: a primary whose WAL was
+// set aside led the next view change, nacked the committed op it had
+// acknowledged before, and cut it).
+func (r *Replica) maybeClearStorageLost() {
+	if !r.recovery.storageLost || r.status != StatusNormal || r.Transferring() || r.firstMissing(r.op) != 0 {
+		return
+	}
+	r.recovery.storageLost = false
+}
+
+// StorageLost reports whether the replica still withholds nacks for a
+// lost storage (Restored.StorageLost): until it holds the log of a view
+// it joined.
+func (r *Replica) StorageLost() bool { return r.recovery.storageLost }
+
 // endAmnesiaAsPrimary: a primary starting its view holds the whole log
 // (maybeStartView checked it).
 func (r *Replica) endAmnesiaAsPrimary() { r.amnesia = amnesiaState{} }

@@ -315,3 +315,38 @@ func repairAnswers(r *Replica, req Message) (repairs []Message) {
 	}
 	return repairs
 }
+
+// TestStorageLostWithholdsNacksUntilItHoldsTheLog (whole-node simulator
+// seed 8143): a replica whose storage was lost may have acknowledged an
+// op it later adopts header-only from a StartView. Its DVC must not nack
+// that op (with a replica that never held it, the nack would cut a
+// committed op), until its journal holds the view's log up to the head.
+func TestStorageLostWithholdsNacksUntilItHoldsTheLog(t *testing.T) {
+	headers := []PrepareHeader{{Op: 3, Checksum: 33, View: 1}, {Op: 2, Checksum: 22, View: 1}, {Op: 1, Checksum: 11, View: 1}}
+	for _, lost := range []bool{false, true} {
+		r, err := Restart(DefaultConfig(1, 3), Restored{Superblock: &VsrState{View: 1, LogView: 1, ViewHeaders: headers}, StorageLost: lost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(r.unprovable) // as if adopted in this incarnation
+		r.status = StatusNormal
+		r.maybeClearStorageLost() // holds none of the bodies: stays
+		if r.StorageLost() != lost {
+			t.Fatalf("lost=%v: StorageLost() %v before the bodies are held", lost, r.StorageLost())
+		}
+		if nacked := !r.buildDVC().nack.IsZero(); nacked == lost {
+			t.Fatalf("lost=%v: nacked %v", lost, nacked)
+		}
+	}
+	// Once the journal holds the log, nacks are honest again.
+	log := chainLog(3, 0, 0)
+	r, err := Restart(DefaultConfig(1, 3), Restored{Superblock: &VsrState{View: 1, LogView: 1}, Entries: prepares(log...), StorageLost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.status = StatusNormal
+	r.maybeClearStorageLost()
+	if r.StorageLost() {
+		t.Fatal("a Normal replica holding its whole log still withholds nacks")
+	}
+}

@@ -174,6 +174,9 @@ type Group interface {
 	Op() uint64
 	CommitMin() uint64
 	CommitMax() uint64
+	// StorageLost: restarted with Restored.StorageLost and not yet holding
+	// the whole log of a view it joined (it withholds nacks until then).
+	StorageLost() bool
 }
 
 // Operation numbers mirror the wire protocol's header operation byte.

@@ -336,6 +336,7 @@ func (r *Replica) Tick() {
 	r.tickRepair()
 	r.tickTransfer()
 	r.maybeClearAmnesia()
+	r.maybeClearStorageLost()
 	r.assertInvariants()
 }
 
@@ -379,6 +380,7 @@ func (r *Replica) Step(m Message) {
 		r.onStateChunk(m)
 	}
 	r.maybeClearAmnesia()
+	r.maybeClearStorageLost()
 	r.assertInvariants()
 }
 

@@ -168,6 +168,9 @@ func (r *Replica) nackable(op, commit uint64) bool {
 	if r.amnesia.on {
 		return r.amnesia.rack
 	}
+	if r.recovery.storageLost {
+		return false // it may have acknowledged the op before its storage was lost
+	}
 	_, lost := r.unprovable[op]
 	return !lost
 }
@@ -249,6 +252,7 @@ func (r *Replica) maybeStartView() {
 	r.status = StatusNormal
 	r.logView = r.view
 	r.endAmnesiaAsPrimary()
+	r.recovery.storageLost = false // as for amnesia: it holds the whole log
 	// The journal covers commit_min+1..head (checked above) and those
 	// entries precede this superblock write, so log_view becomes durable
 	// only with its whole log; the view headers ride along for uniformity.

@@ -38,6 +38,7 @@ func (g *scriptedGroup) IsPrimary() bool                               { return 
 func (g *scriptedGroup) Op() uint64                                    { return 0 }
 func (g *scriptedGroup) CommitMin() uint64                             { return 0 }
 func (g *scriptedGroup) CommitMax() uint64                             { return 0 }
+func (g *scriptedGroup) StorageLost() bool                             { return false }
 func (g *scriptedGroup) SetNow(uint64)                                 {}
 func (g *scriptedGroup) NeedsCheckpoint() bool                         { return false }
 func (g *scriptedGroup) CheckpointError() error                        { return nil }

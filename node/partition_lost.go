@@ -46,13 +46,14 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 
 // rejoinedAfterLoss (shard goroutine, after a Ready) removes storage.lost
 // once the group is Normal in a view its durable superblock records as
-// the log_view, with no transfer running and everything committed
-// applied. Not synced: a marker a crash brings back only makes the
+// the log_view, with no transfer running, everything committed applied,
+// and its journal holding that view's whole log (the core withholds nacks
+// until then, consensus.Group.StorageLost; the WAL then holds it too). Not synced: a marker a crash brings back only makes the
 // replica wait for a primary once more.
 func (s *partitionShard) rejoinedAfterLoss(e *partitionEntry) {
 	g := e.group
 	if !e.storageLost || g.Status() != consensus.StatusNormal || g.LogView() != g.View() || e.durableLogView != g.View() ||
-		e.transfer != nil || g.CommitMin() != g.CommitMax() || e.appliedOp != g.CommitMin() {
+		e.transfer != nil || g.CommitMin() != g.CommitMax() || e.appliedOp != g.CommitMin() || g.StorageLost() {
 		return
 	}
 	if err := s.fsys.Remove(filepath.Join(e.dir, storageLostMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
