@@ -468,6 +468,30 @@ func (l *PrepareLog) SetRotateBytes(n int64) {
 	l.rotateBytes = min(max(n, 4<<10), prepareLogRotateBytes)
 }
 
+// Rewrite writes entries again into a fresh file and syncs it with the
+// directory: a truncation record at the first entry's op, then the
+// entries, which supersede the older records when the log is read. After
+// a failed fsync the older files may not hold what reads show (the
+// kernel may have dropped the pages it could not write); the fresh copy
+// does, once this returns nil.
+func (l *PrepareLog) Rewrite(entries []consensus.Prepare) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if l.poisoned != nil {
+		return l.poisoned
+	}
+	if n := len(l.files); n > 0 && l.files[n-1].bytes > 0 {
+		if err := l.rotate(); err != nil {
+			return err
+		}
+	}
+	if err := l.Write(entries[0].Header.Op, entries); err != nil {
+		return err
+	}
+	return l.Sync()
+}
+
 // rotate closes the last file; the next write starts a new one. Unsynced
 // writes in it (a replicated topic's, or the first part of a Write that
 // crosses the rotation) are left to the next Sync (closedDirty), which

@@ -380,3 +380,31 @@ func TestCutPrepareLogAtDamage(t *testing.T) {
 	_, got = openPL(t, dir, 0)
 	wantOps(t, got, map[uint64]uint32{1: 1, 2: 1, 3: 2})
 }
+
+// TestPrepareLogRewriteCopiesIntoAFreshFile: after a failed fsync the
+// group's entries are written again into a new file (a truncation record
+// and the copies, synced); a reopen reads them once, and appends go on.
+func TestPrepareLogRewriteCopiesIntoAFreshFile(t *testing.T) {
+	dir := t.TempDir()
+	l, _ := openPL(t, dir, 0)
+	if err := l.Write(0, plRange(1, 6, 1, 100)); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	l, entries := openPL(t, dir, 3)
+	before, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if err := l.Rewrite(entries); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(after) != len(before)+1 {
+		t.Fatalf("files before %v, after %v: want one fresh file", before, after)
+	}
+	if err := l.Write(0, plRange(7, 7, 1, 100)); err != nil { // appends go on after it
+		t.Fatal(err)
+	}
+	l.Close()
+	// Reading finds one copy of each op: the fresh one supersedes the old.
+	_, got := openPL(t, dir, 3)
+	wantOps(t, got, map[uint64]uint32{3: 1, 4: 1, 5: 1, 6: 1, 7: 1})
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lodestream/lodestream/client"
 	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -28,123 +29,169 @@ func TestClusterNodeRejoinsAmnesiacAfterPowerLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots a 3-node cluster and reboots one node twice")
 	}
-	const n, victim = 3, 2
-	ports := pickLoopbackPorts(t, 3*n)
-	mems := make([]*vfs.Mem, n)
-	dirs := make([]string, n)
-	for i := range mems {
-		mems[i] = vfs.NewMem(uint64(7_300 + i))
-		writeBootID(t, mems[i], 1)
-		dirs[i] = t.TempDir()
-	}
-	logs := make([]*lockedLog, n)
-	start := func(i int) (string, func() error) {
-		logs[i] = &lockedLog{}
-		var out io.Writer = logs[i]
-		if os.Getenv("LODESTREAM_TEST_LOGS") != "" {
-			out = io.MultiWriter(out, os.Stderr)
-		}
-		return runNodeLogged(t, clusterNodeConfig(t, dirs[i], n, ports), uint8(i), mems[i], slog.New(slog.NewTextHandler(out, nil)))
-	}
-	addrs := make([]string, n)
-	stops := make([]func() error, n)
-	var wg sync.WaitGroup
-	for i := range n { // a node waits for a quorum before it serves: boot them together
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			addrs[i], stops[i] = start(i)
-		}()
-	}
-	wg.Wait()
-	defer func() {
-		for i, stop := range stops {
-			if stop != nil {
-				if err := stop(); err != nil {
-					t.Logf("node %d: Run: %v", i, err)
-				}
-			}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	c := clusterClient(ctx, t, addrs)
-	defer c.Close()
-	if _, err := c.CreateStream(ctx, "s"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateTopic(ctx, wire.NamedID("s"), "t", 1); err != nil { // durability = replicated
-		t.Fatal(err)
-	}
-	var acked []ackedSend
-	send := func(label string, count int) {
-		t.Helper()
-		for i := range count {
-			payload := fmt.Sprintf("%s-%04d", label, i)
-			conf, err := c.SendMessages(ctx, wire.NamedID("s"), wire.NamedID("t"),
-				wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
-				[]wire.BatchMessageInput{{Payload: []byte(payload)}})
-			if err != nil {
-				t.Fatalf("send %s: %v", payload, err)
-			}
-			acked = append(acked, ackedSend{offset: conf[0].BaseOffset, payload: payload})
-		}
-	}
-	holdsEveryAcked := func(i int) {
-		t.Helper()
-		direct := loggedIn(ctx, t, addrs[i])
-		waitFor(t, fmt.Sprintf("node %d to hold every acknowledged message", i), 30*time.Second, func() bool {
-			stored := pollAll(ctx, t, direct)
-			for _, a := range acked {
-				if stored[a.offset] != a.payload {
-					return false
-				}
-			}
-			return true
-		})
-	}
-	send("before", 100)
+	const victim = 2
+	mc := startMemCluster(t, 3, 7_300)
+	mc.send("before", 100)
 	// The victim must have run the group (its superblock written) for the
 	// reboot to find something to be amnesiac about: a replica cut off
 	// before its group ever spoke rejoins Recovering instead.
-	holdsEveryAcked(victim)
+	mc.holdsEveryAcked(victim)
 
 	// Power loss of one node: its unsynced writes are lost, the machine reboots.
-	mems[victim].PowerOffAfter(0)
-	if err := stops[victim](); err != nil {
-		t.Logf("node %d stopped by the power loss: %v", victim, err)
-	}
-	stops[victim] = nil
-	mems[victim].Crash()
-	writeBootID(t, mems[victim], 2)
-	addrs[victim], stops[victim] = start(victim)
+	mc.mems[victim].PowerOffAfter(0)
+	mc.stop(victim, false)
+	mc.mems[victim].Crash()
+	writeBootID(t, mc.mems[victim], 2)
+	mc.start(victim)
 	waitFor(t, "the rebooted node's partition group to rejoin amnesiac", 30*time.Second, func() bool {
-		return strings.Contains(logs[victim].String(), "partition group rejoins amnesiac")
+		return strings.Contains(mc.logs[victim].String(), "partition group rejoins amnesiac")
 	})
-	send("after-power-loss", 50)
-	holdsEveryAcked(victim)
+	mc.send("after-power-loss", 50)
+	mc.holdsEveryAcked(victim)
 
 	// A clean stop syncs and records it: the reboot after it marks nothing.
-	if err := stops[victim](); err != nil {
-		t.Fatalf("clean stop of node %d: %v", victim, err)
-	}
-	stops[victim] = nil
-	b, err := mems[victim].ReadFile(filepath.Join(dirs[victim], bootRecordFile))
+	mc.stop(victim, true)
+	b, err := mc.mems[victim].ReadFile(filepath.Join(mc.dirs[victim], bootRecordFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r, err := decodeBootRecord(b); err != nil || !r.clean {
 		t.Fatalf("boot record after a clean stop: %+v, %v", r, err)
 	}
-	mems[victim].Crash() // the machine then loses power: a clean stop left nothing unsynced
-	writeBootID(t, mems[victim], 3)
-	addrs[victim], stops[victim] = start(victim)
-	send("after-clean-stop", 20)
-	holdsEveryAcked(victim)
-	if l := logs[victim].String(); strings.Contains(l, "rejoins amnesiac") || !strings.Contains(l, "the last stop was clean") {
+	mc.mems[victim].Crash() // the machine then loses power: a clean stop left nothing unsynced
+	writeBootID(t, mc.mems[victim], 3)
+	mc.start(victim)
+	mc.send("after-clean-stop", 20)
+	mc.holdsEveryAcked(victim)
+	if l := mc.logs[victim].String(); strings.Contains(l, "rejoins amnesiac") || !strings.Contains(l, "the last stop was clean") {
 		t.Fatalf("after a clean stop the node rejoined amnesiac, or did not say why not:\n%s", l)
 	}
-	t.Logf("%d messages acknowledged; node %d rejoined amnesiac after its power loss, not after its clean stop", len(acked), victim)
+	t.Logf("%d messages acknowledged; node %d rejoined amnesiac after its power loss, not after its clean stop", len(mc.acked), victim)
+}
+
+// memCluster is n in-process nodes, each on its own simulated disk, with
+// one stream "s" and one `replicated` topic "t" of one partition, and a
+// leader-aware client that records what was acknowledged.
+type memCluster struct {
+	t     *testing.T
+	n     int
+	ports []int
+	mems  []*vfs.Mem
+	dirs  []string
+	logs  []*lockedLog
+	addrs []string
+	stops []func() error
+	ctx   context.Context
+	c     *client.Client
+	acked []ackedSend
+}
+
+func startMemCluster(t *testing.T, n int, seed uint64, topicOptions ...wire.Option) *memCluster {
+	t.Helper()
+	mc := &memCluster{t: t, n: n, ports: pickLoopbackPorts(t, 3*n), mems: make([]*vfs.Mem, n), dirs: make([]string, n),
+		logs: make([]*lockedLog, n), addrs: make([]string, n), stops: make([]func() error, n)}
+	for i := range n {
+		mc.mems[i] = vfs.NewMem(seed + uint64(i))
+		writeBootID(t, mc.mems[i], 1)
+		mc.dirs[i] = t.TempDir()
+	}
+	var wg sync.WaitGroup
+	for i := range n { // a node waits for a quorum before it serves: boot them together
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mc.start(i)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for i, stop := range mc.stops {
+			if stop != nil {
+				if err := stop(); err != nil {
+					t.Logf("node %d: Run: %v", i, err)
+				}
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	mc.ctx = ctx
+	mc.c = clusterClient(ctx, t, mc.addrs)
+	t.Cleanup(func() { mc.c.Close() })
+	if _, err := mc.c.CreateStream(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mc.c.CreateTopic(ctx, wire.NamedID("s"), "t", 1, topicOptions...); err != nil { // durability = replicated
+		t.Fatal(err)
+	}
+	return mc
+}
+
+// start boots node i on its disk, logging into mc.logs[i] (and stderr
+// with LODESTREAM_TEST_LOGS set).
+func (mc *memCluster) start(i int) {
+	mc.logs[i] = &lockedLog{}
+	var out io.Writer = mc.logs[i]
+	if os.Getenv("LODESTREAM_TEST_LOGS") != "" {
+		out = io.MultiWriter(out, os.Stderr)
+	}
+	mc.addrs[i], mc.stops[i] = runNodeLogged(mc.t, clusterNodeConfig(mc.t, mc.dirs[i], mc.n, mc.ports), uint8(i), mc.mems[i],
+		slog.New(slog.NewTextHandler(out, nil)))
+}
+
+// stop stops node i; clean: Run must return nil.
+func (mc *memCluster) stop(i int, clean bool) {
+	mc.t.Helper()
+	err := mc.stops[i]()
+	mc.stops[i] = nil
+	if err != nil && clean {
+		mc.t.Fatalf("clean stop of node %d: %v", i, err)
+	} else if err != nil {
+		mc.t.Logf("node %d stopped: %v", i, err)
+	}
+}
+
+// send sends count one-message batches to the partition and records each
+// acknowledged offset.
+func (mc *memCluster) send(label string, count int) {
+	mc.t.Helper()
+	for i := range count {
+		payload := fmt.Sprintf("%s-%04d", label, i)
+		conf, err := mc.c.SendMessages(mc.ctx, wire.NamedID("s"), wire.NamedID("t"),
+			wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
+			[]wire.BatchMessageInput{{Payload: []byte(payload)}})
+		if err != nil {
+			mc.t.Fatalf("send %s: %v", payload, err)
+		}
+		mc.acked = append(mc.acked, ackedSend{offset: conf[0].BaseOffset, payload: payload})
+	}
+}
+
+// holdsEveryAcked waits until node i serves every acknowledged message at
+// its offset.
+func (mc *memCluster) holdsEveryAcked(i int) {
+	mc.t.Helper()
+	direct := loggedIn(mc.ctx, mc.t, mc.addrs[i])
+	defer direct.Close()
+	waitFor(mc.t, fmt.Sprintf("node %d to hold every acknowledged message", i), 30*time.Second, func() bool {
+		stored := pollAll(mc.ctx, mc.t, direct)
+		for _, a := range mc.acked {
+			if stored[a.offset] != a.payload {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// partitionDir is node i's directory of the topic's partition 0.
+func (mc *memCluster) partitionDir(i int) string {
+	mc.t.Helper()
+	dirs, err := partitionDirsUnder(mc.mems[i], filepath.Join(mc.dirs[i], "streams"))
+	if err != nil || len(dirs) != 1 {
+		mc.t.Fatalf("node %d partition directories: %v, %v", i, dirs, err)
+	}
+	return dirs[0]
 }
 
 // lockedLog is a log sink safe for concurrent writers and readers.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/zeebo/xxh3"
 
@@ -118,6 +119,7 @@ type bootGuard struct {
 	fsys    vfs.FS
 	dataDir string
 	bootID  string
+	mu      sync.Mutex // forget may run on several shards at once
 }
 
 // startBoot reads the boot record, marks every partition directory under
@@ -173,6 +175,18 @@ func startBoot(fsys vfs.FS, dataDir, partitionsRoot string, log *slog.Logger) (*
 func (g *bootGuard) stoppedCleanly() error {
 	if err := replaceFileDurably(g.fsys, g.dataDir, bootRecordFile, bootRecord{bootID: g.bootID, clean: true}.encode()); err != nil {
 		return fmt.Errorf("record the clean stop: %w", err)
+	}
+	return nil
+}
+
+// forget records this boot's id as unknown: the next boot treats every
+// partition group as having lost unsynced writes (a failed fsync that
+// could not be recorded in the group's directory, partition_fsync_failed.go).
+func (g *bootGuard) forget() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := replaceFileDurably(g.fsys, g.dataDir, bootRecordFile, bootRecord{}.encode()); err != nil {
+		return fmt.Errorf("mark the boot record unknown: %w", err)
 	}
 	return nil
 }

@@ -185,8 +185,10 @@ func Run(ctx context.Context, opts Options) error {
 	// stoppedCleanly: Run returns nil; set at its end, read by the boot
 	// record's deferred write, which runs after every other close.
 	stoppedCleanly := false
+	var boot *bootGuard
 	if topo.clustered {
-		boot, err := startBoot(fsys, n.dataDir, filepath.Join(n.dataDir, "streams"), log)
+		var err error
+		boot, err = startBoot(fsys, n.dataDir, filepath.Join(n.dataDir, "streams"), log)
 		if err != nil {
 			_ = store.Close()
 			return fmt.Errorf("node: boot record: %w", err)
@@ -238,6 +240,9 @@ func Run(ctx context.Context, opts Options) error {
 		topo, cfg.Cluster)
 	n.plane.files = newOpenFileCache(cfg, log)
 	n.plane.useFS(fsys)
+	if boot != nil {
+		n.plane.forgetBoot = boot.forget
+	}
 	if topo.count > 1 {
 		sbLog, err := n.plane.openSuperblockLog(n.dataDir)
 		if err != nil {

@@ -15,13 +15,13 @@ import (
 //     different from its peers') stays un-advanced and is tried again every
 //     storageRetryInterval; the fence lifts when it goes through (a full
 //     disk that has room again).
-//   - A failed fsync of a persisted topic's log is never retried on the
-//     same files as if nothing had happened (the kernel may have dropped
-//     the dirty pages and report the next fsync clean): the writes of that
-//     Ready are answered 57 (outcome unknown: they may still be visible,
-//     a retry with the same request id is recognised), and the group stays
-//     fenced until the process restarts and recovers from what the disk
-//     holds.
+//   - A failed fsync is never retried on the same files as if nothing had
+//     happened (the kernel may have dropped the dirty pages and report the
+//     next fsync clean): the writes of that Ready are answered 57 (outcome
+//     unknown: they may still be visible, a retry with the same request id
+//     is recognised), and the group stays fenced (sticky) until it is
+//     opened again from fresh files, in the background or at a restart
+//     (partition_fsync_failed.go).
 //   - While fenced, new writes are answered 58 (retryable, nothing entered
 //     a pipeline), writes waiting on the group are answered 57, reads are
 //     served from the log, and a cluster replica that stops carrying out

@@ -199,10 +199,20 @@ func notServedCode(opening bool, missing wire.ErrorCode) wire.ErrorCode {
 // The partition is closed and opened again, as at boot: the open sets the
 // damage aside (openLog) and the group rejoins with nothing applied,
 // refilling the rest by state transfer from a peer, without a restart of
-// the node. Writes waiting on the group are answered 57 (their outcome is
-// the group's), requests meanwhile wait for the open (awaitEntry).
+// the node.
 func (p *partitionPlane) reopenDamaged(e *partitionEntry) {
-	if !p.clustered() || !e.reopening.CompareAndSwap(false, true) {
+	if !p.clustered() {
+		return // no peer to refill from: the damaged range stays refused
+	}
+	p.reopen(e, "partition damage found on a read: reopening it to set the damage aside and refill it from the other replicas")
+}
+
+// reopen closes a partition and opens it again, as a restart would, in
+// the background. Writes waiting on the group are answered 57 (their
+// outcome is the group's), requests meanwhile wait for the open
+// (awaitEntry).
+func (p *partitionPlane) reopen(e *partitionEntry, why string) {
+	if !e.reopening.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
@@ -219,15 +229,18 @@ func (p *partitionPlane) reopenDamaged(e *partitionEntry) {
 		p.opening[e.key] = make(chan struct{})
 		delete(p.entries, e.key)
 		p.mu.Unlock()
-		p.log.Warn("partition damage found on a read: reopening it to set the damage aside and refill it from the other replicas",
-			"dir", e.dir)
-		e.shard.do(func() {
-			e.shard.dropGroup(e, wire.ErrTransientNotCommitted)
-			_ = e.closeWAL()
-			if e.log != nil {
-				_ = e.log.Close()
-			}
-		})
+		p.log.Warn(why, "dir", e.dir)
+		e.shard.do(func() { e.shard.closeGroup(e) })
 		p.opens.push(openJob{k: e.key, d: d})
 	}()
+}
+
+// closeGroup (loop) drops a group about to be opened again and closes its
+// files.
+func (s *partitionShard) closeGroup(e *partitionEntry) {
+	s.dropGroup(e, wire.ErrTransientNotCommitted)
+	_ = e.closeWAL()
+	if e.log != nil {
+		_ = e.log.Close()
+	}
 }

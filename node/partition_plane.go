@@ -320,6 +320,12 @@ type partitionPlane struct {
 	// random seeds each group's jitter and incarnation (nil: crypto
 	// randomness; a deterministic simulator supplies its seeded draws).
 	random func() uint64
+	// forgetBoot marks the node's boot record unknown, so the next boot
+	// treats every group as amnesiac (set by the node after startBoot;
+	// partition_fsync_failed.go). reopenFenced, when set, reopens a group
+	// after a failed fsync instead of reopen (a simulator's inline shards).
+	forgetBoot   func() error
+	reopenFenced func(*partitionEntry)
 }
 
 // useFS puts the plane's files (and its shards') on fsys; before any
@@ -355,6 +361,7 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		sh.identity, sh.replicaCount, sh.self = p.identity, topo.count, topo.self
 		sh.deposed = &p.deposed
 		sh.closeFailed = &p.closeFailed
+		sh.fsyncFailed = p.afterFsyncFailure
 		sh.fatal, sh.wedgedTimeout = p.fatal, clusterCfg.SuperblockWedgedFatalTimeout.Duration
 		if topo.clustered {
 			sh.records = &p.peers

@@ -161,6 +161,9 @@ type partitionShard struct {
 
 	wedgedTimeout time.Duration // 0: a fenced group never stops the process
 	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
+	// fsyncFailed (the plane's afterFsyncFailure; nil in unit tests) takes
+	// a group a failed fsync just fenced on.
+	fsyncFailed func(*partitionEntry, *fsyncFailed)
 }
 
 func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
@@ -693,6 +696,9 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 				e.dedup.markAmbiguous(r.key, r.request)
 			}
 			s.fenceGroup(e, fmt.Errorf("sync the partition log: %w", err), true)
+			if s.fsyncFailed != nil {
+				s.fsyncFailed(e, segmentSyncFailed(err))
+			}
 		}
 	}
 	return nil

@@ -104,12 +104,18 @@ func (p *partitionPlane) newestSuperblock(e *partitionEntry, sb *journal.Superbl
 // goes. A group without a superblock never spoke, and one whose every
 // entry was synced before its PrepareOk (durability and
 // consumer_offset_durability both persisted) lost nothing acknowledged:
-// their markers just go.
+// their markers just go. A failed fsync of the group's WAL in its last
+// run (fsync.failed, partition_fsync_failed.go) counts as a power loss of
+// that WAL; that marker goes once the WAL is rewritten (restartGroup).
 func (p *partitionPlane) takeAmnesiaMarker(e *partitionEntry, sb *journal.Superblock, st *journal.SuperblockState) (*journal.SuperblockState, error) {
 	marker := filepath.Join(e.dir, amnesiaMarkerFile)
-	if _, err := p.fsys.Stat(marker); errors.Is(err, os.ErrNotExist) {
+	fsyncFailed, err := p.fsyncFailedMarked(e)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.fsys.Stat(marker); errors.Is(err, os.ErrNotExist) && !fsyncFailed {
 		return st, nil
-	} else if err != nil {
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("partition amnesia marker: %w", err)
 	}
 	if st != nil && !st.Amnesiac && !(e.persisted && e.offsetsPersisted) {
@@ -172,6 +178,25 @@ const superblockLogDir = "partition_groups"
 // from its superblock, checkpoint and prepare WAL when it has them.
 func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, st *journal.SuperblockState, empty bool) error {
 	restored := consensus.Restored{Superblock: &consensus.VsrState{}}
+	fsyncFailed, err := p.fsyncFailedMarked(e)
+	if err != nil {
+		return err
+	}
+	// openWAL: the WAL's entries at or above fromOp; after a failed fsync
+	// (partition_fsync_failed.go) cut at any damage, as after a power
+	// loss, and written again through a fresh file.
+	openWAL := func(fromOp uint64, amnesiac bool) (entries []consensus.Prepare, lost bool, err error) {
+		entries, lost, err = p.openPartitionWAL(e, fromOp, amnesiac || fsyncFailed)
+		if err == nil && fsyncFailed {
+			if err = e.wal.Rewrite(entries); err != nil {
+				err = fmt.Errorf("rewrite the prepare WAL after a failed fsync: %w", err)
+			} else {
+				p.log.Warn("partition prepare WAL rewritten through a fresh file after a failed fsync; the group rejoins amnesiac",
+					"dir", e.dir, "entries", len(entries))
+			}
+		}
+		return entries, lost, err
+	}
 	switch {
 	case st == nil && empty:
 		// Nothing here, for a partition created before this node booted:
@@ -255,7 +280,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				e.appliedOp, e.appliedNext = vs.CheckpointOp, st.OffsetFrontier
 				e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = vs.CheckpointOp, st.OffsetFrontier, cp.dedup
 				e.dedup = table
-				entries, damaged, err := p.openPartitionWAL(e, vs.CheckpointOp, vs.Amnesiac)
+				entries, damaged, err := openWAL(vs.CheckpointOp, vs.Amnesiac)
 				if err != nil {
 					return err
 				}
@@ -265,7 +290,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 			}
 		} else {
 			e.appliedNext = 0 // no checkpoint: every op is applied again from the first
-			entries, damaged, err := p.openPartitionWAL(e, 0, vs.Amnesiac)
+			entries, damaged, err := openWAL(0, vs.Amnesiac)
 			if err != nil {
 				return err
 			}
@@ -275,6 +300,13 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 	}
 	if err := p.noteStorageLost(e, &restored); err != nil {
 		return err
+	}
+	if fsyncFailed {
+		// The superblock records the amnesia (takeAmnesiaMarker) and the
+		// WAL was rewritten or started empty: the marker has done its work.
+		if err := p.dropFsyncFailedMarker(e); err != nil {
+			return err
+		}
 	}
 	g, err := consensus.Restart(cfg, restored)
 	if err != nil {
@@ -376,14 +408,14 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 			}
 			if syncWAL {
 				if err := wal.Sync(); err != nil {
-					return &fsyncFailed{err}
+					return failedSync(fsys, dir, fmt.Errorf("sync the prepare WAL: %w", err))
 				}
 			}
 		}
 		if st != nil {
 			if syncLog {
 				if err := log.Sync(); err != nil {
-					return &fsyncFailed{fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err)}
+					return segmentSyncFailed(fmt.Errorf("sync the partition log before checkpoint op %d: %w", op, err))
 				}
 			}
 			if dedup != nil {

@@ -205,9 +205,15 @@ func (e *partitionEntry) barrierNeeded(entries []consensus.Prepare) bool {
 	return false
 }
 
-// fsyncFailed marks a failed fsync: its fence lasts until a restart
-// (partition_fence.go).
-type fsyncFailed struct{ err error }
+// fsyncFailed marks a failed fsync: the group stays fenced until it is
+// opened again (partition_fence.go). marked: the failure is recorded
+// durably (partition_fsync_failed.go), so the next open, a reopen in the
+// background or a restart, works through fresh files.
+type fsyncFailed struct {
+	err     error
+	marked  bool
+	markErr error // why the marker could not be written
+}
 
 func (f *fsyncFailed) Error() string { return f.err.Error() }
 func (f *fsyncFailed) Unwrap() error { return f.err }

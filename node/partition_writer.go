@@ -190,7 +190,7 @@ func appendSuperblockRecords(sbLog *journal.SuperblockLog, records []journal.Sup
 	}
 	err := sbLog.Append(records)
 	if errors.Is(err, journal.ErrSuperblockLogPoisoned) {
-		return &fsyncFailed{err}
+		return &fsyncFailed{err: err}
 	}
 	return err
 }
@@ -256,7 +256,11 @@ func (s *partitionShard) readyFailed(e *partitionEntry, err error) {
 		return
 	}
 	var ff *fsyncFailed
-	s.fenceGroup(e, err, errors.As(err, &ff))
+	sticky := errors.As(err, &ff)
+	s.fenceGroup(e, err, sticky)
+	if sticky && s.fsyncFailed != nil {
+		s.fsyncFailed(e, ff)
+	}
 }
 
 // readyDone: a group's Ready was carried out and advanced.

@@ -29,13 +29,15 @@ type Log struct {
 	// after a change makes durable; nil once done.
 	recoveredTail *segment
 	failure       error // set by a write that could not be rolled back
-	// rollSyncErr: a roll's fsync failed since the last Sync, which returns it.
-	rollSyncErr error
-	closed      bool
-	offsets     *offsetStore
-	corruption  corruptionReports
-	readOnly    bool   // Options.ReadOnly
-	reserved    uint64 // durable offset reservation (Options.ReserveOffsets)
+	// rollSyncErr: a roll's fsync failed since the last Sync, which returns it; rollSyncSegment is
+	// that segment's start offset.
+	rollSyncErr     error
+	rollSyncSegment uint64
+	closed          bool
+	offsets         *offsetStore
+	corruption      corruptionReports
+	readOnly        bool   // Options.ReadOnly
+	reserved        uint64 // durable offset reservation (Options.ReserveOffsets)
 	// reservedRebooted: the reservation was written before the machine last booted.
 	reservedRebooted bool
 	// reservedDurable: this process wrote the reservation durably. The file Open reads may be a
@@ -279,6 +281,7 @@ func (l *Log) roll() error {
 		// as persisted on that later success (as for a failed sync at eviction, filecache.go).
 		if l.rollSyncErr == nil {
 			l.rollSyncErr = fmt.Errorf("sync of segment %d when sealing it failed: %w", s.startOffset, err)
+			l.rollSyncSegment = s.startOffset
 		}
 		return err
 	}
@@ -334,11 +337,11 @@ func (l *Log) syncLocked() error {
 	l.syncRecoveredTail()
 	if err := l.rollSyncErr; err != nil {
 		l.rollSyncErr = nil
-		return fmt.Errorf("sync %s: %w", l.dir, err)
+		return l.syncFailed(l.rollSyncSegment, err)
 	}
 	for _, s := range l.segments {
 		if err := s.sync(); err != nil {
-			return fmt.Errorf("sync %s: %w", l.dir, err)
+			return l.syncFailed(s.startOffset, err)
 		}
 	}
 	if l.dirDirty {

@@ -65,7 +65,7 @@ func (l *Log) finishPendingCut(start uint64) error {
 		return nil
 	}
 	path := segmentLogPath(l.dir, start)
-	l.logger.Warn("rewriting a segment whose cut at open was not made durable", "dir", l.dir,
+	l.logger.Warn("rewriting a segment through a fresh file: a cut at open or a failed fsync was not made durable", "dir", l.dir,
 		"file", segmentBaseName(start)+logSuffix, "position", position)
 	if err := l.rewritePrefix(path, position); err != nil {
 		return fmt.Errorf("finish the cut of %s at %d: %w", path, position, err)
