@@ -61,17 +61,24 @@ func (w *simWorld) run(steps, healSteps uint64) error {
 		return w.failure
 	}
 	if !converged {
-		lost := 0
+		lost, amnesiac := 0, 0
 		for _, n := range w.nodes {
-			if n.up && n.entry.storageLost {
+			switch {
+			case !n.up:
+			case n.entry.storageLost:
 				lost++
+			case n.stillAmnesiac():
+				amnesiac++
 			}
 		}
-		if 2*lost >= len(w.nodes) {
-			// More replicas lost storage (fsync failures then power losses)
-			// than the group tolerates: the ops only they held may be gone,
-			// so no primary may be elected without an operator. Waiting is
-			// the safe outcome; the run's own checks held until here.
+		if lost > 0 && lost+amnesiac > (len(w.nodes)-1)/2 {
+			// More replicas lost storage (a damaged WAL, a wipe) or, with
+			// them, unsynced writes (a power loss) than the group tolerates:
+			// the ops only they held may be gone. A storage-lost replica
+			// never votes before a primary answers, and amnesiacs elect
+			// among themselves only when they alone are too many, so no
+			// primary may be elected without an operator. Waiting is the
+			// safe outcome; the run's own checks held until here.
 			w.stats.QuorumLost++
 			return nil
 		}
@@ -105,6 +112,8 @@ func (w *simWorld) advance(newRequests bool) {
 		}
 	}
 	w.metadataStep()
+	w.debugStates()
+	w.reopenFenced()
 	w.watchFences()
 	for _, n := range w.nodes {
 		if !n.up && n.restartAt != 0 && w.now >= n.restartAt {
@@ -119,6 +128,7 @@ func (w *simWorld) advance(newRequests bool) {
 					// state transfer (docs/simulator.md, known limit).
 					w.debugf("node %d: %v: wiped", n.id, err)
 					w.stats.Wipes++
+					n.wiped = true
 					if err := n.mem.RemoveAll(n.dir); err != nil {
 						w.fail(fmt.Errorf("node %d: wipe: %w", n.id, err))
 						continue
@@ -149,6 +159,64 @@ const simRetentionSteps = 1000
 
 // faultyDisks: fsync failures are being injected.
 func (w *simWorld) faultyDisks() bool { return w.sc.syncFailRate > 0 && w.faults }
+
+// debugStates (with -nodesim.debug) prints each node's group state when
+// it changes: view, log view, status, op, commits, log end, appliedNext,
+// storage lost (node, core), amnesia, fence.
+func (w *simWorld) debugStates() {
+	if !*nodeSimDebug {
+		return
+	}
+	for _, n := range w.nodes {
+		if !n.up || n.entry == nil || n.entry.group == nil || n.entry.log == nil {
+			continue
+		}
+		g := n.entry.group
+		amnesiac := false
+		if a, ok := g.(interface{ Amnesiac() bool }); ok {
+			amnesiac = a.Amnesiac()
+		}
+		st := fmt.Sprintf("view %d lv %d status %d op %d commit %d/%d next %d applied %d lost %v/%v amnesiac %v fenced %v", g.View(),
+			g.LogView(), g.Status(), g.Op(), g.CommitMin(), g.CommitMax(), n.entry.log.NextOffset(), n.entry.appliedNext, n.entry.storageLost,
+			g.StorageLost(), amnesiac, n.entry.fence.fenced())
+		if st != n.lastState {
+			n.lastState = st
+			w.debugf("state node %d %s", n.id, st)
+		}
+	}
+}
+
+// reopenFenced reopens, as the plane's reopen does in the background, a
+// group a failed fsync fenced (partition_fsync_failed.go): it starts from
+// a fresh WAL and rejoins StorageLost. An open that fails (an injected
+// fsync failure) stops the node, as a failed boot would.
+func (w *simWorld) reopenFenced() {
+	for _, n := range w.nodes {
+		e := n.reopenWanted
+		n.reopenWanted = nil
+		if e == nil || !n.up || e != n.entry {
+			continue
+		}
+		w.stats.Reopens++
+		w.trace.add("reopen", uint64(n.id))
+		w.debugf("reopen node %d after a failed fsync", n.id)
+		e.shard.do(func() { e.shard.closeGroup(e) })
+		n.plane.mu.Lock()
+		delete(n.plane.entries, w.key)
+		n.plane.mu.Unlock()
+		ne := n.plane.open(w.key, w.desired(false))
+		// A new incarnation of the group, as after a restart: its consumer
+		// offsets start from the checkpoint's again (the replay moves them
+		// on), and requests to the old one have been answered.
+		n.boots++
+		n.entry, n.fencedSince = ne, 0
+		if ne.log == nil || ne.group == nil {
+			w.debugf("node %d reopen failed: %v", n.id, ne.quarantine)
+			w.crash(n, false)
+			n.restartAt = w.now + 1_000_000
+		}
+	}
+}
 
 // watchFences restarts a node whose group stayed fenced (a failed fsync
 // fences it until a restart) for a second, as an operator would.
@@ -257,7 +325,10 @@ func (w *simWorld) reachesMajority(n *simNode) bool {
 const simMetadataTimeoutMicros = 500_000
 
 // othersIntact: every node but n is up and has not lost power since its
-// group last held a primary's log (approximated: up and not amnesiac).
+// group last held a primary's log (up, Normal, and its group neither
+// amnesiac nor storage-lost: an adopted amnesiac is Normal before its
+// journal holds the log again; seed 9332 lost a second node's power then
+// and with it committed `replicated` ops no page cache held any more).
 func (w *simWorld) othersIntact(n *simNode) bool {
 	for _, o := range w.nodes {
 		if o == n {
@@ -271,8 +342,14 @@ func (w *simWorld) othersIntact(n *simNode) bool {
 }
 
 func (n *simNode) stillAmnesiac() bool {
-	_, err := n.mem.Stat(path.Join(n.entry.dir, amnesiaMarkerFile))
-	return err == nil
+	if _, err := n.mem.Stat(path.Join(n.entry.dir, amnesiaMarkerFile)); err == nil {
+		return true
+	}
+	g := n.entry.group
+	if a, ok := g.(interface{ Amnesiac() bool }); ok && a.Amnesiac() {
+		return true
+	}
+	return g.StorageLost()
 }
 
 func (w *simWorld) healNetwork() {

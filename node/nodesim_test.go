@@ -85,6 +85,8 @@ func (s *simStats) add(o simStats) {
 	s.BootFailures += o.BootFailures
 	s.Wipes += o.Wipes
 	s.QuorumLost += o.QuorumLost
+	s.Reopens += o.Reopens
+	s.WALDamages += o.WALDamages
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

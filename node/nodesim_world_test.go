@@ -126,6 +126,13 @@ type simNode struct {
 	restartAt uint64
 	// fencedSince: when the node's group was first seen fenced (0: not).
 	fencedSince uint64
+	// reopenWanted: a failed fsync fenced this group; the world reopens
+	// it at the end of the step (the plane's reopen, done inline).
+	reopenWanted *partitionEntry
+	lastState    string // debugStates
+	// wiped: the node's data was wiped; its next boot finds its metadata
+	// storage lost, as the node decides from its peers (storage_lost.go).
+	wiped bool
 }
 
 // simWorld is one seed's run.
@@ -164,7 +171,7 @@ type simWorld struct {
 type simStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, Aligns, FramesSent, FramesDropped uint64
 	Acked, Ambiguous, Refused, Polls, PolledMessages, OffsetStores                    uint64
-	SyncFailures, BootFailures, Wipes, QuorumLost                                     int
+	SyncFailures, BootFailures, Wipes, QuorumLost, Reopens, WALDamages                int
 }
 
 const (
@@ -252,6 +259,8 @@ func (w *simWorld) boot(n *simNode) error {
 	p := newPartitionPlane(w.log, n.dir, 1, cfg, topology{clustered: true, self: n.id, count: uint8(w.sc.nodes)}, w.clusterCfg)
 	p.useFS(n.mem)
 	p.random = w.rng.Uint64
+	p.reopenFenced = func(e *partitionEntry) { n.reopenWanted = e }
+	p.storageLost = n.wiped
 	// Each incarnation its own descriptor cache: a crashed plane's files
 	// must never be touched (synced on eviction) by the next one.
 	p.files = partitions.NewFileCache(partitions.OpenFilesMin*4, w.log)
@@ -271,15 +280,24 @@ func (w *simWorld) boot(n *simNode) error {
 	p.peers.set(&simBus{w: w, from: n.id}, n.id)
 	n.plane = p
 	n.up = true
-	e := p.open(w.key, desiredPartition{topic: w.topic, part: metadata.Partition{CreatedRevision: 7}, live: n.boots == 0})
+	e := p.open(w.key, w.desired(n.boots == 0))
 	n.boots++
 	n.entry = e
 	w.debugf("boot node %d (boot %d)", n.id, n.boots)
-	n.fencedSince = 0
+	n.fencedSince, n.reopenWanted = 0, nil
+	if e.log != nil && e.group != nil {
+		n.wiped = false // its groups' storage.lost markers carry it from here
+	}
 	if e.log == nil || e.group == nil {
 		return fmt.Errorf("node %d (boot %d): partition did not open: %v", n.id, n.boots, e.quarantine)
 	}
 	return nil
+}
+
+// desired is the simulated partition as metadata describes it; live: it
+// is being created now (a node's first boot).
+func (w *simWorld) desired(live bool) desiredPartition {
+	return desiredPartition{topic: w.topic, part: metadata.Partition{CreatedRevision: 7}, live: live}
 }
 
 // crash stops a node without any orderly step: its plane is dropped, its
@@ -297,6 +315,36 @@ func (w *simWorld) crash(n *simNode, powerLoss bool) {
 	}
 	w.trace.add("crash", uint64(n.id), b2u(powerLoss))
 	w.debugf("crash node %d power=%v", n.id, powerLoss)
+	if w.faultyDisks() && w.rng.IntN(20) == 0 {
+		w.damageWAL(n)
+	}
+}
+
+// damageWAL flips a byte of one of the crashed node's prepare WAL files
+// (bit rot): its restart finds the WAL damaged, sets it aside and rejoins
+// with StorageLost (no vote until the view's primary answers, and no nack
+// until it holds the view's log again).
+func (w *simWorld) damageWAL(n *simNode) {
+	dirs, err := partitionDirsUnder(n.mem, filepath.Join(n.dir, "streams"))
+	if err != nil || len(dirs) == 0 {
+		return
+	}
+	files, err := vfs.Glob(n.mem, filepath.Join(dirs[0], partitionWALDir, "*"))
+	if err != nil || len(files) == 0 {
+		return
+	}
+	f := files[w.rng.IntN(len(files))]
+	fi, err := n.mem.Stat(f)
+	if err != nil || fi.Size() == 0 {
+		return
+	}
+	if err := n.mem.FlipByte(f, w.rng.Int64N(fi.Size())); err != nil {
+		w.fail(fmt.Errorf("node %d: damage %s: %w", n.id, f, err))
+		return
+	}
+	w.stats.WALDamages++
+	w.trace.add("wal-damage", uint64(n.id))
+	w.debugf("damage node %d WAL %s", n.id, f)
 }
 
 func b2u(b bool) uint64 {
