@@ -51,6 +51,12 @@ type replicaDriver struct {
 	// Amnesiac has been written since, so restarts pass Restored.Amnesia
 	// (the node's boot record).
 	amnesiaPending bool
+
+	// storageLost: this replica lost its storage and has not rejoined
+	// since (the node's storage.lost marker, storagelost.go): every
+	// restart passes Restored.StorageLost. wipedNilSuperblock: the wiped
+	// replica restarts with no superblock rather than a zero one.
+	storageLost, wipedNilSuperblock bool
 }
 
 // tickSkipper is a core whose quiet ticks may be skipped.
@@ -152,6 +158,7 @@ func (d *replicaDriver) drain() bool {
 	if d.g != nil && d.g.CommitMin() != d.app.op {
 		d.w.fail(d.group, d.node, checkContract, "after draining, commit_min %d but %d ops applied", d.g.CommitMin(), d.app.op)
 	}
+	d.maybeRejoinedAfterLoss()
 	return d.g != nil
 }
 
@@ -436,6 +443,7 @@ func (d *replicaDriver) start(restart bool) error {
 		if st.Superblock != nil && st.Superblock.Amnesiac {
 			d.amnesiaPending = false
 		}
+		d.restoredAfterLoss(&st)
 		w.trace(evRestore, d.node, d.group, uint64(len(st.Entries)), uint64(cut))
 		g, err = w.factory.Restart(cfg, st)
 	}

@@ -67,6 +67,7 @@ func (w *world) crashNode(i int, why string) {
 	w.crashes++
 	w.trace(evCrash, i, -1, nd.restartTick, 0)
 	w.logf("crash node %d (%s), restart at %d", i, why, nd.restartTick)
+	w.maybeLoseStorage(i)
 }
 
 func (w *world) restartNode(i int) {

@@ -54,7 +54,7 @@ func (w *world) groupConverged(gi int) bool {
 
 // checkLiveness reports each client that made no post-heal progress.
 func (w *world) checkLiveness() {
-	if w.allClientsDone() {
+	if w.allClientsDone() || w.storageOverTolerance {
 		return
 	}
 	for _, c := range w.clients {
@@ -73,6 +73,9 @@ func (w *world) checkLiveness() {
 
 // reportDivergence explains why replicas did not converge after heal.
 func (w *world) reportDivergence() {
+	if w.storageOverTolerance {
+		return
+	}
 	for gi := range w.groups {
 		if w.groupConverged(gi) {
 			continue

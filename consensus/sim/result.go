@@ -20,19 +20,28 @@ type Coverage struct {
 	Filters           uint64
 	Dropped           uint64 // packets lost (loss, partition, filter)
 	Duplicated        uint64
-	Evicted           uint64     // packets evicted from full links
-	CachedReplies     uint64     // deduplicated retries answered from the reply ring
-	Abandoned         uint64     // client requests given up (eviction, response budget)
-	Truncations       uint64     // Ready.Truncate: a divergent suffix removed
-	HeldReadys        uint64     // Readys persisted and held before their Advance (async profile)
-	OutdatedDropped   uint64     // messages of held Readys dropped at send: the replica had moved on
-	SkippedTicks      uint64     // replica ticks skipped until a timer was due (skip profile)
-	PowerLosses       uint64     // nodes that lost their page cache (powerloss profile)
-	RackPowerLosses   uint64     // power losses of every node at once
-	PageCachesLost    uint64     // journals that lost unsynced records to a power loss
-	AmnesiacRestarts  uint64     // replicas restarted with Restored.Amnesia
-	LostOps           uint64     // committed ops a rack power loss dropped (excused)
-	Delivered         [32]uint64 // replica messages delivered, by kind
+	Evicted           uint64 // packets evicted from full links
+	CachedReplies     uint64 // deduplicated retries answered from the reply ring
+	Abandoned         uint64 // client requests given up (eviction, response budget)
+	Truncations       uint64 // Ready.Truncate: a divergent suffix removed
+	HeldReadys        uint64 // Readys persisted and held before their Advance (async profile)
+	OutdatedDropped   uint64 // messages of held Readys dropped at send: the replica had moved on
+	SkippedTicks      uint64 // replica ticks skipped until a timer was due (skip profile)
+	PowerLosses       uint64 // nodes that lost their page cache (powerloss profile)
+	RackPowerLosses   uint64 // power losses of every node at once
+	PageCachesLost    uint64 // journals that lost unsynced records to a power loss
+	AmnesiacRestarts  uint64 // replicas restarted with Restored.Amnesia
+	LostOps           uint64 // committed ops a rack power loss dropped (excused)
+	// The storagelost profiles (storagelost.go).
+	StorageLosses              uint64     // crashes that lost storage (one or more of the node's groups)
+	StorageLostReplicas        uint64     // replicas (node, group) whose storage was lost
+	StorageWipes               uint64     // of those, wiped (superblock and snapshot gone too)
+	StorageLossesRefused       uint64     // losses not drawn: more than f replicas of a group would be lost
+	StorageLossesOverTolerance uint64     // losses that left more than f replicas of a group lost (unbounded seeds)
+	StorageLostRestarts        uint64     // restarts with Restored.StorageLost
+	StorageLostRejoins         uint64     // lost replicas that rejoined (the marker cleared)
+	StorageOverToleranceRuns   uint64     // runs with more than f replicas of a group still lost at the heal
+	Delivered                  [32]uint64 // replica messages delivered, by kind
 }
 
 func (c *Coverage) add(o Coverage) {
@@ -59,6 +68,14 @@ func (c *Coverage) add(o Coverage) {
 	c.PageCachesLost += o.PageCachesLost
 	c.AmnesiacRestarts += o.AmnesiacRestarts
 	c.LostOps += o.LostOps
+	c.StorageLosses += o.StorageLosses
+	c.StorageLostReplicas += o.StorageLostReplicas
+	c.StorageWipes += o.StorageWipes
+	c.StorageLossesRefused += o.StorageLossesRefused
+	c.StorageLossesOverTolerance += o.StorageLossesOverTolerance
+	c.StorageLostRestarts += o.StorageLostRestarts
+	c.StorageLostRejoins += o.StorageLostRejoins
+	c.StorageOverToleranceRuns += o.StorageOverToleranceRuns
 	for i := range c.Delivered {
 		c.Delivered[i] += o.Delivered[i]
 	}

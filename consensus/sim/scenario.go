@@ -52,6 +52,17 @@ type Scenario struct {
 	PowerLossNodes       []bool
 	RackPowerLossPerTick float64
 	RackPowerLossAtHeal  bool
+	// Lost storage (only the "storagelost" profiles set these,
+	// storagelost.go): a crash also loses the node's storage with
+	// StorageLossPerCrash, and of those losses StorageWipeShare wipe the
+	// node (every group, superblock and snapshot too); the others set
+	// aside the journal of one or both groups (a partition group may lose
+	// its checkpoint's data too). A loss that would leave more than f
+	// replicas of a group lost at once is not drawn, unless
+	// StorageLossUnbounded.
+	StorageLossPerCrash  float64
+	StorageWipeShare     float64
+	StorageLossUnbounded bool
 
 	// Workload.
 	ClientsPerGroup    int
@@ -94,7 +105,14 @@ func (s Scenario) String() string {
 		s.Replicas, s.FaultTicks, s.ClientsPerGroup, s.JournalSlots, s.PrepareQueueDepth, s.CheckpointEveryOps,
 		s.ClientTableMax, s.Network.DropProbability, s.Network.DuplicateProbability, s.Network.LatencyMinTicks,
 		s.Network.LatencyMeanTicks, s.Network.PartitionProbability, s.Network.ClogProbability, s.Network.FilterProbability, s.CrashPerTick,
-		s.CrashPerReady, s.MaxDown, faulty, s.Timing) + s.powerLossString()
+		s.CrashPerReady, s.MaxDown, faulty, s.Timing) + s.powerLossString() + s.storageLossString()
+}
+
+func (s Scenario) storageLossString() string {
+	if s.StorageLossPerCrash == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" storage_loss_p=%.2f wipe_share=%.2f unbounded=%v", s.StorageLossPerCrash, s.StorageWipeShare, s.StorageLossUnbounded)
 }
 
 func (s Scenario) powerLossString() string {
@@ -265,6 +283,27 @@ var Profiles = map[string]func(*Scenario){
 		s.Network.PartitionProbability = 0.005
 		s.Network.UnpartitionProbability = 0.01
 	},
+	// storagelost: n ∈ {3, 5}, crashes of at most f nodes at once, a
+	// share of which also lose the node's storage (storagelost.go): the
+	// journal set aside, a partition's checkpoint data gone, or the node
+	// wiped; its replicas restart with Restored.StorageLost. At most f
+	// replicas of a group are lost at once, except in one seed in eight.
+	"storagelost": storageLost,
+	// storagelost-harsh: n = 3, frequent crashes of one node at a time,
+	// most of which lose storage, frequent partitions and clogs.
+	"storagelost-harsh": func(s *Scenario) {
+		storageLost(s)
+		s.Replicas = 3
+		s.MaxDown = 1
+		s.FaultyStorage = make([]bool, 3)
+		s.CrashPerTick = 0.003
+		s.StorageLossPerCrash = 0.7
+		s.StorageLossUnbounded = false
+		s.DownTicksMean = 100
+		s.Network.PartitionProbability = 0.005
+		s.Network.UnpartitionProbability = 0.01
+		s.Network.ClogProbability = max(s.Network.ClogProbability, 0.002)
+	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
 	// faulty-storage node, frequent partitions; repair chunks of at least 4.
 	"crashy": func(s *Scenario) {
@@ -298,4 +337,17 @@ func powerLoss(s *Scenario) {
 		s.RackPowerLossPerTick = 0.0002
 		s.RackPowerLossAtHeal = h>>33%2 == 0
 	}
+}
+
+// storageLost is the "storagelost" profile (see Profiles).
+func storageLost(s *Scenario) {
+	s.Replicas = []int{3, 5}[s.Seed%2]
+	s.MaxDown = (s.Replicas - 1) / 2
+	s.FaultyStorage = make([]bool, s.Replicas)
+	s.CrashPerTick = max(s.CrashPerTick, 0.0015)
+	s.Timing.RepairChunkMax = max(s.Timing.RepairChunkMax, 4)
+	h := s.Seed * 0x9e3779b97f4a7c15 // draws of their own: the scenario's stay as they were
+	s.StorageLossPerCrash = 0.5
+	s.StorageWipeShare = 0.25
+	s.StorageLossUnbounded = h>>40%8 == 0
 }

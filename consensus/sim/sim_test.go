@@ -18,7 +18,7 @@ var (
 	flagFirst     = flag.Uint64("sim.first", 1, "TestSimSweep: first seed of the sweep")
 	flagTicks     = flag.Int("sim.ticks", 0, "override the faulty-phase length in ticks (0: per seed)")
 	flagVerbose   = flag.Bool("sim.v", false, "print the event trace of each run")
-	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy, handover, async, skip, powerloss)")
+	flagProfile   = flag.String("sim.profile", "", "reshape every scenario with a named profile (crashy, handover, async, skip, powerloss, powerloss-harsh, storagelost)")
 	flagTickClock = flag.Bool("sim.tickclock", false, "withhold the wall clock (SetNow) from the core")
 	flagWorkers   = flag.Int("sim.workers", 0, "seeds run in parallel (0: GOMAXPROCS); each run stays single-threaded")
 )
@@ -76,10 +76,13 @@ func (s *sweepSummary) String() string {
 	c := s.cov
 	return fmt.Sprintf("sim sweep: seeds=%d ticks=%d committed_ops=%d view_changes=%d crashes=%d acks=%d violations=%d failing_seeds=%d by_check=%v first_failing=%v\n"+
 		"  coverage: restarts=%d crashes_mid_persist=%d torn_records=%d crashes_mid_send=%d state_transfers=%d checkpoints=%d partitions=%d clogs=%d filters=%d dropped=%d duplicated=%d evicted=%d cached_replies=%d abandoned=%d truncations=%d held_readys=%d outdated_dropped=%d skipped_ticks=%d power_losses=%d rack_power_losses=%d page_caches_lost=%d amnesiac_restarts=%d lost_ops=%d\n"+
+		"  storage: losses=%d lost_replicas=%d wipes=%d refused=%d over_tolerance=%d lost_restarts=%d rejoins=%d over_tolerance_runs=%d\n"+
 		"  delivered: %s",
 		s.seeds, s.ticks, s.committed, s.viewChanges, s.crashes, s.acks, s.violations, len(s.failing), checks, failing,
 		c.Restarts, c.CrashesMidPersist, c.TornRecords, c.CrashesMidSend, c.StateTransfers, c.Checkpoints, c.Partitions,
-		c.Clogs, c.Filters, c.Dropped, c.Duplicated, c.Evicted, c.CachedReplies, c.Abandoned, c.Truncations, c.HeldReadys, c.OutdatedDropped, c.SkippedTicks, c.PowerLosses, c.RackPowerLosses, c.PageCachesLost, c.AmnesiacRestarts, c.LostOps, c.deliveredString())
+		c.Clogs, c.Filters, c.Dropped, c.Duplicated, c.Evicted, c.CachedReplies, c.Abandoned, c.Truncations, c.HeldReadys, c.OutdatedDropped, c.SkippedTicks, c.PowerLosses, c.RackPowerLosses, c.PageCachesLost, c.AmnesiacRestarts, c.LostOps,
+		c.StorageLosses, c.StorageLostReplicas, c.StorageWipes, c.StorageLossesRefused, c.StorageLossesOverTolerance, c.StorageLostRestarts, c.StorageLostRejoins, c.StorageOverToleranceRuns,
+		c.deliveredString())
 }
 
 // runSeeds runs seeds in parallel workers and hands results back in seed
@@ -180,6 +183,23 @@ func TestSimDeterministic(t *testing.T) {
 		}
 		if a.Events < 100 {
 			t.Fatalf("seed %d: only %d events traced; the hash compares nothing", seed, a.Events)
+		}
+	}
+	// Profiles whose faults draw from the run's PRNG on paths of their
+	// own: the same seed still replays the same trace, faults included.
+	for _, pc := range []struct {
+		profile string
+		seeds   []uint64
+	}{{"storagelost", []uint64{1, 2, 5}}, {"storagelost-harsh", []uint64{2}}} {
+		for _, seed := range pc.seeds {
+			opts := RunOptions{Factory: CoreFactory(), FaultTicks: 1500, Mutate: Profiles[pc.profile]}
+			a, b := Run(seed, opts), Run(seed, opts)
+			if a.TraceHash != b.TraceHash || a.Events != b.Events || a.Ticks != b.Ticks || a.Coverage != b.Coverage {
+				t.Fatalf("%s seed %d: trace %x/%d events/%d ticks, then %x/%d/%d", pc.profile, seed, a.TraceHash, a.Events, a.Ticks, b.TraceHash, b.Events, b.Ticks)
+			}
+			if a.Coverage.StorageLostRestarts == 0 {
+				t.Fatalf("%s seed %d: no restart after a storage loss; the hash does not cover the fault", pc.profile, seed)
+			}
 		}
 	}
 }

@@ -41,8 +41,9 @@ type storage struct {
 	lazySync bool
 	synced   int
 	// lost: op -> checksum of entries a power loss took from the page
-	// cache (the quorum audit counts them: the ack sent for them was
-	// honest when it left).
+	// cache, or a storage loss from the journal (storagelost.go); the
+	// quorum audit counts them: the ack sent for them was honest when it
+	// left.
 	lost map[uint64]uint64
 
 	// index mirrors what a replay would return (op -> checksum) so the
@@ -239,8 +240,9 @@ func (s *storage) losePageCache() {
 	}
 }
 
-// lostToPowerLoss reports whether a power loss took op with this checksum.
-func (s *storage) lostToPowerLoss(op, checksum uint64) bool {
+// lostToFault reports whether a power loss or a storage loss took op with
+// this checksum.
+func (s *storage) lostToFault(op, checksum uint64) bool {
 	sum, ok := s.lost[op]
 	return ok && sum == checksum
 }

@@ -26,13 +26,15 @@ const (
 	evTruncate
 	evJournal
 	evPowerLoss
+	evStorageLoss
+	evStorageRejoin
 )
 
 var evNames = map[evKind]string{
 	evSend: "send", evDeliver: "deliver", evCommit: "commit", evReply: "reply", evPropose: "propose",
 	evCrash: "crash", evRestart: "restart", evRestore: "restore", evSnapshot: "snapshot",
 	evCheckpoint: "checkpoint", evClientAck: "client-ack", evHeal: "heal", evTruncate: "truncate",
-	evJournal: "journal", evPowerLoss: "power-loss",
+	evJournal: "journal", evPowerLoss: "power-loss", evStorageLoss: "storage-loss", evStorageRejoin: "rejoined",
 }
 
 const (

@@ -76,6 +76,10 @@ type world struct {
 	settled          bool
 	settleWindow     uint64
 	endTick          uint64
+	// storageOverTolerance: at the heal some group had more replicas
+	// still lost than it tolerates (storagelost.go): liveness and
+	// convergence are not required.
+	storageOverTolerance bool
 
 	violations []Violation
 	crashes    uint64
@@ -126,7 +130,7 @@ func newWorld(scn Scenario, opts RunOptions) *world {
 		c.durableCopies = func(op, checksum uint64) int {
 			copies := 0
 			for _, nd := range w.nodes {
-				if st := &nd.replicas[gi].store; st.holds(op, checksum) || st.lostToPowerLoss(op, checksum) {
+				if st := &nd.replicas[gi].store; st.holds(op, checksum) || st.lostToFault(op, checksum) {
 					copies++
 				}
 			}
@@ -311,6 +315,11 @@ func (w *world) heal() {
 		// Before the backlog is measured: every replica then has to
 		// catch up from its synced state, and the bound must allow it.
 		w.rackPowerLoss("rack power loss at the heal")
+	}
+	if w.storageOverToleranceAtHeal() {
+		w.storageOverTolerance = true
+		w.cov.StorageOverToleranceRuns++
+		w.logf("heal: more replicas lost than a group tolerates; liveness and convergence not required")
 	}
 	// The backlog is measured before down nodes restart (a down node
 	// counts as holding nothing): the worst case repair must cover.
