@@ -350,3 +350,19 @@ func TestStorageLostWithholdsNacksUntilItHoldsTheLog(t *testing.T) {
 		t.Fatal("a Normal replica holding its whole log still withholds nacks")
 	}
 }
+
+// TestPrimaryProbedFromALaterViewMovesUp (consensus simulator finding
+// 19): a replica restarted in a view its group never reached cannot
+// rejoin below it, and a storage-lost one never elects; the primary that
+// hears its probe starts a view change to that view.
+func TestPrimaryProbedFromALaterViewMovesUp(t *testing.T) {
+	h := newHarness(3, nil, t.Fatalf)
+	h.propose(0, Request{Body: []byte("x")})
+	h.deliverAll()
+	p := h.replicas[0]
+	p.Advance(p.Ready())
+	p.Step(Message{Kind: MsgRequestStartView, Group: p.cfg.GroupID, From: 1, To: 0, View: 1, Incarnation: Uint128{Lo: 9}})
+	if p.Status() != StatusViewChange || p.View() != 1 {
+		t.Fatalf("primary probed from view 1: status %v view %d; want a view change to view 1", p.Status(), p.View())
+	}
+}

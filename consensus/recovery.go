@@ -310,9 +310,17 @@ func (r *Replica) probeView(v uint32) {
 // onRequestStartView: only the current Normal primary answers, with a
 // StartView targeted at the prober and echoing its incarnation. A probe
 // from the primary-by-index of our own view means that primary restarted:
-// elect.
+// elect. A probe from a later view moves the group up.
 func (r *Replica) onRequestStartView(m Message) {
 	r.noteAmnesia(m)
+	if r.IsPrimary() && m.View > r.view {
+		// The prober is in a later view (one whose view change did not
+		// complete here): it cannot rejoin below it, and a storage-lost
+		// prober never elects, so the group moves up (consensus simulator
+		// finding 19).
+		r.startViewChange(m.View)
+		return
+	}
 	if r.IsPrimary() {
 		r.sendStartView(m.From, m.Incarnation)
 		return
