@@ -66,6 +66,10 @@ type Message struct {
 	// sender is amnesiac and voting only because too few intact replicas
 	// may exist (its DVC counts only beside enough others like it).
 	Amnesiac bool
+	// ViewUnknown: RequestStartView from a wiped replica (no durable view,
+	// view_evidence.go); ProbeAnswer: a Normal backup's answer to such a
+	// probe, carrying its view (never answered in turn).
+	ViewUnknown, ProbeAnswer bool
 	// Nonce correlates a repair or state-transfer session: RequestPrepares,
 	// RepairPrepare, RepairDone, RangeEvicted, RequestStateTransfer,
 	// StateTransferTarget, RequestStateChunk, StateChunk.

@@ -9,6 +9,13 @@ type recoveryState struct {
 	// while Recovering, and never nack until the journal holds the log of
 	// the view this replica joined up to its head (maybeClearStorageLost).
 	storageLost bool
+	// viewUnknown: StorageLost with no durable view (a wiped replica): the
+	// views it promised are forgotten, so it takes a StartView only of a
+	// view at least as high as every view that n - Q_vc + 1 other replicas
+	// reported (heardFrom, heardView; view_evidence.go).
+	viewUnknown bool
+	heardFrom   uint32
+	heardView   uint32
 }
 
 // Restart rebuilds a replica from what its storage held (spec §3.6).
@@ -76,6 +83,7 @@ func Restart(cfg Config, st Restored) (*Replica, error) {
 	}
 	fresh := st.Superblock == nil && st.Snapshot == nil && len(st.Entries) == 0 && !st.StorageLost && !st.Amnesia
 	r.recovery.storageLost = st.StorageLost && cfg.ReplicaCount > 1
+	r.recovery.viewUnknown = r.recovery.storageLost && (st.Superblock == nil || st.Superblock.View == 0)
 	switch {
 	case cfg.ReplicaCount == 1:
 		r.commitMax = r.op // solo: every durable prepare is committed
@@ -276,7 +284,8 @@ func (r *Replica) restoreViewHead(journalIntact bool) {
 
 func (r *Replica) broadcastProbe() {
 	r.recovery.probeTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
-	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
+	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged(),
+		ViewUnknown: r.recovery.viewUnknown})
 }
 
 func (r *Replica) tickRecovering() {
@@ -304,20 +313,27 @@ func (r *Replica) tickRecovering() {
 
 // probeView asks the primary of a newer view we heard of for its StartView.
 func (r *Replica) probeView(v uint32) {
-	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
+	r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(v), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged(),
+		ViewUnknown: r.recovery.viewUnknown})
 }
 
-// onRequestStartView: only the current Normal primary answers, with a
-// StartView targeted at the prober and echoing its incarnation. A probe
+// onRequestStartView: only the current Normal primary answers with a
+// StartView, targeted at the prober and echoing its incarnation (a
+// Normal backup only says which view it is in: answerProbe). A probe
 // from the primary-by-index of our own view means that primary restarted:
 // elect. A probe from a later view moves the group up.
 func (r *Replica) onRequestStartView(m Message) {
+	if m.ProbeAnswer {
+		// A Normal backup's answer to a wiped replica's probe
+		// (answerProbe): its view was noted (noteViewEvidence); it says
+		// nothing of amnesia and is never answered.
+		return
+	}
 	r.noteAmnesia(m)
 	if r.IsPrimary() && m.View > r.view {
 		// The prober is in a later view (one whose view change did not
 		// complete here): it cannot rejoin below it, and a storage-lost
-		// prober never elects, so the group moves up (consensus simulator
-		// finding 19).
+		// prober never elects, so the group moves up (finding 19).
 		r.startViewChange(m.View)
 		return
 	}
@@ -327,5 +343,7 @@ func (r *Replica) onRequestStartView(m Message) {
 	}
 	if r.status == StatusNormal && m.View == r.view && m.From == r.primaryOf(r.view) {
 		r.startViewChange(r.view + 1)
+		return
 	}
+	r.answerProbe(m)
 }

@@ -349,6 +349,7 @@ func (r *Replica) Step(m Message) {
 	if m.Group != r.cfg.GroupID || m.From >= r.n || m.From == r.id {
 		return
 	}
+	r.noteViewEvidence(m)
 	switch m.Kind {
 	case MsgPrepare:
 		r.onPrepare(m)

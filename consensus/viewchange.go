@@ -331,6 +331,9 @@ func (r *Replica) onStartView(m Message) {
 	if m.From != r.primaryOf(m.View) || m.View < r.view || len(m.Suffix) > dvcSuffixHeadersMax {
 		return
 	}
+	if !r.viewKnownAtLeast(m.View) {
+		return // a wiped replica: a later view may have started (view_evidence.go)
+	}
 	if r.status == StatusNormal && m.View == r.view && r.logView == r.view {
 		return // already in this view
 	}
@@ -357,7 +360,8 @@ func (r *Replica) onStartView(m Message) {
 		// comes from a primary Normal after this replica's restart: ask
 		// the sender at once (a view change's own probe may come only
 		// as its status timeout moves the view on: seed 60836442).
-		r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: true})
+		r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: true,
+			ViewUnknown: r.recovery.viewUnknown})
 		return
 	}
 	// A StartView of the view this log already is (log_view = v) may be
@@ -369,6 +373,7 @@ func (r *Replica) onStartView(m Message) {
 	r.view = m.View
 	r.logView = m.View
 	r.status = StatusNormal
+	r.recovery.viewUnknown = false
 	r.adoptedView()
 	r.stopViewChangeTimers()
 	r.vc.plan = nil

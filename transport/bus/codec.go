@@ -53,7 +53,12 @@ const (
 	offSvcAmnesiac    = 136 // u8 0/1, ours: consensus.Message.Amnesiac
 	offRsvGroup       = 128
 	offRsvAmnesiac    = 136 // u8 0/1, ours
+	offRsvFlags       = 137 // u8, ours: bit 0 view unknown (a wiped replica), bit 1 a backup's answer
 	offRsvIncarnation = 240
+
+	// RequestStartView flags (offRsvFlags).
+	rsvViewUnknown = 1 << 0
+	rsvProbeAnswer = 1 << 1
 
 	// DoViewChange / StartView.
 	offVcHeadOp      = 128
@@ -352,6 +357,13 @@ func (c *Codec) putHeader(h []byte, f *fields, bodyBytes int, bodySum uint64) {
 	case consensus.MsgRequestStartView:
 		le.PutUint64(h[offRsvGroup:], f.Group)
 		putBool(h[offRsvAmnesiac:], f.Amnesiac)
+		h[offRsvFlags] = 0
+		if f.ViewUnknown {
+			h[offRsvFlags] |= rsvViewUnknown
+		}
+		if f.ProbeAnswer {
+			h[offRsvFlags] |= rsvProbeAnswer
+		}
 		putU128(h[offRsvIncarnation:], f.Incarnation)
 	case consensus.MsgRequestPrepares:
 		putU128(h[offRpNonce:], f.Nonce)
@@ -567,6 +579,11 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 		if f.Amnesiac, err = getBool(h[offRsvAmnesiac], "request_start_view amnesiac"); err != nil {
 			return err
 		}
+		flags := h[offRsvFlags]
+		if flags&^(rsvViewUnknown|rsvProbeAnswer) != 0 {
+			return invalid("request_start_view flags = %#x: unknown bits", flags)
+		}
+		f.ViewUnknown, f.ProbeAnswer = flags&rsvViewUnknown != 0, flags&rsvProbeAnswer != 0
 		f.Incarnation = getU128(h[offRsvIncarnation:])
 		return headerOnly()
 	case consensus.MsgRequestPrepares:

@@ -38,6 +38,8 @@ type fields struct {
 
 	Incarnation consensus.Uint128 // StartView (echo, zero when broadcast), RequestStartView
 	Amnesiac    bool              // RequestStartView, StartViewChange, DoViewChange
+	ViewUnknown bool              // RequestStartView: from a wiped replica
+	ProbeAnswer bool              // RequestStartView: a backup's answer to such a probe
 	Nonce       consensus.Uint128 // repair and state-transfer sessions (RepairPrepare too)
 
 	FromOp, ToOp    uint64 // RequestPrepares, inclusive
@@ -81,7 +83,7 @@ func fromMessage(m *consensus.Message) fields {
 	case consensus.MsgStartView:
 		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation
 	case consensus.MsgRequestStartView:
-		f.Incarnation, f.Amnesiac = m.Incarnation, m.Amnesiac
+		f.Incarnation, f.Amnesiac, f.ViewUnknown, f.ProbeAnswer = m.Incarnation, m.Amnesiac, m.ViewUnknown, m.ProbeAnswer
 	case consensus.MsgRequestPrepares:
 		f.Nonce, f.FromOp, f.ToOp = m.Nonce, m.FromOp, m.ToOp
 	case consensus.MsgRepairDone:
@@ -133,7 +135,7 @@ func (f *fields) toMessage() consensus.Message {
 	case consensus.MsgStartView:
 		m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
 	case consensus.MsgRequestStartView:
-		m.Incarnation, m.Amnesiac = f.Incarnation, f.Amnesiac
+		m.Incarnation, m.Amnesiac, m.ViewUnknown, m.ProbeAnswer = f.Incarnation, f.Amnesiac, f.ViewUnknown, f.ProbeAnswer
 	case consensus.MsgRequestPrepares:
 		m.Nonce, m.FromOp, m.ToOp = f.Nonce, f.FromOp, f.ToOp
 	case consensus.MsgRepairDone:
