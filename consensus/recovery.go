@@ -11,11 +11,12 @@ type recoveryState struct {
 	storageLost bool
 	// viewUnknown: StorageLost with no durable view (a wiped replica): the
 	// views it promised are forgotten, so it takes a StartView only of a
-	// view at least as high as every view that n - Q_vc + 1 other replicas
-	// reported (heardFrom, heardView; view_evidence.go).
+	// view at least as high as the views n - Q_vc + 1 other replicas
+	// reported (heardFrom, heardView: each sender's highest;
+	// view_evidence.go).
 	viewUnknown bool
 	heardFrom   uint32
-	heardView   uint32
+	heardView   [replicaCountMax]uint32
 }
 
 // Restart rebuilds a replica from what its storage held (spec §3.6).

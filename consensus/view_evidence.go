@@ -7,44 +7,47 @@ package consensus
 // acknowledge the older view's prepares and let that primary commit an op
 // the later view replaced (consensus simulator finding 18, seed 70102210,
 // storagelost). So it takes a StartView only of a view at least as high
-// as every view reported by n - Q_vc + 1 other replicas: every view that
+// as the views reported by n - Q_vc + 1 other replicas: every view that
 // started had a view-change quorum of Q_vc replicas, at most Q_vc - 1 of
 // them others, and n - Q_vc + 1 others always include one of those.
 //
-// Evidence is the view a message says its sender is in: prepares,
-// PrepareOks, commits, view-change messages, StartViews, probes of
-// replicas that know their view (a restarted replica's view is durable,
-// at least every view it joined), and a Normal backup's answer to a
-// wiped replica's probe (answerProbe). A wiped replica's probe is no
-// evidence. Only wiped replicas' probes (RequestStartView.ViewUnknown)
-// are answered, so the other replicas' traffic is what it was.
+// Evidence must be fresh, sent after this boot's probe: an older message
+// still in flight may show a view below the one its sender is in now. So it is the
+// answers to this boot's probes (their incarnation echoed): a Normal
+// backup's ProbeAnswer (answerProbe) and the primary's StartView. Only
+// wiped replicas' probes (RequestStartView.ViewUnknown) are answered by
+// backups, so the other replicas' traffic is what it was.
 
 // noteViewEvidence records the sender's view while the view is unknown.
 func (r *Replica) noteViewEvidence(m Message) {
-	if !r.recovery.viewUnknown {
+	if !r.recovery.viewUnknown || r.cfg.Incarnation.IsZero() || m.Incarnation != r.cfg.Incarnation {
 		return
 	}
-	switch m.Kind {
-	case MsgPrepare, MsgPrepareOk, MsgCommit, MsgStartViewChange, MsgDoViewChange, MsgStartView:
-	case MsgRequestStartView:
-		if m.ViewUnknown {
-			return
-		}
-	default:
+	if !(m.Kind == MsgRequestStartView && m.ProbeAnswer) && m.Kind != MsgStartView {
 		return
 	}
 	r.recovery.heardFrom |= 1 << m.From
-	r.recovery.heardView = max(r.recovery.heardView, m.View)
+	r.recovery.heardView[m.From] = max(r.recovery.heardView[m.From], m.View)
 }
 
-// viewKnownAtLeast: v is at least every view enough others reported (or
-// this replica's view is known).
+// viewKnownAtLeast: v is at least the views of n - Q_vc + 1 others (or
+// this replica's view is known). Those others include a member of the
+// quorum that started the highest started view; a sender reporting more
+// than v beside them is not waited for: a view it tried to start never
+// did, or it was itself wiped since (seed 70113567: a replica reported
+// view 2 before it was wiped; the group stayed in view 1).
 func (r *Replica) viewKnownAtLeast(v uint32) bool {
 	if !r.recovery.viewUnknown {
 		return true
 	}
 	need := int(r.n) - r.quorumViewChange + 1
-	return popcount(r.recovery.heardFrom&^(1<<r.id)) >= need && v >= r.recovery.heardView
+	atMost := 0
+	for i := uint8(0); i < r.n; i++ {
+		if i != r.id && r.recovery.heardFrom&(1<<i) != 0 && r.recovery.heardView[i] <= v {
+			atMost++
+		}
+	}
+	return atMost >= need
 }
 
 // answerProbe: a Normal backup tells a wiped replica that probes which
@@ -55,5 +58,5 @@ func (r *Replica) answerProbe(m Message) {
 	if !m.ViewUnknown || r.status != StatusNormal || r.isPrimaryIndex() {
 		return
 	}
-	r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, ProbeAnswer: true})
+	r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, Incarnation: m.Incarnation, ProbeAnswer: true})
 }

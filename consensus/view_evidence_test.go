@@ -16,20 +16,21 @@ func sentOf(r *Replica) []Message {
 // primary of view 0 must not recruit it after view 1 started.
 func TestWipedReplicaTakesOnlyAQuorumsLatestView(t *testing.T) {
 	cfg := DefaultConfig(1, 3)
+	cfg.Incarnation = Uint128{Lo: 7}
 	r, err := Restart(cfg, Restored{Superblock: &VsrState{}, StorageLost: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sentOf(r)
 	sv := func(from uint8, view uint32) Message {
-		return Message{Kind: MsgStartView, Group: cfg.GroupID, From: from, To: 1, View: view}
+		return Message{Kind: MsgStartView, Group: cfg.GroupID, From: from, To: 1, View: view, Incarnation: cfg.Incarnation}
 	}
 	r.Step(sv(0, 0)) // a deposed primary of view 0, alone: not evidence enough
 	if r.Status() != StatusRecovering {
 		t.Fatalf("took view 0's StartView with one view reported: status %v", r.Status())
 	}
 	// Replica 2, a Normal backup of view 2, answers the probe.
-	r.Step(Message{Kind: MsgRequestStartView, Group: cfg.GroupID, From: 2, To: 1, View: 2, ProbeAnswer: true})
+	r.Step(Message{Kind: MsgRequestStartView, Group: cfg.GroupID, From: 2, To: 1, View: 2, Incarnation: cfg.Incarnation, ProbeAnswer: true})
 	r.Step(sv(0, 0))
 	if r.Status() != StatusRecovering || r.View() != 0 {
 		t.Fatalf("took view 0's StartView after replica 2 reported view 2: status %v view %d", r.Status(), r.View())
@@ -69,7 +70,8 @@ func TestNormalBackupAnswersProbesWithItsView(t *testing.T) {
 	}
 	probe := Message{Kind: MsgRequestStartView, Group: b.cfg.GroupID, From: 2, To: 1, Incarnation: Uint128{Lo: 9}, ViewUnknown: true}
 	answers := probes(probe)
-	if len(answers) != 1 || answers[0].To != 2 || answers[0].View != b.View() || !answers[0].ProbeAnswer {
+	if len(answers) != 1 || answers[0].To != 2 || answers[0].View != b.View() || !answers[0].ProbeAnswer ||
+		answers[0].Incarnation != probe.Incarnation {
 		t.Fatalf("answers to a wiped replica's probe: %+v; want one answer to 2 with view %d", answers, b.View())
 	}
 	probe.ViewUnknown = false
