@@ -48,8 +48,9 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 // once the group is Normal in a view its durable superblock records as
 // the log_view, with no transfer running, everything committed applied,
 // and its journal holding that view's whole log (the core withholds nacks
-// until then, consensus.Group.StorageLost; the WAL then holds it too). Not synced: a marker a crash brings back only makes the
-// replica wait for a primary once more.
+// until then, consensus.Group.StorageLost; the WAL then holds it too).
+// Not synced: a marker a crash brings back only makes the replica wait
+// for a primary once more.
 func (s *partitionShard) rejoinedAfterLoss(e *partitionEntry) {
 	g := e.group
 	if !e.storageLost || g.Status() != consensus.StatusNormal || g.LogView() != g.View() || e.durableLogView != g.View() ||

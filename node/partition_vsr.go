@@ -53,7 +53,12 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 	if st, err = p.newestSuperblock(e, sb, st); err != nil {
 		return err
 	}
-	if st, err = p.takeAmnesiaMarker(e, sb, st); err != nil {
+	// A failed fsync of the WAL in the last run (partition_fsync_failed.go).
+	fsyncFailed, err := p.fsyncFailedMarked(e)
+	if err != nil {
+		return err
+	}
+	if st, err = p.takeAmnesiaMarker(e, sb, st, fsyncFailed); err != nil {
 		return err
 	}
 	empty := e.log.Stats().MessagesCount == 0 && e.log.NextOffset() == 0 && len(e.log.ConsumerOffsets()) == 0
@@ -74,7 +79,7 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 		e.group = g
 		return nil
 	}
-	if err := p.restartGroup(e, cfg, st, empty); err != nil {
+	if err := p.restartGroup(e, cfg, st, empty, fsyncFailed); err != nil {
 		_ = e.closeWAL()
 		return err
 	}
@@ -107,12 +112,9 @@ func (p *partitionPlane) newestSuperblock(e *partitionEntry, sb *journal.Superbl
 // their markers just go. A failed fsync of the group's WAL in its last
 // run (fsync.failed, partition_fsync_failed.go) counts as a power loss of
 // that WAL; that marker goes once the WAL is rewritten (restartGroup).
-func (p *partitionPlane) takeAmnesiaMarker(e *partitionEntry, sb *journal.Superblock, st *journal.SuperblockState) (*journal.SuperblockState, error) {
+func (p *partitionPlane) takeAmnesiaMarker(e *partitionEntry, sb *journal.Superblock, st *journal.SuperblockState,
+	fsyncFailed bool) (*journal.SuperblockState, error) {
 	marker := filepath.Join(e.dir, amnesiaMarkerFile)
-	fsyncFailed, err := p.fsyncFailedMarked(e)
-	if err != nil {
-		return nil, err
-	}
 	if _, err := p.fsys.Stat(marker); errors.Is(err, os.ErrNotExist) && !fsyncFailed {
 		return st, nil
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -176,12 +178,8 @@ const superblockLogDir = "partition_groups"
 
 // restartGroup restarts the group of a partition this node held before:
 // from its superblock, checkpoint and prepare WAL when it has them.
-func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, st *journal.SuperblockState, empty bool) error {
+func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, st *journal.SuperblockState, empty, fsyncFailed bool) error {
 	restored := consensus.Restored{Superblock: &consensus.VsrState{}}
-	fsyncFailed, err := p.fsyncFailedMarked(e)
-	if err != nil {
-		return err
-	}
 	// openWAL: the WAL's entries at or above fromOp; after a failed fsync
 	// (partition_fsync_failed.go) cut at any damage, as after a power
 	// loss, and written again through a fresh file.
