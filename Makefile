@@ -119,7 +119,8 @@ sim-nodes:
 # tests. Fixed ranges: 2,000 default seeds, 500 crash-heavy ones, 300
 # with leadership hand-overs, 300 with Readys held before their
 # Advance (async), 300 with quiet ticks skipped (skip) and 300 with power
-# losses and amnesia (powerloss). A fresh range on every run, derived from the commit hash (printed, so a failure reproduces with the same -sim.first):
+# losses and amnesia (powerloss), 300 with lost storage and rack power
+# losses (storagelost-rack). A fresh range on every run, derived from the commit hash (printed, so a failure reproduces with the same -sim.first):
 # 1,500 default + 500 crash-heavy seeds. About two and a half minutes on 2
 # cores; `make sim SEEDS=20000` for a sweep.
 SIM_FRESH_FIRST ?= $(shell h=$$(git rev-parse --short=7 HEAD 2>/dev/null) && echo $$((1000000000 + 0x$$h * 4)) || echo $$((1000000000 + $$(date +%s) % 1000000000)))
@@ -130,6 +131,7 @@ sim-ci:
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=300 -sim.first=400001 -sim.profile=async
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=300 -sim.first=500001 -sim.profile=skip
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=300 -sim.first=600001 -sim.profile=powerloss
+	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=300 -sim.first=700001 -sim.profile=storagelost-rack
 	@echo "sim-ci fresh range: default seeds $(SIM_FRESH_FIRST)..$$(($(SIM_FRESH_FIRST) + 1499)), crashy seeds $$(($(SIM_FRESH_FIRST) + 1500))..$$(($(SIM_FRESH_FIRST) + 1999)) (SIM_FRESH_FIRST=$(SIM_FRESH_FIRST))"
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=1500 -sim.first=$(SIM_FRESH_FIRST)
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=500 -sim.first=$$(($(SIM_FRESH_FIRST) + 1500)) -sim.profile=crashy

@@ -45,9 +45,27 @@ type amnesiaState struct {
 // flagged: this replica's probes, SVCs and DVCs carry its amnesia. An
 // amnesiac that adopted a view reports an honest head (no flag), it only
 // withholds nacks, unless it joins a rack election (amnesiaJoinRack).
+//
+// A replica whose storage was lost (Restored.StorageLost) is flagged the
+// same way until it adopts a view: it is no intact voter either, and in a
+// rack election, which waits for every replica's DVC, it must vote or the
+// group never serves again (TestClusterPowerLossOfEveryNode: a rack power
+// loss before a replica taken for wiped had rejoined; consensus simulator
+// finding 21). Its DVC there holds what it holds and nacks the rest, as an
+// amnesiac's does: what it lost is on no disk of its own, so waiting for
+// it could recover nothing. Once it adopted a view it only withholds nacks
+// (maybeClearStorageLost); joining rack elections from there, as adopted
+// amnesiacs do, held valid merges back in the storagelost profile.
 func (r *Replica) amnesiaFlagged() bool {
+	if r.recovery.storageLost && (r.status == StatusRecovering || r.amnesia.rack) {
+		return true
+	}
 	return r.amnesia.on && (!r.amnesia.adopted || r.amnesia.rack)
 }
+
+// rackCandidate: this replica may vote in a rack election (amnesiac, or
+// its storage lost, in either case never an intact voter).
+func (r *Replica) rackCandidate() bool { return r.amnesia.on || r.recovery.storageLost }
 
 // amnesiaJoinRack: an amnesiac that adopted a view but has not yet held
 // its whole log (a body may be gone from every page cache) enters a view
@@ -112,7 +130,9 @@ func (r *Replica) tickAmnesiac() {
 			r.startViewChange(r.escalationView())
 			return
 		}
-		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view, Amnesiac: true})
+		if !r.recovery.storageLost { // a lost storage's view is no view to push the others to
+			r.broadcast(Message{Kind: MsgStartViewChange, View: r.view, Amnesiac: true})
+		}
 	}
 	r.broadcastProbe()
 }
@@ -145,6 +165,25 @@ func (r *Replica) heldThrough() uint64 {
 // that never returns needs an operator).
 func (r *Replica) awaitingAllVoters() bool {
 	return r.vc.amnesiacQuorum && popcount(r.vc.dvcFrom) < int(r.n)
+}
+
+// tooManyLost: a rack merge with more than f DVCs from replicas whose
+// storage was lost is not run. Beyond f such losses a committed op may
+// have been durable only on lost disks, and a merge would cut it and hand
+// its op number to another: the group waits for an operator instead (as
+// when more than f replicas are lost outside a rack power loss, where
+// lost replicas never vote at all). Only a rack merge counts their DVCs.
+func (r *Replica) tooManyLost() bool {
+	if !r.vc.amnesiacQuorum {
+		return false
+	}
+	lost := 0
+	for _, d := range r.vc.dvcs {
+		if d.lost {
+			lost++
+		}
+	}
+	return lost > (int(r.n)-1)/2
 }
 
 // recordAmnesiacDVC holds a flagged DVC back until the view change has

@@ -15,6 +15,8 @@ type dvcRecord struct {
 	// amnesiac: the sender's log may lack ops it acknowledged (amnesia.go);
 	// counted only beside enough other such DVCs.
 	amnesiac bool
+	// lost: the sender's storage was lost (Message.StorageLost).
+	lost bool
 }
 
 func bitAt(u Uint128, i uint64) bool {

@@ -70,6 +70,9 @@ type Message struct {
 	// view_evidence.go); ProbeAnswer: a Normal backup's answer to such a
 	// probe, carrying its view (never answered in turn).
 	ViewUnknown, ProbeAnswer bool
+	// StorageLost: DoViewChange of a rack election from a replica whose
+	// storage was lost (amnesia.go: a rack merge counts at most f of them).
+	StorageLost bool
 	// Nonce correlates a repair or state-transfer session: RequestPrepares,
 	// RepairPrepare, RepairDone, RangeEvicted, RequestStateTransfer,
 	// StateTransferTarget, RequestStateChunk, StateChunk.

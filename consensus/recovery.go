@@ -17,6 +17,9 @@ type recoveryState struct {
 	viewUnknown bool
 	heardFrom   uint32
 	heardView   [replicaCountMax]uint32
+	// deferredStartView: the latest answer to this boot's probe refused
+	// for want of evidence, taken once a ProbeAnswer completes it.
+	deferredStartView *Message
 }
 
 // Restart rebuilds a replica from what its storage held (spec §3.6).
@@ -293,11 +296,9 @@ func (r *Replica) tickRecovering() {
 	if !r.recovery.probeTimer.fired(r.ticks) {
 		return
 	}
-	if r.recovery.storageLost {
-		r.broadcastProbe() // only a primary's StartView ends this
-		return
-	}
-	if r.amnesia.on {
+	if r.rackCandidate() {
+		// Only a primary's StartView ends this, or a rack election when
+		// too few intact replicas may exist (amnesia.go).
 		r.tickAmnesiac()
 		return
 	}
@@ -328,6 +329,7 @@ func (r *Replica) onRequestStartView(m Message) {
 		// A Normal backup's answer to a wiped replica's probe
 		// (answerProbe): its view was noted (noteViewEvidence); it says
 		// nothing of amnesia and is never answered.
+		r.takeDeferredStartView()
 		return
 	}
 	r.noteAmnesia(m)

@@ -60,3 +60,41 @@ func (r *Replica) answerProbe(m Message) {
 	}
 	r.send(Message{Kind: MsgRequestStartView, To: m.From, View: r.view, Incarnation: m.Incarnation, ProbeAnswer: true})
 }
+
+// deferStartView keeps the answer to this boot's probe that came before
+// enough views were reported. The backups' answers and the primary's
+// race: without it the StartView waited for the next probe round, and a
+// replica wiped (or taken for wiped: storage_lost.go in node) while its
+// group is busy then had a whole round more of log to catch up on
+// (TestClusterPowerLossOfEveryNode: the rack lost power before it did,
+// and the rack election waits for every replica).
+func (r *Replica) deferStartView(m Message) {
+	if r.cfg.Incarnation.IsZero() || m.Incarnation != r.cfg.Incarnation {
+		return
+	}
+	m.Suffix = append([]PrepareHeader(nil), m.Suffix...) // the caller's buffer is not ours to keep
+	r.recovery.deferredStartView = &m
+}
+
+// takeDeferredStartView takes the deferred StartView once the evidence
+// allows it (onStartView checks everything again, as for a late one).
+func (r *Replica) takeDeferredStartView() {
+	d := r.recovery.deferredStartView
+	if d == nil || !r.viewKnownAtLeast(d.View) {
+		return
+	}
+	r.recovery.deferredStartView = nil
+	r.onStartView(*d)
+}
+
+// probeForViewEvidence: a wiped replica in a view change (a rack
+// election, amnesia.go) asks every replica for its view, as its probes
+// do while Recovering: only these draw the backups' answers and the
+// primary's StartView echoing its incarnation, and without them it could
+// never take a view it did not start itself (storagelost-rack seed
+// 70303989: its status timeouts moved the view on faster than its probe
+// timer fired, and the others kept starting views without it).
+func (r *Replica) probeForViewEvidence() {
+	r.broadcast(Message{Kind: MsgRequestStartView, View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged(),
+		ViewUnknown: true})
+}

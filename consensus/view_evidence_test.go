@@ -82,3 +82,83 @@ func TestNormalBackupAnswersProbesWithItsView(t *testing.T) {
 		t.Fatalf("an answer was answered: %+v", answers)
 	}
 }
+
+// TestWipedReplicaTakesADeferredStartViewOnceTheEvidenceIsIn: the
+// primary's answer to a wiped replica's probe may come before a backup's;
+// it is kept and taken as soon as that answer completes the evidence,
+// not a probe round later.
+func TestWipedReplicaTakesADeferredStartViewOnceTheEvidenceIsIn(t *testing.T) {
+	cfg := DefaultConfig(1, 3)
+	cfg.Incarnation = Uint128{Lo: 7}
+	r, err := Restart(cfg, Restored{Superblock: &VsrState{}, StorageLost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentOf(r)
+	answer := func(from uint8, view uint32, inc Uint128) Message {
+		return Message{Kind: MsgRequestStartView, Group: cfg.GroupID, From: from, To: 1, View: view, Incarnation: inc, ProbeAnswer: true}
+	}
+	r.Step(Message{Kind: MsgStartView, Group: cfg.GroupID, From: 0, To: 1, View: 0, Incarnation: cfg.Incarnation})
+	r.Step(answer(2, 0, Uint128{Lo: 8})) // an earlier boot's answer: not evidence
+	if r.Status() != StatusRecovering {
+		t.Fatalf("took the StartView on an earlier boot's answer: status %v", r.Status())
+	}
+	r.Step(answer(2, 0, cfg.Incarnation))
+	if r.Status() != StatusNormal || r.View() != 0 {
+		t.Fatalf("the deferred StartView was not taken once replica 2 reported view 0: status %v view %d", r.Status(), r.View())
+	}
+}
+
+// TestStorageLostReplicaVotesInARackElection (consensus simulator finding
+// 21): a storage-lost replica that hears enough flagged probes (too few
+// intact replicas may exist) starts a rack election when its probes run
+// out, and its flagged DVC says its storage was lost; a rack merge with
+// more than f such DVCs is not run.
+func TestStorageLostReplicaVotesInARackElection(t *testing.T) {
+	cfg := DefaultConfig(2, 3) // view 1's primary is replica 1: the DVC goes out
+	cfg.Incarnation = Uint128{Lo: 7}
+	r, err := Restart(cfg, Restored{StorageLost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svc, dvc *Message
+	ticks := int(cfg.RequestStartViewTicks) * int(cfg.ViewProbeAttemptsMax+1)
+	for i := 0; i < ticks && dvc == nil; i++ {
+		// Replica 0 restarted amnesiac and probes, flagged.
+		r.Step(Message{Kind: MsgRequestStartView, Group: cfg.GroupID, From: 0, To: 2, Incarnation: Uint128{Lo: 3}, Amnesiac: true})
+		r.Tick()
+		for _, m := range sentOf(r) {
+			switch m.Kind {
+			case MsgRequestStartView:
+				if !m.Amnesiac {
+					t.Fatalf("a storage-lost replica's probe is not flagged: %+v", m)
+				}
+			case MsgStartViewChange:
+				svc = &m
+				// Replica 0 joins the view change: replica 2 sends its DVC.
+				r.Step(Message{Kind: MsgStartViewChange, Group: cfg.GroupID, From: 0, To: 2, View: m.View, Amnesiac: true})
+			case MsgDoViewChange:
+				dvc = &m
+			}
+		}
+		if dvc == nil {
+			for _, m := range sentOf(r) {
+				if m.Kind == MsgDoViewChange {
+					dvc = &m
+				}
+			}
+		}
+	}
+	if svc == nil || dvc == nil || !dvc.Amnesiac || !dvc.StorageLost {
+		t.Fatalf("storage-lost replica beside an amnesiac: SVC %+v, DVC %+v; want a flagged rack vote", svc, dvc)
+	}
+	r.vc.amnesiacQuorum = true
+	r.vc.dvcs = []dvcRecord{{replica: 0, lost: true}, {replica: 1, lost: true}, {replica: 2}}
+	if !r.tooManyLost() {
+		t.Fatal("a rack merge with two lost DVCs of three runs")
+	}
+	r.vc.dvcs = r.vc.dvcs[1:]
+	if r.tooManyLost() {
+		t.Fatal("a rack merge with one lost DVC of three is refused")
+	}
+}

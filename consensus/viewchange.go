@@ -87,7 +87,8 @@ func (r *Replica) maybeSendDVC() {
 
 func (r *Replica) sendDVC(d dvcRecord) {
 	r.send(Message{Kind: MsgDoViewChange, To: r.primaryOf(r.view), View: r.view, LogView: d.logView,
-		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present, Amnesiac: d.amnesiac})
+		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present, Amnesiac: d.amnesiac,
+		StorageLost: d.lost})
 }
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
@@ -107,7 +108,8 @@ func (r *Replica) buildDVC() dvcRecord {
 		held = r.heldThrough() // amnesia.go: no commit claims past the bodies held
 	}
 	commit := min(r.commitMax, held)
-	d := dvcRecord{replica: r.id, logView: r.logView, op: head, commit: commit, amnesiac: r.amnesiaFlagged()}
+	d := dvcRecord{replica: r.id, logView: r.logView, op: head, commit: commit, amnesiac: r.amnesiaFlagged(),
+		lost: r.recovery.storageLost}
 	low := max(commit, 1)
 	if head >= dvcSuffixHeadersMax && low < head-(dvcSuffixHeadersMax-1) {
 		low = head - (dvcSuffixHeadersMax - 1)
@@ -165,11 +167,10 @@ func (r *Replica) nackable(op, commit uint64) bool {
 	if op <= commit {
 		return false
 	}
-	if r.amnesia.on {
+	if r.rackCandidate() {
+		// It may have acknowledged the op before its power or storage
+		// was lost; only in a rack election does it nack (amnesia.go).
 		return r.amnesia.rack
-	}
-	if r.recovery.storageLost {
-		return false // it may have acknowledged the op before its storage was lost
 	}
 	_, lost := r.unprovable[op]
 	return !lost
@@ -192,7 +193,7 @@ func (r *Replica) onDoViewChange(m Message) {
 		return
 	}
 	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.HeadOp, commit: min(m.CommitOp, m.HeadOp),
-		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present, amnesiac: m.Amnesiac}
+		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present, amnesiac: m.Amnesiac, lost: m.StorageLost}
 	r.recordDVC(d)
 	r.maybeSendDVC()
 	r.tryMerge()
@@ -201,7 +202,7 @@ func (r *Replica) onDoViewChange(m Message) {
 // tryMerge runs the merge once Q_vc DVCs (own included) are in, again on
 // every further DVC until decided.
 func (r *Replica) tryMerge() {
-	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange || r.awaitingAllVoters() {
+	if r.vc.plan != nil || !r.vc.dvcSent || len(r.vc.dvcs) < r.quorumViewChange || r.awaitingAllVoters() || r.tooManyLost() {
 		return
 	}
 	plan := mergeDoViewChanges(r.vc.dvcs, int(r.n), r.quorumViewChange)
@@ -332,6 +333,10 @@ func (r *Replica) onStartView(m Message) {
 		return
 	}
 	if !r.viewKnownAtLeast(m.View) {
+		r.deferStartView(m)
+		if r.status == StatusViewChange && m.Incarnation != r.cfg.Incarnation {
+			r.probeForViewEvidence() // ask at once: the status timeout may move the view on first
+		}
 		return // a wiped replica: a later view may have started (view_evidence.go)
 	}
 	if r.status == StatusNormal && m.View == r.view && r.logView == r.view {
@@ -373,7 +378,7 @@ func (r *Replica) onStartView(m Message) {
 	r.view = m.View
 	r.logView = m.View
 	r.status = StatusNormal
-	r.recovery.viewUnknown = false
+	r.recovery.viewUnknown, r.recovery.deferredStartView = false, nil
 	r.adoptedView()
 	r.stopViewChangeTimers()
 	r.vc.plan = nil
@@ -516,7 +521,9 @@ func (r *Replica) tickViewChange() {
 	}
 	if r.vc.rsvTimer.fired(r.ticks) {
 		r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
-		if r.vc.dvcSent && !r.isPrimaryIndex() {
+		if r.recovery.viewUnknown {
+			r.probeForViewEvidence()
+		} else if r.vc.dvcSent && !r.isPrimaryIndex() {
 			r.send(Message{Kind: MsgRequestStartView, To: r.primaryOf(r.view), View: r.view, Incarnation: r.cfg.Incarnation, Amnesiac: r.amnesiaFlagged()})
 		}
 	}

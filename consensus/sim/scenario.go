@@ -304,6 +304,19 @@ var Profiles = map[string]func(*Scenario){
 		s.Network.UnpartitionProbability = 0.01
 		s.Network.ClogProbability = max(s.Network.ClogProbability, 0.002)
 	},
+	// storagelost-rack: the storagelost profile under `durability =
+	// replicated` (syncs every 5..100 ticks) with rack power losses of
+	// every node at once (and in half the seeds one just before the
+	// heal): a rack election must count the votes of replicas whose
+	// storage was lost, or it waits for them forever.
+	"storagelost-rack": func(s *Scenario) {
+		storageLost(s)
+		h := s.Seed * 0x9e3779b97f4a7c15
+		s.SyncEveryTicks = 5 + int(h>>8%96)
+		s.PowerLossNodes = make([]bool, s.Replicas)
+		s.RackPowerLossPerTick = 0.0002
+		s.RackPowerLossAtHeal = h>>33%2 == 0
+	},
 	// crashy: n ∈ {2, 3, 5}, frequent crashes of any number of nodes, one
 	// faulty-storage node, frequent partitions; repair chunks of at least 4.
 	"crashy": func(s *Scenario) {

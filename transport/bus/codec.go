@@ -66,6 +66,7 @@ const (
 	offVcGroup       = 144
 	offDvcLogView    = 152 // u32
 	offDvcAmnesiac   = 156 // u8 0/1, ours
+	offDvcLost       = 157 // u8 0/1, ours: consensus.Message.StorageLost
 	offDvcNack       = 224 // u128
 	offDvcPresent    = 240 // u128
 	offSvIncarnation = 240 // u128
@@ -347,6 +348,7 @@ func (c *Codec) putHeader(h []byte, f *fields, bodyBytes int, bodySum uint64) {
 		le.PutUint64(h[offVcGroup:], f.Group)
 		le.PutUint32(h[offDvcLogView:], f.LogView)
 		putBool(h[offDvcAmnesiac:], f.Amnesiac)
+		putBool(h[offDvcLost:], f.StorageLost)
 		putU128(h[offDvcNack:], f.Nack)
 		putU128(h[offDvcPresent:], f.Present)
 	case consensus.MsgStartView:
@@ -561,6 +563,9 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 		}
 		f.LogView = le.Uint32(h[offDvcLogView:])
 		if f.Amnesiac, err = getBool(h[offDvcAmnesiac], "do_view_change amnesiac"); err != nil {
+			return err
+		}
+		if f.StorageLost, err = getBool(h[offDvcLost], "do_view_change storage_lost"); err != nil {
 			return err
 		}
 		f.Nack = getU128(h[offDvcNack:])

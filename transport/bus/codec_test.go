@@ -793,3 +793,25 @@ func TestRequestStartViewFlagsRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestDoViewChangeStorageLostRoundTrip: byte 157 of a DoViewChange
+// carries StorageLost (0/1); any other value is refused.
+func TestDoViewChangeStorageLostRoundTrip(t *testing.T) {
+	c := NewCodec(testCluster)
+	msg := consensus.Message{Kind: consensus.MsgDoViewChange, Group: partGroup, From: 2, To: 1, View: 4, LogView: 3,
+		Amnesiac: true, StorageLost: true}
+	frame, err := c.Encode(nil, &msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Decode(frame)
+	if err != nil || !got.StorageLost || !got.Amnesiac {
+		t.Fatalf("decoded %+v err %v, want StorageLost and Amnesiac", got, err)
+	}
+	bad := append([]byte(nil), frame...)
+	bad[offDvcLost] = 2
+	reseal(bad)
+	if _, err := c.Decode(bad); err == nil || !strings.Contains(err.Error(), "storage_lost") {
+		t.Fatalf("storage_lost byte 2: %v, want refused", err)
+	}
+}

@@ -40,6 +40,7 @@ type fields struct {
 	Amnesiac    bool              // RequestStartView, StartViewChange, DoViewChange
 	ViewUnknown bool              // RequestStartView: from a wiped replica
 	ProbeAnswer bool              // RequestStartView: a backup's answer to such a probe
+	StorageLost bool              // DoViewChange: the sender's storage was lost
 	Nonce       consensus.Uint128 // repair and state-transfer sessions (RepairPrepare too)
 
 	FromOp, ToOp    uint64 // RequestPrepares, inclusive
@@ -79,7 +80,7 @@ func fromMessage(m *consensus.Message) fields {
 		f.Amnesiac = m.Amnesiac
 	case consensus.MsgDoViewChange:
 		f.HeadOp, f.CommitOp, f.LogView = m.HeadOp, m.CommitOp, m.LogView
-		f.Suffix, f.Nack, f.Present, f.Amnesiac = m.Suffix, m.Nack, m.Present, m.Amnesiac
+		f.Suffix, f.Nack, f.Present, f.Amnesiac, f.StorageLost = m.Suffix, m.Nack, m.Present, m.Amnesiac, m.StorageLost
 	case consensus.MsgStartView:
 		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation
 	case consensus.MsgRequestStartView:
@@ -131,7 +132,7 @@ func (f *fields) toMessage() consensus.Message {
 		m.Amnesiac = f.Amnesiac
 	case consensus.MsgDoViewChange:
 		m.HeadOp, m.CommitOp, m.LogView = f.HeadOp, f.CommitOp, f.LogView
-		m.Suffix, m.Nack, m.Present, m.Amnesiac = f.Suffix, f.Nack, f.Present, f.Amnesiac
+		m.Suffix, m.Nack, m.Present, m.Amnesiac, m.StorageLost = f.Suffix, f.Nack, f.Present, f.Amnesiac, f.StorageLost
 	case consensus.MsgStartView:
 		m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
 	case consensus.MsgRequestStartView:
