@@ -154,6 +154,9 @@ type recovered struct {
 	superblock *consensus.VsrState
 	snapshot   *consensus.Snapshot
 	entries    []consensus.Prepare
+	// storageLost: metadata.storage_lost says this replica's storage was
+	// lost and its group has not rejoined since (storage_lost_marker.go).
+	storageLost bool
 	// superblockDamage: a damaged older superblock copy was booted past.
 	superblockDamage string
 	// walTornFile, walTornAt, walTornBytes: the torn (never acknowledged)
@@ -200,7 +203,7 @@ func (n *Node) recover(rec recovered, opts Options) (*consensus.Replica, *metada
 		return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
 	}
 	group, err := consensus.Restart(cfg, consensus.Restored{
-		Superblock: rec.superblock, Snapshot: rec.snapshot, Entries: rec.entries,
+		Superblock: rec.superblock, Snapshot: rec.snapshot, Entries: rec.entries, StorageLost: rec.storageLost,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("restart metadata group: %w", err)

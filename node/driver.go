@@ -130,6 +130,9 @@ type driver struct {
 	// whether its storage was lost (storage_lost.go) and may replace the
 	// group.
 	settle func(ctx context.Context) (metadataGroup, error)
+	// rejoined, when set, is called once after a Ready round that leaves a
+	// group restarted with StorageLost rejoined (maybeRejoined).
+	rejoined func()
 	// view, head op and commit_max as of the last Ready round, for peers
 	// asking where this replica stands (FetchStatus).
 	posView      atomic.Uint32
@@ -351,6 +354,7 @@ func (d *driver) admit(p *proposal) {
 // that outlived superblock_wedged_fatal_timeout returns an error.
 func (d *driver) processReady() error {
 	defer d.publishStatus()
+	defer d.maybeRejoined()
 	if !d.mayRetryStorage() {
 		return nil
 	}
@@ -560,4 +564,18 @@ func (d *driver) failPending() {
 			return
 		}
 	}
+}
+
+// maybeRejoined calls rejoined once the group, restarted with StorageLost,
+// is Normal in a view it holds the whole log of (the core cleared
+// StorageLost) and its durable superblock records that view as log_view
+// (processReady carried out the Ready that changed it).
+func (d *driver) maybeRejoined() {
+	g := d.group
+	if d.rejoined == nil || d.settle != nil || g.Status() != consensus.StatusNormal || g.StorageLost() ||
+		g.LogView() != g.View() || g.HasReady() {
+		return
+	}
+	d.rejoined()
+	d.rejoined = nil
 }

@@ -67,8 +67,10 @@ type Node struct {
 	ports       servedPorts // bound port per client transport; set before serving
 	startedAt   time.Time
 	dataDir     string
-	plane       *partitionPlane
-	topo        topology
+	// fsys: the node's file system (opts.FS, else the OS's).
+	fsys  vfs.FS
+	plane *partitionPlane
+	topo  topology
 	// clock paces every loop and background job (system clock in
 	// production; a virtual clock in a whole-node simulator).
 	clock loopClock
@@ -169,6 +171,7 @@ func Run(ctx context.Context, opts Options) error {
 	if fsys == nil {
 		fsys = vfs.OS
 	}
+	n.fsys = fsys
 	store, recovered, err := openMetaStorage(fsys, filepath.Join(n.dataDir, "metadata"), identity)
 	if err != nil {
 		return err
@@ -208,6 +211,30 @@ func Run(ctx context.Context, opts Options) error {
 			log.Error("close metadata storage", "err", cerr)
 		}
 	}()
+	settled := metadataSettled
+	if topo.clustered {
+		s, warning, err := readMetadataSettle(fsys, n.dataDir)
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		if warning != "" {
+			log.Warn("metadata settle marker damaged", "problem", warning)
+		}
+		settled = s
+		if recovered.snapshot == nil {
+			// Before the boot checkpoint: until the peers answer, a restart
+			// must ask them again (storage_lost_marker.go).
+			if err := writeMetadataSettle(fsys, n.dataDir, metadataUnsettled); err != nil {
+				return fmt.Errorf("node: %w", err)
+			}
+			settled = metadataUnsettled
+		}
+	}
+	recovered.storageLost = settled == metadataLost
+	if recovered.storageLost {
+		log.Warn("metadata storage was lost in an earlier run and the group has not rejoined since: " +
+			"rejoining Recovering (no vote until the primary answers)")
+	}
 	group, state, err := n.recover(recovered, opts)
 	if err != nil {
 		return err
@@ -216,11 +243,15 @@ func Run(ctx context.Context, opts Options) error {
 	appliedOp, _ := state.LastApplied()
 	n.driver = newDriver(log.With("group", "metadata"), group, store, n, appliedOp)
 	n.driver.fence.timeout = cfg.Cluster.SuperblockWedgedFatalTimeout.Duration // 0: never exit
-	if topo.clustered && recovered.snapshot == nil {
-		// Empty metadata storage: a new cluster, or this replica's storage
-		// was lost. The driver settles which before its group runs
+	if settled == metadataUnsettled {
+		// Empty metadata storage (or only the boot checkpoint of a boot
+		// that never heard the peers): a new cluster, or this replica's
+		// storage was lost. The driver settles which before its group runs
 		// (storage_lost.go); clients are served meanwhile.
 		n.driver.settle = n.settleMetadataGroup
+	}
+	if recovered.storageLost {
+		n.driver.rejoined = n.metadataRejoined
 	}
 	if recovered.snapshot == nil {
 		// First boot: the seeded root user exists only in memory until this
@@ -240,6 +271,8 @@ func Run(ctx context.Context, opts Options) error {
 		topo, cfg.Cluster)
 	n.plane.files = newOpenFileCache(cfg, log)
 	n.plane.useFS(fsys)
+	// Partition groups created before this boot rejoin like the metadata group.
+	n.plane.storageLost = recovered.storageLost
 	if boot != nil {
 		n.plane.forgetBoot = boot.forget
 	}

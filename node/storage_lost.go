@@ -110,9 +110,17 @@ func (n *Node) settleFreshStorage(ctx context.Context) (lost bool, err error) {
 // rejoins Recovering as a replica whose storage was lost.
 func (n *Node) settleMetadataGroup(ctx context.Context) (metadataGroup, error) {
 	lost, err := n.settleFreshStorage(ctx)
-	if err != nil || !lost {
+	if err != nil {
 		return nil, err
 	}
+	if !lost {
+		return nil, writeMetadataSettle(n.fsys, n.dataDir, metadataSettled)
+	}
+	// Recorded before the group runs: a restart rejoins the same way.
+	if err := writeMetadataSettle(n.fsys, n.dataDir, metadataLost); err != nil {
+		return nil, err
+	}
+	n.driver.rejoined = n.metadataRejoined
 	group, err := consensus.Restart(n.groupConfig(n.topo.self), consensus.Restored{
 		Superblock: &consensus.VsrState{}, StorageLost: true})
 	if err != nil {
@@ -120,4 +128,15 @@ func (n *Node) settleMetadataGroup(ctx context.Context) (metadataGroup, error) {
 	}
 	n.plane.storageLost = true // read by the openers only after the gate opens (after this)
 	return group, nil
+}
+
+// metadataRejoined (driver goroutine) removes metadata.storage_lost once
+// the metadata group holds a view's whole log (see driver.rejoined).
+func (n *Node) metadataRejoined() {
+	if err := writeMetadataSettle(n.fsys, n.dataDir, metadataSettled); err != nil {
+		n.log.Warn("metadata rejoined after lost storage, but its marker stays (the next restart waits for a primary again)",
+			"err", err)
+		return
+	}
+	n.log.Info("metadata replica rejoined after losing storage: it votes again", "view", n.driver.group.View())
 }
