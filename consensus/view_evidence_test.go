@@ -9,12 +9,10 @@ func sentOf(r *Replica) []Message {
 	return rd.Messages
 }
 
-// TestWipedReplicaTakesOnlyAQuorumsLatestView (consensus simulator
-// finding 18): a wiped replica (StorageLost, no durable view) refuses the
-// StartView of a primary until n - Q_vc + 1 others told it their views,
-// and then only of a view at least as high as all of them: a deposed
-// primary of view 0 must not recruit it after view 1 started.
-func TestWipedReplicaTakesOnlyAQuorumsLatestView(t *testing.T) {
+// wipedReplica is replica 1 of 3 restarted wiped (StorageLost, a zero
+// superblock, as the node boots one), its first probes taken.
+func wipedReplica(t *testing.T) (*Replica, Config) {
+	t.Helper()
 	cfg := DefaultConfig(1, 3)
 	cfg.Incarnation = Uint128{Lo: 7}
 	r, err := Restart(cfg, Restored{Superblock: &VsrState{}, StorageLost: true})
@@ -22,6 +20,16 @@ func TestWipedReplicaTakesOnlyAQuorumsLatestView(t *testing.T) {
 		t.Fatal(err)
 	}
 	sentOf(r)
+	return r, cfg
+}
+
+// TestWipedReplicaTakesOnlyAQuorumsLatestView (consensus simulator
+// finding 18): a wiped replica (StorageLost, no durable view) refuses the
+// StartView of a primary until n - Q_vc + 1 others told it their views,
+// and then only of a view at least as high as all of them: a deposed
+// primary of view 0 must not recruit it after view 1 started.
+func TestWipedReplicaTakesOnlyAQuorumsLatestView(t *testing.T) {
+	r, cfg := wipedReplica(t)
 	sv := func(from uint8, view uint32) Message {
 		return Message{Kind: MsgStartView, Group: cfg.GroupID, From: from, To: 1, View: view, Incarnation: cfg.Incarnation}
 	}
@@ -88,13 +96,7 @@ func TestNormalBackupAnswersProbesWithItsView(t *testing.T) {
 // it is kept and taken as soon as that answer completes the evidence,
 // not a probe round later.
 func TestWipedReplicaTakesADeferredStartViewOnceTheEvidenceIsIn(t *testing.T) {
-	cfg := DefaultConfig(1, 3)
-	cfg.Incarnation = Uint128{Lo: 7}
-	r, err := Restart(cfg, Restored{Superblock: &VsrState{}, StorageLost: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sentOf(r)
+	r, cfg := wipedReplica(t)
 	answer := func(from uint8, view uint32, inc Uint128) Message {
 		return Message{Kind: MsgRequestStartView, Group: cfg.GroupID, From: from, To: 1, View: view, Incarnation: inc, ProbeAnswer: true}
 	}
