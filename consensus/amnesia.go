@@ -54,8 +54,9 @@ type amnesiaState struct {
 // finding 21). Its DVC there holds what it holds and nacks the rest, as an
 // amnesiac's does: what it lost is on no disk of its own, so waiting for
 // it could recover nothing. Once it adopted a view it only withholds nacks
-// (maybeClearStorageLost); joining rack elections from there, as adopted
-// amnesiacs do, held valid merges back in the storagelost profile.
+// (maybeClearStorageLost), as before: it does not join rack elections from
+// there as adopted amnesiacs do (amnesiaJoinRack), since its one flagged
+// DVC beside intact ones would be held back from a merge that needs it.
 func (r *Replica) amnesiaFlagged() bool {
 	if r.recovery.storageLost && (r.status == StatusRecovering || r.amnesia.rack) {
 		return true
