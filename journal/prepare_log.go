@@ -26,9 +26,18 @@ import (
 // Layout: a directory of files named by a sequence number
 // (00000000000000000001.pwal, ...), oldest first. Records use the
 // metadata WAL's entry format (a later record for an op supersedes an
-// earlier one) plus a truncation record: magic "LWTR", payload length 0,
-// op = from, checksum over the 16 header bytes; it removes every op >=
-// from written before it. So truncation and appends cost what they write,
+// earlier one) plus a truncation record: magic "LWTX", op = from, a
+// payload of (op, header checksum) pairs, checksum over the 16 header
+// bytes and the payload; it removes every op >= from written before it,
+// except a listed op whose live record has the listed checksum. Write
+// lists the ops >= from of the entries that follow it in the same call:
+// a crash that cuts the call after the truncation record leaves each of
+// them with its old record (when that is the same prepare, which it may
+// have acknowledged), its new one, or none (an old record of another
+// prepare is divergent, and the new one was never acknowledged), never
+// without a prepare it acknowledged (consensus.Restored.JournalIntact).
+// Records of older releases ("LWTR", no payload, no exceptions) are still
+// read. So truncation and appends cost what they write,
 // and reclaiming is deleting whole leading files whose ops all sit below
 // the durable checkpoint (Reclaim), never a rewrite.
 //
@@ -73,7 +82,10 @@ const (
 	prepareLogRotateBytes = 1 << 20
 	// prepareLogFilesMax bounds the files one log may hold at open.
 	prepareLogFilesMax        = 4096
-	truncMagic         uint32 = 0x5254574C // "LWTR"
+	truncMagic         uint32 = 0x5254574C // "LWTR" (older releases: no exceptions)
+	truncKeepMagic     uint32 = 0x5854574C // "LWTX": with exceptions
+	// truncKeepPairBytes: one exception, (op, header checksum).
+	truncKeepPairBytes = 16
 )
 
 // ErrPrepareLogDamaged matches a prepare WAL whose records are damaged
@@ -165,8 +177,9 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 		f.Close()
 		return pf, fmt.Errorf("stat %s: %w", path, err)
 	}
-	// A file holds at most the rotation size plus one entry.
-	if st.Size() > prepareLogRotateBytes+WALEntryBytesMax {
+	// A file holds at most the rotation size plus one entry and one
+	// truncation record.
+	if st.Size() > prepareLogRotateBytes+2*WALEntryBytesMax {
 		f.Close()
 		return pf, fmt.Errorf("%s is %d bytes, above a prepare WAL file's bound", path, st.Size())
 	}
@@ -178,7 +191,7 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 	}
 	off := 0
 	for off < len(data) {
-		n, op, isTrunc, perr := parsePrepareLogRecord(data[off:])
+		n, op, isTrunc, keep, perr := parsePrepareLogRecord(data[off:])
 		if perr != nil {
 			if _, _, found := findValidEntry(data, off+1); !last || found || completeRecord(data[off:]) {
 				pf.bytes, pf.damaged, pf.damageAt = int64(len(data)), true, int64(off)
@@ -192,8 +205,8 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 			break
 		}
 		if isTrunc {
-			for o := range live {
-				if o >= op {
+			for o, p := range live {
+				if o >= op && keep[o] != p.Header.Checksum {
 					delete(live, o)
 				}
 			}
@@ -217,37 +230,74 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 }
 
 // parsePrepareLogRecord validates the record at the start of b: its
-// length, op and whether it is a truncation record.
-func parsePrepareLogRecord(b []byte) (n int, op uint64, isTrunc bool, err error) {
-	if len(b) >= walHeaderBytes && binary.LittleEndian.Uint32(b) == truncMagic {
-		le := binary.LittleEndian
+// length, op, whether it is a truncation record and, for one, the ops it
+// keeps with the header checksum each must have (nil: none).
+func parsePrepareLogRecord(b []byte) (n int, op uint64, isTrunc bool, keep map[uint64]uint64, err error) {
+	le := binary.LittleEndian
+	if len(b) >= walHeaderBytes && le.Uint32(b) == truncMagic {
 		if le.Uint32(b[4:]) != 0 {
-			return 0, 0, false, fmt.Errorf("truncation record with payload length %d", le.Uint32(b[4:]))
+			return 0, 0, false, nil, fmt.Errorf("truncation record with payload length %d", le.Uint32(b[4:]))
 		}
 		if entryChecksum(b[:16], nil) != le.Uint64(b[16:]) {
-			return 0, 0, false, fmt.Errorf("truncation record checksum mismatch")
+			return 0, 0, false, nil, fmt.Errorf("truncation record checksum mismatch")
 		}
-		return walHeaderBytes, le.Uint64(b[8:]), true, nil
+		return walHeaderBytes, le.Uint64(b[8:]), true, nil, nil
+	}
+	if len(b) >= walHeaderBytes && le.Uint32(b) == truncKeepMagic {
+		size := int(le.Uint32(b[4:]))
+		if size%truncKeepPairBytes != 0 || size > WALEntryBytesMax-walHeaderBytes {
+			return 0, 0, false, nil, fmt.Errorf("truncation record with payload length %d", size)
+		}
+		if len(b) < walHeaderBytes+size {
+			return 0, 0, false, nil, fmt.Errorf("truncation record of %d bytes cut at %d", walHeaderBytes+size, len(b))
+		}
+		payload := b[walHeaderBytes : walHeaderBytes+size]
+		if entryChecksum(b[:16], payload) != le.Uint64(b[16:]) {
+			return 0, 0, false, nil, fmt.Errorf("truncation record checksum mismatch")
+		}
+		from := le.Uint64(b[8:])
+		if size > 0 {
+			keep = make(map[uint64]uint64, size/truncKeepPairBytes)
+		}
+		for i := 0; i < size; i += truncKeepPairBytes {
+			o := le.Uint64(payload[i:])
+			if o < from {
+				return 0, 0, false, nil, fmt.Errorf("truncation record from op %d keeps op %d below it", from, o)
+			}
+			keep[o] = le.Uint64(payload[i+8:])
+		}
+		return walHeaderBytes + size, from, true, keep, nil
 	}
 	p, n, err := parseEntry(b)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, false, nil, err
 	}
-	return n, p.Header.Op, false, nil
+	return n, p.Header.Op, false, nil, nil
 }
 
-func appendTruncRecord(buf []byte, from uint64) []byte {
+// appendTruncRecord appends a truncation record from op from that keeps
+// the entries' ops >= from whose live record is the same prepare.
+func appendTruncRecord(buf []byte, from uint64, entries []consensus.Prepare) []byte {
 	start := len(buf)
 	buf = append(buf, make([]byte, walHeaderBytes)...)
 	le := binary.LittleEndian
-	le.PutUint32(buf[start:], truncMagic)
+	for i := range entries {
+		if h := &entries[i].Header; h.Op >= from {
+			buf = le.AppendUint64(buf, h.Op)
+			buf = le.AppendUint64(buf, h.Checksum)
+		}
+	}
+	le.PutUint32(buf[start:], truncKeepMagic)
+	le.PutUint32(buf[start+4:], uint32(len(buf)-start-walHeaderBytes))
 	le.PutUint64(buf[start+8:], from)
-	le.PutUint64(buf[start+16:], entryChecksum(buf[start:start+16], nil))
+	le.PutUint64(buf[start+16:], entryChecksum(buf[start:start+16], buf[start+walHeaderBytes:]))
 	return buf
 }
 
 // Write records a Ready's journal work: if from != 0, every op >= from is
-// removed first, then entries are appended, starting a new file whenever
+// removed first (but for the entries' own ops whose record already holds
+// the same prepare: a crash before their copies are written must not
+// take them), then entries are appended, starting a new file whenever
 // the last one reached the rotation size (so reclaiming whole files
 // stays precise). Record headers are built in one small buffer and the
 // bodies written from where they are (no copy of a batch into a record
@@ -260,13 +310,13 @@ func (l *PrepareLog) Write(from uint64, entries []consensus.Prepare) error {
 		return nil
 	}
 	// Exact capacity: the head slices below stay valid (no reallocation).
-	heads := make([]byte, 0, walHeaderBytes+len(entries)*(walHeaderBytes+prepareFixedBytes))
+	heads := make([]byte, 0, walHeaderBytes+len(entries)*(truncKeepPairBytes+walHeaderBytes+prepareFixedBytes))
 	var pieces [][]byte
 	var size int64
 	var maxOp uint64
 	if from != 0 {
-		heads = appendTruncRecord(heads, from)
-		pieces, size = append(pieces, heads), walHeaderBytes
+		heads = appendTruncRecord(heads, from, entries)
+		pieces, size = append(pieces, heads), int64(len(heads))
 	}
 	for i := range entries {
 		if n := len(l.files); size > 0 && n > 0 && l.files[n-1].bytes+size >= l.rotateBytes {

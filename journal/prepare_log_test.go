@@ -273,7 +273,9 @@ func FuzzOpenPrepareLog(f *testing.F) {
 	for _, p := range plRange(1, 3, 1, 40) {
 		valid = appendEntry(valid, &p)
 	}
-	valid = appendTruncRecord(valid, 3)
+	legacy := append(append([]byte(nil), valid...), legacyTruncRecord(3)...)
+	f.Add(legacy)
+	valid = appendTruncRecord(valid, 2, plRange(2, 2, 1, 40))
 	f.Add(valid)
 	f.Add(valid[:len(valid)-5])
 	flipped := append([]byte(nil), valid...)
