@@ -82,7 +82,14 @@ func (w *simWorld) run(steps, healSteps uint64) error {
 			w.stats.QuorumLost++
 			return nil
 		}
-		return fmt.Errorf("no convergence %d steps after the heal: %s", healSteps, w.describe())
+		err := fmt.Errorf("no convergence %d steps after the heal: %s", healSteps, w.describe())
+		if w.keepGoing {
+			// A broken build's test wants every checker's word, the final
+			// comparison of the replicas' logs and files included.
+			w.fail(err)
+			return w.check()
+		}
+		return err
 	}
 	return w.check()
 }
@@ -113,6 +120,7 @@ func (w *simWorld) advance(newRequests bool) {
 	}
 	w.metadataStep()
 	w.debugStates()
+	w.finishDying()
 	w.reopenFenced()
 	w.watchFences()
 	for _, n := range w.nodes {
@@ -218,6 +226,26 @@ func (w *simWorld) reopenFenced() {
 	}
 }
 
+// simDyingMicrosMax bounds how long a dying process runs (100 ms).
+const simDyingMicrosMax = 100_000
+
+// finishDying ends the dying processes whose cut came, or whose time is
+// up (simDyingMicrosMax): what their file operations did before the cut
+// stays (the page cache keeps it), what failed after it never happened.
+func (w *simWorld) finishDying() {
+	for _, n := range w.nodes {
+		if !n.dying || (!n.mem.PoweredOff() && w.now < n.dyingUntil) {
+			continue
+		}
+		n.dying = false
+		if n.mem.PoweredOff() {
+			w.stats.MidWriteDeaths++ // the cut landed inside its file operations
+		}
+		n.mem.ProcessDied()
+		w.crash(n, false)
+	}
+}
+
 // watchFences restarts a node whose group stayed fenced (a failed fsync
 // fences it until a restart) for a second, as an operator would.
 func (w *simWorld) watchFences() {
@@ -244,7 +272,7 @@ func (w *simWorld) faultStep() {
 	sc := w.sc
 	if sc.crashEvery > 0 && w.rng.Uint64N(sc.crashEvery) == 0 {
 		n := w.nodes[w.rng.IntN(len(w.nodes))]
-		if n.up {
+		if n.up && !n.dying {
 			power := w.rng.Float64() < sc.powerLoss
 			if power && !sc.persisted && !w.othersIntact(n) {
 				// Under `replicated` an acknowledgement survives the power
@@ -252,7 +280,19 @@ func (w *simWorld) faultStep() {
 				// one node at a time, while the others run intact.
 				power = false
 			}
-			w.crash(n, power)
+			if !power && w.deathRng.IntN(2) == 0 {
+				// Half the process crashes land inside the node's next file
+				// operations: a write torn at a page (a WAL write cut after
+				// its truncation record, a segment append cut short), a WAL
+				// written without its superblock record.
+				ops := w.deathRng.IntN(24)
+				n.mem.KillAfter(ops)
+				n.dying, n.dyingUntil = true, w.now+simDyingMicrosMax
+				w.trace.add("dying", uint64(n.id), uint64(ops))
+				w.debugf("node %d dies after %d more file operations", n.id, ops)
+			} else {
+				w.crash(n, power)
+			}
 			n.restartAt = w.now + 50_000 + w.rng.Uint64N(3_000_000)
 		}
 	}

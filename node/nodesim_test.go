@@ -36,6 +36,28 @@ func TestNodeSim(t *testing.T) {
 	t.Logf("total over %d seeds: %+v", *nodeSimSeeds, total)
 }
 
+// nodeSimRegressionSeeds: every seed the whole-node simulator ever failed
+// (docs/simulator.md, "Whole-node simulator"), replayed at the sweep's
+// length. The scenario code has moved on since most of them failed, so
+// they may no longer reach the same state; 10973 still does.
+var nodeSimRegressionSeeds = []uint64{13, 1097, 2049, 3038, 3176, 3202, 3256, 4047, 5058, 6182, 8143, 8288, 8391, 9008, 9332, 10973}
+
+func TestNodeSimRegressionSeeds(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("the regression seeds take about 20 s, one goroutine: not under -short or -race")
+	}
+	for _, seed := range nodeSimRegressionSeeds {
+		w, err := newSimWorld(seed)
+		if err == nil {
+			err = w.run(100_000, nodeSimHealSteps)
+		}
+		if err != nil {
+			t.Errorf("seed %d (%+v): %v\nrepro: go test ./node/ -run 'TestNodeSim$' -nodesim.first=%d -nodesim.seeds=1 -nodesim.steps=100000 -v",
+				seed, w.scenario(), err, seed)
+		}
+	}
+}
+
 // TestNodeSimIsDeterministic: the same seed gives the same trace (seeds
 // 12 and 13 crash nodes, cut power and transfer state).
 func TestNodeSimIsDeterministic(t *testing.T) {
@@ -87,6 +109,7 @@ func (s *simStats) add(o simStats) {
 	s.QuorumLost += o.QuorumLost
 	s.Reopens += o.Reopens
 	s.WALDamages += o.WALDamages
+	s.MidWriteDeaths += o.MidWriteDeaths
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

@@ -259,7 +259,7 @@ func (w *simWorld) pollStep() {
 		return
 	}
 	n := w.nodes[w.rng.IntN(len(w.nodes))]
-	if !n.up || n.entry.log == nil {
+	if !n.up || n.dying || n.entry.log == nil {
 		return
 	}
 	w.stats.Polls++

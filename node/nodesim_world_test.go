@@ -133,12 +133,22 @@ type simNode struct {
 	// wiped: the node's data was wiped; its next boot finds its metadata
 	// storage lost, as the node decides from its peers (storage_lost.go).
 	wiped bool
+	// dying: the process dies after the file operations vfs.Mem.KillAfter
+	// allows it (inside a write, which keeps a prefix of whole pages, or
+	// between a WAL write and its superblock record), at the end of that
+	// step, or at dyingUntil if it did not use them up by then; it runs
+	// until then.
+	dying      bool
+	dyingUntil uint64
 }
 
 // simWorld is one seed's run.
 type simWorld struct {
-	seed       uint64
-	rng        *rand.Rand
+	seed uint64
+	rng  *rand.Rand
+	// deathRng draws which process crashes land inside a write, apart
+	// from rng so that the other faults of a seed stay where they were.
+	deathRng   *rand.Rand
 	sc         simScenario
 	now        uint64 // virtual µs
 	step       uint64
@@ -165,13 +175,25 @@ type simWorld struct {
 	stats      simStats
 	trace      traceHash
 	failure    error
+	// broken: the nodes' deliberate bugs (zero: none). keepGoing: a
+	// checker's complaint is kept in caught (at most caughtMax) and the
+	// run goes on, so that a test sees every checker that fires.
+	broken    partitionBreakage
+	keepGoing bool
+	caught    []error
 }
+
+// caughtMax bounds the complaints a keepGoing run keeps.
+const caughtMax = 256
 
 // simStats counts what a run did.
 type simStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, Aligns, FramesSent, FramesDropped uint64
 	Acked, Ambiguous, Refused, Polls, PolledMessages, OffsetStores                    uint64
 	SyncFailures, BootFailures, Wipes, QuorumLost, Reopens, WALDamages                int
+	// MidWriteDeaths: process crashes that landed between two of the
+	// node's file operations of one step (simNode.dying).
+	MidWriteDeaths int
 }
 
 const (
@@ -182,6 +204,12 @@ const (
 )
 
 func newSimWorld(seed uint64) (*simWorld, error) {
+	return newBrokenSimWorld(seed, partitionBreakage{})
+}
+
+// newBrokenSimWorld is newSimWorld on nodes with deliberate bugs
+// (partition_broken.go), for the checkers' own tests.
+func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	sc := drawScenario(rng)
 	defaults, err := config.Defaults()
@@ -190,6 +218,8 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 	}
 	w := &simWorld{
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
+		deathRng:   rand.New(rand.NewPCG(seed^0x6d69647772697465, seed)),
+		broken:     broken,
 		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clusterCfg: defaults.Cluster,
 		frameMax:   bus.FetchRecordsMax(defaults.MessageBus.MaxMessageSize.Bytes()),
@@ -255,7 +285,7 @@ func simWriteBootID(mem *vfs.Mem, n int) error {
 // boot record first (a power loss marks the groups amnesiac), then the
 // superblock log, then the partition.
 func (w *simWorld) boot(n *simNode) error {
-	cfg := partitionGroupConfig{prepareQueueDepth: w.sc.queueDepth, journalSlots: w.sc.journalSlots}
+	cfg := partitionGroupConfig{prepareQueueDepth: w.sc.queueDepth, journalSlots: w.sc.journalSlots, broken: w.broken}
 	p := newPartitionPlane(w.log, n.dir, 1, cfg, topology{clustered: true, self: n.id, count: uint8(w.sc.nodes)}, w.clusterCfg)
 	p.useFS(n.mem)
 	p.random = w.rng.Uint64
@@ -355,8 +385,15 @@ func b2u(b bool) uint64 {
 }
 
 func (w *simWorld) fail(err error) {
+	err = fmt.Errorf("step %d (virtual %s): %w", w.step, time.Duration(w.now-simStartMicros)*time.Microsecond, err)
+	if w.keepGoing {
+		if len(w.caught) < caughtMax {
+			w.caught = append(w.caught, err)
+		}
+		return
+	}
 	if w.failure == nil {
-		w.failure = fmt.Errorf("step %d (virtual %s): %w", w.step, time.Duration(w.now-simStartMicros)*time.Microsecond, err)
+		w.failure = err
 	}
 }
 
@@ -498,9 +535,25 @@ func (r simRecords) fetchRecords(_ context.Context, peer uint8, group, from, end
 func (w *simWorld) pumpAll() {
 	for _, n := range w.nodes {
 		if n.up {
-			n.plane.shards[0].pump()
+			w.guard(n, n.plane.shards[0].pump)
 		}
 	}
+}
+
+// guard runs one node's work. A panic fails the seed, as any would; in a
+// keepGoing run (a broken build's test) it is a complaint, and the node
+// crashes as its process would, to boot again a second later.
+func (w *simWorld) guard(n *simNode, work func()) {
+	if w.keepGoing {
+		defer func() {
+			if r := recover(); r != nil {
+				w.fail(fmt.Errorf("node %d panicked: %v", n.id, r))
+				w.crash(n, false)
+				n.restartAt = w.now + 1_000_000
+			}
+		}()
+	}
+	work()
 }
 
 // finishWrites reports back each pending durable write with the
@@ -511,8 +564,8 @@ func (w *simWorld) finishWrites() {
 			continue
 		}
 		sh := n.plane.shards[0]
-		for len(sh.inlineDone) > 0 && w.rng.Float64() < w.sc.writeDoneRate {
-			sh.finishInlineWrite()
+		for n.up && len(sh.inlineDone) > 0 && w.rng.Float64() < w.sc.writeDoneRate {
+			w.guard(n, func() { sh.finishInlineWrite() })
 			w.trace.add("written", uint64(n.id))
 		}
 	}
@@ -522,7 +575,7 @@ func (w *simWorld) tick() {
 	w.stats.Ticks++
 	for _, n := range w.nodes {
 		if n.up {
-			n.plane.shards[0].onTick()
+			w.guard(n, n.plane.shards[0].onTick)
 		}
 	}
 }

@@ -430,6 +430,9 @@ func (p *partitionPlane) groupConfig(k partitionKey, part metadata.Partition) co
 	cfg.PrepareQueueDepth = p.shards[0].cfg.prepareQueueDepth
 	cfg.JournalSlots = p.shards[0].cfg.journalSlots
 	cfg.ClientTableMax = 0
+	if p.shards[0].cfg.broken.quorumOfOne {
+		cfg.TestingReplicationQuorum = 1
+	}
 	random := randomUint64
 	if p.random != nil {
 		random = p.random

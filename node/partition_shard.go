@@ -43,6 +43,9 @@ type partitionGroupConfig struct {
 	// walBytesMax ([partition] wal_bytes_max) bounds a group's retained
 	// prepare WAL plus its in-flight prepares, bodies included; 0 = none.
 	walBytesMax uint64
+	// broken: deliberate bugs for the simulator's checker tests (zero:
+	// none; partition_broken.go).
+	broken partitionBreakage
 }
 
 // partitionProposal is one partition-plane write waiting for its outcome.
@@ -517,9 +520,12 @@ func (s *partitionShard) admit(p *partitionProposal) {
 		p.reply(partitionOutcome{code: wire.ErrResourceNotFound})
 		return
 	}
-	if p.op == wire.OpSendMessages && !p.client.IsZero() {
+	if p.op == wire.OpSendMessages && !p.client.IsZero() && !s.cfg.broken.ignoreRetries {
 		switch verdict, base := e.dedup.check(dedupKey{p.user, p.client}, p.request, p.sum); verdict {
 		case dedupReplay:
+			if s.cfg.broken.replayOffByOne {
+				base++
+			}
 			p.reply(partitionOutcome{code: wire.OK, baseOffset: base, bodyReleased: true})
 			return
 		case dedupTooOld:
@@ -783,7 +789,7 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 		if !ok {
 			return partitionOutcome{code: wire.ErrInvalidCommand}, false
 		}
-		if err := e.log.StoreConsumerOffset(kind, id, offset); err != nil {
+		if err := e.log.StoreConsumerOffset(kind, id, s.cfg.broken.brokenStoredOffset(offset)); err != nil {
 			s.log.Error("store consumer offset", "dir", e.dir, "err", err)
 			return e.storageFailure(wire.ErrCannotWriteToFile, p, err), false
 		}
@@ -816,11 +822,14 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 		return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
 	}
 	key := dedupKey{p.Header.UserID, p.Header.Client}
-	identified := !p.Header.Client.IsZero()
+	identified := !p.Header.Client.IsZero() && !s.cfg.broken.ignoreRetries
 	if identified {
 		switch verdict, base := e.dedup.check(key, p.Header.Request, p.Header.ReqSum); verdict {
 		case dedupReplay:
 			e.stampValid = false // the offsets stamped for this copy stay unused
+			if s.cfg.broken.replayOffByOne {
+				base++
+			}
 			return partitionOutcome{code: wire.OK, baseOffset: base}, false
 		case dedupTooOld:
 			e.stampValid = false
@@ -864,7 +873,14 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 			"op", p.Header.Op, "base_offset", h.BaseOffset, "messages", h.MessageCount, "reserved", e.marker.OffsetsReserved)
 		return partitionOutcome{code: wire.ErrTransientNotAccepted}, false
 	}
-	if _, err := e.log.Append(p.Body); err != nil {
+	body := p.Body
+	if s.cfg.broken.backupsRestamp && !e.group.IsPrimary() {
+		body = append([]byte(nil), body...)
+		if err := wire.StampBatch(body, uint32(h.PartitionID), h.BaseOffset, h.BaseTimestamp+1); err != nil {
+			return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
+		}
+	}
+	if _, err := e.log.Append(body); err != nil {
 		s.log.Error("append committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return e.storageFailure(wire.ErrCannotAppendMessage, p, err), false
 	}

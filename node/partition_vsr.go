@@ -299,6 +299,13 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 	if err := p.noteStorageLost(e, &restored); err != nil {
 		return err
 	}
+	// The prepare WAL holds every prepare the group acknowledged that no
+	// view change removed: each is written before its PrepareOk leaves, a
+	// crash cuts only a tail nothing acknowledged, and a truncation keeps
+	// the prepares its own Write re-appends (journal.PrepareLog). A lost
+	// page cache is reported as amnesia (boot_record.go, fsync.failed),
+	// which the core puts first; lost storage is not intact at all.
+	restored.JournalIntact = !restored.StorageLost
 	if fsyncFailed {
 		// The superblock records the amnesia (takeAmnesiaMarker) and the
 		// WAL was rewritten or started empty: the marker has done its work.

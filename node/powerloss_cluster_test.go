@@ -237,12 +237,24 @@ func pollAll(ctx context.Context, t *testing.T, c *client.Client) map[uint64]str
 
 func clusterClient(ctx context.Context, t *testing.T, seeds []string) *client.Client {
 	t.Helper()
-	c, err := client.DialCluster(ctx, seeds, client.WithCredentials("iggy", "iggy"))
-	if err != nil {
-		t.Fatalf("dial the cluster %v: %v", seeds, err)
+	// A cluster that just booted may still be electing its metadata
+	// primary (the login answers 58): dial again until it serves, within
+	// clusterDialMax (a slow machine, -race).
+	deadline := time.Now().Add(clusterDialMax)
+	for {
+		c, err := client.DialCluster(ctx, seeds, client.WithCredentials("iggy", "iggy"))
+		if err == nil {
+			return c
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("dial the cluster %v: %v", seeds, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return c
 }
+
+// clusterDialMax bounds how long clusterClient dials a booting cluster.
+const clusterDialMax = 30 * time.Second
 
 // pickLoopbackPorts reserves count distinct TCP ports on 127.0.0.1 (held
 // until all are picked, then released for the nodes to bind).

@@ -66,9 +66,13 @@ type Mem struct {
 	gen      uint64            // Crash increments it: older handles are stale
 	powerIn  int               // operations left before the power fails (-1: never)
 	off      bool              // the power failed: every operation fails until Crash
-	seq      uint64            // global order of data operations
-	nextIno  uint64
-	stats    MemStats
+	// killTears: the cut is a process's death (KillAfter): a write it
+	// lands in keeps a prefix of whole pages. cutNow: the operation being
+	// counted is the one the cut landed in.
+	killTears, cutNow bool
+	seq               uint64 // global order of data operations
+	nextIno           uint64
+	stats             MemStats
 }
 
 type inode struct {
@@ -129,7 +133,41 @@ func NewMem(seed uint64) *Mem {
 func (m *Mem) PowerOffAfter(n int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.powerIn = n
+	m.powerIn, m.killTears = n, false
+}
+
+// KillAfter is PowerOffAfter for a process killed (SIGKILL) inside its
+// file operations, to be resolved by ProcessDied: a write the cut lands in
+// keeps a prefix that ends at a page boundary of the file (none, some,
+// never all), as a write(2) interrupted by a fatal signal returns short.
+func (m *Mem) KillAfter(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.powerIn, m.killTears = n, true
+}
+
+// memPageBytes is the page size a killed write stops at a boundary of.
+const memPageBytes = 4096
+
+// killedWriteLocked writes the prefix of p a write that a KillAfter cut
+// landed in keeps, and returns its length: it ends at a page boundary of
+// the file (the kernel copies page by page and checks for a fatal signal
+// between pages), before the end of p.
+func (m *Mem) killedWriteLocked(ino *inode, off int64, p []byte) int {
+	if !m.killTears || !m.cutNow || len(p) == 0 {
+		return 0
+	}
+	first := memPageBytes - off%memPageBytes // bytes to the first boundary
+	if first >= int64(len(p)) {
+		return 0
+	}
+	boundaries := 1 + (int64(len(p))-1-first)/memPageBytes // boundaries inside p
+	k := m.rng.Int64N(boundaries + 1)                      // 0: none of it
+	if k == 0 {
+		return 0
+	}
+	n, _ := m.writeLocked(ino, off, p[:first+(k-1)*memPageBytes])
+	return n
 }
 
 // PoweredOff reports whether the power failed (PowerOffAfter) and Crash
@@ -143,9 +181,10 @@ func (m *Mem) PoweredOff() bool {
 // powerLocked counts one operation against PowerOffAfter; an error once
 // the power failed.
 func (m *Mem) powerLocked(op, name string) error {
+	m.cutNow = false
 	if !m.off && m.powerIn >= 0 {
 		if m.powerIn == 0 {
-			m.off = true
+			m.off, m.cutNow = true, true
 		}
 		m.powerIn--
 	}
@@ -883,6 +922,20 @@ func (m *Mem) truncateLocked(ino *inode, size int64) error {
 	m.seq++
 	ino.pending = append(ino.pending, dataOp{seq: m.seq, truncate: true, off: size})
 	return nil
+}
+
+// ProcessDied simulates the death of the process using the file system
+// (SIGKILL), typically after PowerOffAfter cut it inside a sequence of
+// operations: the operations that failed never happened, and everything
+// done before them stays, synced or not, as the page cache keeps it.
+// Handles opened before go stale. (Files unlinked while open keep their
+// bytes counted against the capacity; the simulations that use it do not
+// set one.)
+func (m *Mem) ProcessDied() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.off, m.powerIn, m.killTears = false, -1, false
+	m.gen++
 }
 
 // Crash simulates a power loss: the namespace becomes its durable part

@@ -70,6 +70,12 @@ func (f *memFile) readable(op string) error {
 	return nil
 }
 
+// killedHere: a KillAfter cut landed in this call on a handle that could
+// write (Mem.killedWriteLocked).
+func (f *memFile) killedHere() bool {
+	return f.m.killTears && f.m.cutNow && !f.closed && f.gen == f.m.gen && f.write
+}
+
 func (f *memFile) writable(op string) error {
 	if !f.write {
 		return perr(op, f.name, syscall.EBADF)
@@ -133,6 +139,14 @@ func (f *memFile) Write(p []byte) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if err := f.check("write"); err != nil {
+		if f.killedHere() {
+			if f.append {
+				f.pos = int64(len(f.ino.data))
+			}
+			n := f.m.killedWriteLocked(f.ino, f.pos, p)
+			f.pos += int64(n)
+			return n, err
+		}
 		return 0, err
 	}
 	if err := f.writable("write"); err != nil {
@@ -153,6 +167,9 @@ func (f *memFile) WriteAt(p []byte, off int64) (int, error) {
 	f.m.mu.Lock()
 	defer f.m.mu.Unlock()
 	if err := f.check("write"); err != nil {
+		if f.killedHere() && !f.append && off >= 0 {
+			return f.m.killedWriteLocked(f.ino, off, p), err
+		}
 		return 0, err
 	}
 	switch {

@@ -928,3 +928,74 @@ func TestMemPowerOffAfter(t *testing.T) {
 	m.PowerOffAfter(-1)
 	must(t, m.SyncDir("/"))
 }
+
+// TestMemProcessDied: a process killed inside a sequence of operations
+// (PowerOffAfter) keeps what it did before the cut, synced or not, loses
+// the operations that failed, and its handles go stale.
+func TestMemProcessDied(t *testing.T) {
+	m := NewMem(1)
+	writeFile(t, m, "/f", []byte("durable"), true)
+	must(t, m.SyncDir("/"))
+	f, err := m.OpenFile("/f", os.O_RDWR, 0)
+	must(t, err)
+	m.PowerOffAfter(1)
+	if _, err := f.WriteAt([]byte("D"), 0); err != nil {
+		t.Fatalf("the one operation left: %v", err)
+	}
+	if _, err := f.WriteAt([]byte("XX"), 1); !errors.Is(err, ErrPoweredOff) {
+		t.Fatalf("write after the cut: %v", err)
+	}
+	m.ProcessDied()
+	if m.PoweredOff() {
+		t.Fatal("still cut off after ProcessDied")
+	}
+	if got := string(readOrNil(m, "/f")); got != "Durable" {
+		t.Fatalf("after the process died: %q, want the unsynced write before the cut and not the one after", got)
+	}
+	if m.Unsynced("/f") != 1 {
+		t.Fatalf("unsynced operations %d: the page cache keeps the write", m.Unsynced("/f"))
+	}
+	if _, err := f.WriteAt([]byte("x"), 0); !errors.Is(err, ErrStale) {
+		t.Fatalf("a handle of the dead process: %v", err)
+	}
+	m.Crash()
+	if got := string(readOrNil(m, "/f")); got != "durable" && got != "Durable" {
+		t.Fatalf("a power loss after it: %q", got)
+	}
+}
+
+// TestMemKillAfterTearsTheWriteItLandsIn: a process killed inside a write
+// keeps a prefix of it that ends at a page boundary of the file, never all
+// of it; ProcessDied then keeps that prefix.
+func TestMemKillAfterTearsTheWriteItLandsIn(t *testing.T) {
+	seen := map[int]bool{}
+	for seed := uint64(1); seed <= 40; seed++ {
+		m := NewMem(seed)
+		f, err := m.OpenFile("/f", os.O_RDWR|os.O_CREATE, 0o644)
+		must(t, err)
+		if _, err := f.Write(make([]byte, 100)); err != nil {
+			t.Fatal(err)
+		}
+		m.KillAfter(0)
+		n, err := f.Write(bytes.Repeat([]byte{'x'}, 3*memPageBytes))
+		if !errors.Is(err, ErrPoweredOff) || (100+n)%memPageBytes != 0 && n != 0 || n >= 3*memPageBytes {
+			t.Fatalf("seed %d: killed write wrote %d bytes (%v): want a prefix to a page boundary, not all, and the cut", seed, n, err)
+		}
+		m.ProcessDied()
+		if got := len(readOrNil(m, "/f")); got != 100+n {
+			t.Fatalf("seed %d: the file holds %d bytes after the death, the write reported %d", seed, got, n)
+		}
+		seen[n] = true
+	}
+	if len(seen) < 3 {
+		t.Fatalf("killed writes kept only %v: the prefix is not drawn", seen)
+	}
+	// A cut of PowerOffAfter tears nothing: the operation fails whole.
+	m := NewMem(1)
+	f, err := m.OpenFile("/f", os.O_RDWR|os.O_CREATE, 0o644)
+	must(t, err)
+	m.PowerOffAfter(0)
+	if n, err := f.Write(bytes.Repeat([]byte{'x'}, 3*memPageBytes)); n != 0 || !errors.Is(err, ErrPoweredOff) {
+		t.Fatalf("power cut write: %d, %v", n, err)
+	}
+}

@@ -1,0 +1,36 @@
+package node
+
+// partitionBreakage deliberately breaks a partition plane, so that the
+// whole-node simulator's tests can show each of its checkers fail on a
+// broken build (issue 13 point 2, node/nodesim_broken_test.go). Only those
+// tests set it; the zero value is the product, and no configuration,
+// flag or environment variable reaches it.
+type partitionBreakage struct {
+	// quorumOfOne: partition groups commit on their primary's own ack
+	// (consensus.Config.TestingReplicationQuorum = 1).
+	quorumOfOne bool
+	// ignoreRetries: sends are never checked against the retry table, so
+	// a retried send is applied again.
+	ignoreRetries bool
+	// replayOffByOne: a recognised retry is answered one offset off.
+	replayOffByOne bool
+	// backupsRestamp: a backup applies each batch with a later timestamp
+	// than its primary stamped (resealed, so the log accepts it).
+	backupsRestamp bool
+	// storeLess: an offset store of an even value of at least 5 applies
+	// five less.
+	storeLess bool
+	// storeMore: an offset store applies one more than asked.
+	storeMore bool
+}
+
+// brokenStoredOffset is the offset a store of offset applies under b.
+func (b partitionBreakage) brokenStoredOffset(offset uint64) uint64 {
+	switch {
+	case b.storeLess && offset%2 == 0 && offset >= 5:
+		return offset - 5
+	case b.storeMore:
+		return offset + 1
+	}
+	return offset
+}
