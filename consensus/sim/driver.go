@@ -436,14 +436,17 @@ func (d *replicaDriver) start(restart bool) error {
 			st.Amnesia = true
 			w.cov.AmnesiacRestarts++
 		}
-		// The powerloss profiles keep journals intact short of a power
-		// loss (no torn writes, truncate and re-append in one Ready that a
-		// crash never splits), and report every power loss as amnesia.
-		st.JournalIntact = w.scn.SyncEveryTicks > 0 && !w.scn.FaultyStorage[d.node]
 		if st.Superblock != nil && st.Superblock.Amnesiac {
 			d.amnesiaPending = false
 		}
 		d.restoredAfterLoss(&st)
+		// As the node promises for its partition groups: a journal is
+		// intact short of a power loss, reported as amnesia, unless the
+		// node's storage is faulty (a crash keeps a prefix of a Ready's
+		// writes, which may cut a truncation from its re-append: the
+		// node's prepare WAL spares those, this store does not) or was
+		// lost.
+		st.JournalIntact = !w.scn.FaultyStorage[d.node] && !st.StorageLost
 		w.trace(evRestore, d.node, d.group, uint64(len(st.Entries)), uint64(cut))
 		g, err = w.factory.Restart(cfg, st)
 	}
