@@ -105,6 +105,13 @@ func startMemCluster(t *testing.T, n int, seed uint64, topicOptions ...wire.Opti
 	}
 	wg.Wait()
 	t.Cleanup(func() {
+		if t.Failed() { // registered before the stops: runs after them, with the whole logs
+			for i, l := range mc.logs {
+				t.Logf("node %d log, last %d lines:\n%s", i, failureLogLines, lastLines(l.String(), failureLogLines))
+			}
+		}
+	})
+	t.Cleanup(func() {
 		for i, stop := range mc.stops {
 			if stop != nil {
 				if err := stop(); err != nil {
@@ -221,4 +228,17 @@ func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// failureLogLines is how much of each node's log a failed memCluster test
+// prints: enough to see its view changes and what it refused.
+const failureLogLines = 150
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
