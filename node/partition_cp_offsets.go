@@ -112,3 +112,15 @@ func (p *partitionPlane) restoreCheckpointOffsets(e *partitionEntry, op uint64) 
 	e.writtenOffsets = offsets
 	return nil
 }
+
+// startOffsetsAtOpZero (restart with nothing applied) installs the consumer
+// offsets as of op 0: none. The replay stores them again in order; kept,
+// the ones last applied would go back to each older store as it is
+// replayed (whole-node simulator finding 15).
+func startOffsetsAtOpZero(e *partitionEntry) error {
+	if err := installConsumerOffsets(e.log, nil); err != nil {
+		return err
+	}
+	e.writtenOffsets = nil
+	return nil
+}

@@ -217,10 +217,9 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 		// recognised (applySend), the rest comes by state transfer.
 		p.log.Warn("partition data without a superblock: rejoining with nothing applied", "dir", e.dir)
 		e.appliedNext = 0
-		if err := installConsumerOffsets(e.log, nil); err != nil { // as of op 0, as below
+		if err := startOffsetsAtOpZero(e); err != nil {
 			return fmt.Errorf("start the consumer offsets of a group with no superblock: %w", err)
 		}
-		e.writtenOffsets = nil
 		if err := p.resetPartitionWAL(e); err != nil {
 			return err
 		}
@@ -292,14 +291,9 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 			}
 		} else {
 			e.appliedNext = 0 // no checkpoint: every op is applied again from the first
-			// ...and the consumer offsets start as of op 0, with none: the
-			// replay stores them again in order. Kept, the ones last applied
-			// would go back to each older store as it is replayed
-			// (whole-node simulator finding 15).
-			if err := installConsumerOffsets(e.log, nil); err != nil {
+			if err := startOffsetsAtOpZero(e); err != nil {
 				return fmt.Errorf("start the consumer offsets of a group with no checkpoint: %w", err)
 			}
-			e.writtenOffsets = nil
 			entries, damaged, err := openWAL(0, vs.Amnesiac)
 			if err != nil {
 				return err
