@@ -182,14 +182,19 @@ func (r *Replica) sendRepairRequest() {
 	}
 	to := min(r.repairTarget(), from+uint64(r.cfg.RepairChunkMax)-1)
 	stalled := r.repair.active && !r.repair.topDown && r.repair.from == from // the last bottom-up request got nothing
+	// The last top-down request was answered: the op below it is checkable now.
+	descending := r.repair.active && r.repair.topDown && r.journal.has(r.repair.to)
 	r.repair.topDown = false
-	if stalled && r.status == StatusViewChange && r.vc.plan != nil {
+	if (stalled || descending) && r.status == StatusViewChange && r.vc.plan != nil {
 		if _, known := r.canonicalChecksum(from); !known {
 			// The lowest missing op cannot be checked against anything,
 			// and the sender whose commit covers it may hold a stale copy
-			// (simulator seed 60901924): every other request fills the
-			// chain from the top instead, where each repaired op makes its
-			// predecessor's checksum known.
+			// (simulator seed 60901924): after a stalled bottom-up request
+			// the chain fills from the top instead, where each repaired op
+			// makes its predecessor's checksum known, and goes on downward
+			// while each answer comes (a retry alternates again). One op a
+			// retry period was slower than the view-change status timeout
+			// (finding 22).
 			if op, ok := r.topKnownGap(r.repairTarget()); ok {
 				from, to, r.repair.topDown = op, op, true
 			}

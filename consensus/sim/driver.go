@@ -126,6 +126,11 @@ func (d *replicaDriver) drain() bool {
 			}
 			rd, plan := d.held, d.heldPlan
 			d.held = nil
+			if d.w.healed {
+				// Drawn before the heal, which turned every fault off: a crash
+				// now would leave the node down through the convergence check.
+				plan = crashPlan{}
+			}
 			if !d.finish(rd, plan) {
 				return false
 			}
