@@ -1,6 +1,8 @@
 package node
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/vfs"
 )
 
 // TestStorageLostOutlivesARestart: a replica restarted with StorageLost
@@ -49,5 +53,88 @@ func TestStorageLostOutlivesARestart(t *testing.T) {
 	p.shards[0].rejoinedAfterLoss(e2)
 	if _, err := os.Stat(filepath.Join(dir, storageLostMarkerFile)); !os.IsNotExist(err) || e2.storageLost {
 		t.Fatalf("the marker outlived the rejoin: %v (storageLost %v)", err, e2.storageLost)
+	}
+}
+
+// TestDamagedWALIsSetAsideOnlyOnceTheLossIsRecorded: the restart that
+// finds its prepare WAL damaged is cut at every file operation (a SIGKILL,
+// or the I/O error of whole-node simulator finding 16, seed 21897). After
+// each cut, the next restart must still see the loss: either the damaged
+// WAL is still in place or storage.lost is recorded. Before the fix the
+// WAL was set aside first, and a cut before the marker left an empty WAL
+// that the next restart took for an intact one.
+func TestDamagedWALIsSetAsideOnlyOnceTheLossIsRecorded(t *testing.T) {
+	defaults, err := config.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const dir = "/p"
+	setUp := func() (*vfs.Mem, *partitionPlane) {
+		m := vfs.NewMem(7)
+		if err := m.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := newPartitionPlane(log, dir, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 32},
+			topology{clustered: true, self: 1, count: 3}, defaults.Cluster)
+		p.fsys = m
+		wal, _, err := journal.OpenPrepareLog(partitionWALPath(dir), 0, journal.WithFS(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []consensus.Prepare
+		for op := uint64(1); op <= 4; op++ {
+			entries = append(entries, consensus.Prepare{Header: consensus.PrepareHeader{View: 1, Op: op, Commit: op - 1,
+				Timestamp: op, Checksum: op * 31, Operation: 130}, Body: bytes.Repeat([]byte{byte(op)}, 200)})
+		}
+		if err := wal.Write(0, entries); err != nil {
+			t.Fatal(err)
+		}
+		if err := wal.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		wal.Close()
+		files, err := vfs.Glob(m, filepath.Join(partitionWALPath(dir), "*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("WAL files: %v, %v", files, err)
+		}
+		if err := m.FlipByte(files[0], 100); err != nil { // inside op 1's record, with records after it
+			t.Fatal(err)
+		}
+		return m, p
+	}
+	lossSeen := func(m *vfs.Mem, p *partitionPlane) bool {
+		if _, err := m.Stat(filepath.Join(dir, storageLostMarkerFile)); err == nil {
+			return true
+		}
+		wal, _, err := journal.OpenPrepareLog(partitionWALPath(dir), 0, journal.WithFS(m))
+		if wal != nil {
+			wal.Close()
+		}
+		return errors.Is(err, journal.ErrPrepareLogDamaged)
+	}
+	cuts := 0
+	for n := 0; ; n++ {
+		m, p := setUp()
+		e := &partitionEntry{dir: dir, shard: p.shards[0]}
+		m.KillAfter(n)
+		_, damaged, err := p.openPartitionWAL(e, 0, false)
+		m.ProcessDied()
+		if err == nil {
+			if !damaged {
+				t.Fatal("the damaged WAL was not reported damaged")
+			}
+			if !lossSeen(m, p) {
+				t.Fatal("set aside without storage.lost")
+			}
+			break
+		}
+		cuts++
+		if !lossSeen(m, p) {
+			t.Fatalf("cut after %d file operations (%v): the next restart sees neither the damage nor storage.lost", n, err)
+		}
+	}
+	if cuts < 3 {
+		t.Fatalf("only %d cuts inside the set-aside: the test no longer reaches it", cuts)
 	}
 }

@@ -244,6 +244,11 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					"next_offset", next, "frontier", st.OffsetFrontier, "checkpoint_op", vs.CheckpointOp,
 					"wal_held_acknowledged_prepares", acked)
 				restored.StorageLost = acked
+				if acked {
+					if err := p.markStorageLost(e); err != nil { // before the WAL is cleared
+						return err
+					}
+				}
 				e.appliedNext = 0
 				// The offset files hold what was last applied, above the
 				// checkpoint; the transfer that refills the log installs the

@@ -67,6 +67,9 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64, amne
 	aside := fmt.Sprintf("%s.damaged-%d", path, e.shard.clock.NowMicros())
 	p.log.Error("partition prepare WAL damaged: set aside; the replica rejoins without a vote until the view's primary answers",
 		"dir", e.dir, "set_aside", aside, "err", err)
+	if merr := p.markStorageLost(e); merr != nil {
+		return nil, false, merr
+	}
 	if rerr := p.fsys.Rename(path, aside); rerr != nil {
 		return nil, false, fmt.Errorf("set the damaged prepare WAL aside: %w", rerr)
 	}
