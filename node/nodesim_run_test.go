@@ -56,6 +56,7 @@ func (w *simWorld) run(steps, healSteps uint64) error {
 	}
 	for _, n := range w.nodes {
 		w.stats.SyncFailures += n.mem.Stats().SyncFailures
+		w.stats.NoSpace += n.mem.Stats().NoSpace
 	}
 	if w.failure != nil {
 		return w.failure

@@ -110,6 +110,7 @@ func (s *simStats) add(o simStats) {
 	s.Reopens += o.Reopens
 	s.WALDamages += o.WALDamages
 	s.MidWriteDeaths += o.MidWriteDeaths
+	s.NoSpace += o.NoSpace
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

@@ -48,6 +48,7 @@ type simScenario struct {
 	partitionRate float64 // chance per step that a network partition starts
 	alignRate     float64 // chance per step that the metadata primary moves
 	syncFailRate  float64 // Mem fsync failure chance
+	noSpaceRate   float64 // Mem chance that a write finds the disk full (ENOSPC)
 	orderedCrash  bool    // unsynced writes survive as an ordered prefix
 	// Retention (the job every simulated second): the topic's size bound
 	// and message expiry (0: none).
@@ -191,6 +192,7 @@ type simStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, Aligns, FramesSent, FramesDropped uint64
 	Acked, Ambiguous, Refused, Polls, PolledMessages, OffsetStores                    uint64
 	SyncFailures, BootFailures, Wipes, QuorumLost, Reopens, WALDamages                int
+	NoSpace                                                                           int // writes refused: disk full
 	// MidWriteDeaths: process crashes that landed between two of the
 	// node's file operations of one step (simNode.dying).
 	MidWriteDeaths int
@@ -212,6 +214,11 @@ func newSimWorld(seed uint64) (*simWorld, error) {
 func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	sc := drawScenario(rng)
+	// Full disks come from a stream of their own, so every other seed
+	// keeps the scenario and trace it had before they were simulated.
+	if rand.New(rand.NewPCG(seed^0x6e6f7370616365, seed)).IntN(4) == 0 {
+		sc.noSpaceRate = 0.0005
+	}
 	defaults, err := config.Defaults()
 	if err != nil {
 		return nil, err
@@ -266,9 +273,9 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 		}
 	}
 	// Faulty fsyncs only after every node's first boot wrote its files.
-	if sc.syncFailRate > 0 {
+	if sc.syncFailRate > 0 || sc.noSpaceRate > 0 {
 		for _, n := range w.nodes {
-			n.mem.SetFaults(vfs.Faults{SyncFail: sc.syncFailRate})
+			n.mem.SetFaults(vfs.Faults{SyncFail: sc.syncFailRate, NoSpace: sc.noSpaceRate})
 		}
 	}
 	return w, nil
