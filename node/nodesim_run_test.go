@@ -149,12 +149,13 @@ func (w *simWorld) advance(newRequests bool) {
 					n.restartAt = w.now + simStepMicros
 					continue
 				}
-				if !w.faultyDisks() {
+				if !w.bootMayFail() {
 					w.fail(err)
 					continue
 				}
-				// An injected fsync failure may stop a boot (the node exits
-				// and an operator starts it again): retry, faults end at the heal.
+				// An injected fsync failure or a full disk may stop a boot
+				// (the node exits and an operator starts it again): retry,
+				// faults end at the heal.
 				w.debugf("node %d boot failed: %v", n.id, err)
 				w.stats.BootFailures++
 				n.restartAt = w.now + 1_000_000
@@ -168,6 +169,9 @@ const simRetentionSteps = 1000
 
 // faultyDisks: fsync failures are being injected.
 func (w *simWorld) faultyDisks() bool { return w.sc.syncFailRate > 0 && w.faults }
+
+// bootMayFail: injected disk faults (failed fsyncs, a full disk) may stop a boot.
+func (w *simWorld) bootMayFail() bool { return w.faultyDisks() || (w.sc.noSpaceRate > 0 && w.faults) }
 
 // debugStates (with -nodesim.debug) prints each node's group state when
 // it changes: view, log view, status, op, commits, log end, appliedNext,

@@ -142,7 +142,38 @@ func (l *Log) crossHole() error {
 	}
 	l.logger.Warn("offsets that may have been handed out and lost are skipped, never re-issued", "dir", l.dir, "first", s.nextOffset,
 		"resume_at", l.nextOffset)
+	if s.messages == 0 && s.sizeBytes == 0 && len(l.segments) > 1 {
+		return l.replaceEmptyActive(s)
+	}
 	return l.roll()
+}
+
+// replaceEmptyActive moves an empty active segment (rolled to when its predecessor filled, before
+// any record) to the offset after the hole, instead of sealing it: a replica whose roll failed and
+// came only with the hole has no such empty segment, and the replicas' files must stay identical
+// (whole-node simulator seed 16142). Its files go first: a crash before the new segment exists
+// reopens on the full predecessor, and crossing the hole again gives the same files. A failure
+// after a removal fences the log until it is reopened (recovery drops an orphan index).
+func (l *Log) replaceEmptyActive(s *segment) error {
+	if err := l.opts.FS.Remove(segmentLogPath(l.dir, s.startOffset)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the empty segment %d: %w", s.startOffset, err)
+	}
+	l.dirDirty = true
+	if err := l.opts.FS.Remove(segmentIndexPath(l.dir, s.startOffset)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		l.failure = fmt.Errorf("%w: remove the index of the empty segment %d: %v", ErrFailed, s.startOffset, err)
+		return l.failure
+	}
+	next, err := l.createSegment(l.nextOffset)
+	if err != nil {
+		l.failure = fmt.Errorf("%w: %v", ErrFailed, err)
+		return l.failure
+	}
+	if err := s.close(); err != nil {
+		l.logger.Warn("closing a removed empty segment failed", "dir", l.dir, "start_offset", s.startOffset, "err", err)
+	}
+	l.segments[len(l.segments)-1] = next
+	l.syncedBelow = max(l.syncedBelow, l.nextOffset) // the predecessor was synced when sealed; the hole holds nothing
+	return nil
 }
 
 // lostMarker says whether a hole starting at offset was recorded.

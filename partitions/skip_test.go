@@ -165,3 +165,40 @@ func TestRollFullAtOpen(t *testing.T) {
 		t.Fatalf("reopened: files %v, segments %d; the replica that kept the roll has %v", got, l.Stats().SegmentsCount, want)
 	}
 }
+
+// TestSkipToReplacesAnEmptyActiveSegment: an append that fills its segment rolls to an empty one at
+// once; a replica whose roll failed there rolls only when the hole comes. Both must end with the
+// same files (whole-node simulator seed 16142): the empty segment moves to the offset after the
+// hole instead of staying behind, and the log reopens the same.
+func TestSkipToReplacesAnEmptyActiveSegment(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{SegmentSizeBytes: 4096, IndexIntervalBytes: 1}
+	l := openLog(t, dir, opts)
+	for l.Stats().SegmentsCount < 2 {
+		fillLog(t, l, 1, 4, 300)
+	}
+	filledEnd := l.NextOffset()
+	if err := l.SkipTo(filledEnd + 50); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(segmentLogPath(dir, filledEnd)); !os.IsNotExist(err) {
+		t.Fatalf("the empty segment at %d stayed behind the hole: %v", filledEnd, err)
+	}
+	if _, err := os.Stat(segmentLogPath(dir, filledEnd+50)); err != nil {
+		t.Fatalf("no segment at the offset after the hole: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, segmentBaseName(filledEnd)+lostSuffix)); err != nil {
+		t.Fatalf("the hole is not recorded: %v", err)
+	}
+	fillLog(t, l, 1, 4, 300)
+	want := l.NextOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l2 := openLog(t, dir, opts)
+	defer l2.Close()
+	if l2.NextOffset() != want || l2.Stats().SegmentsCount != 2 {
+		t.Fatalf("reopened at %d with %d segments, want %d with 2", l2.NextOffset(), l2.Stats().SegmentsCount, want)
+	}
+	expectOffsets(t, "after the hole", poll(t, l2, wire.PollOffset, filledEnd, 10), filledEnd+50, 4)
+}
