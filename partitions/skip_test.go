@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lodestream/lodestream/wire"
@@ -201,4 +203,54 @@ func TestSkipToReplacesAnEmptyActiveSegment(t *testing.T) {
 		t.Fatalf("reopened at %d with %d segments, want %d with 2", l2.NextOffset(), l2.Stats().SegmentsCount, want)
 	}
 	expectOffsets(t, "after the hole", poll(t, l2, wire.PollOffset, filledEnd, 10), filledEnd+50, 4)
+}
+
+// TestTwoSkipsLeaveTheFilesOfOne: two skips with no record between them (two primary changes in a
+// row) leave the files one skip over both leaves, which is what a replica that copies the log by
+// state transfer sees (whole-node simulator seed 22746): one marker where the records end.
+func TestTwoSkipsLeaveTheFilesOfOne(t *testing.T) {
+	names := func(dir string) []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), logSuffix) || strings.HasSuffix(e.Name(), indexSuffix) || strings.HasSuffix(e.Name(), lostSuffix) {
+				out = append(out, e.Name())
+			}
+		}
+		return out
+	}
+	opts := Options{SegmentSizeBytes: 1 << 20, IndexIntervalBytes: 1}
+	twice, once := t.TempDir(), t.TempDir()
+	a, b := openLog(t, twice, opts), openLog(t, once, opts)
+	fillLog(t, a, 2, 10, 50)
+	fillLog(t, b, 2, 10, 50)
+	for _, to := range []uint64{60, 75} {
+		if err := a.SkipTo(to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.SkipTo(75); err != nil {
+		t.Fatal(err)
+	}
+	fillLog(t, a, 1, 5, 50)
+	fillLog(t, b, 1, 5, 50)
+	if got, want := names(twice), names(once); !slices.Equal(got, want) {
+		t.Fatalf("two skips left %v, one skip %v", got, want)
+	}
+	for _, l := range []*Log{a, b} {
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reopened := openLog(t, twice, opts)
+	defer reopened.Close()
+	if got := decodePoll(t, poll(t, reopened, wire.PollOffset, 19, 10)); !slices.Equal(got, []uint64{19, 75, 76, 77, 78, 79}) {
+		t.Fatalf("a poll across both holes served %v, want 19 then 75..79", got)
+	}
+	if reopened.NextOffset() != 80 {
+		t.Fatalf("reopened at %d, want 80", reopened.NextOffset())
+	}
 }
