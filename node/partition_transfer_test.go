@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/wire"
@@ -237,20 +238,60 @@ func TestTransferCopiesConsecutiveHolesOneByOne(t *testing.T) {
 	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 712, []uint8{2}, quietTransferLog); err != nil {
 		t.Fatal(err)
 	}
-	names := func(l *partitions.Log) []string {
-		entries, err := os.ReadDir(l.Dir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, e := range entries {
-			if n := e.Name(); strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".lost") || strings.HasSuffix(n, ".index") {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
-	if want, got := names(source), names(lagging); !slices.Equal(want, got) {
+	if want, got := logFileNames(t, source), logFileNames(t, lagging); !slices.Equal(want, got) {
 		t.Fatalf("the replica's files %v, the source's %v", got, want)
 	}
+}
+
+// TestTransferToAFrontierInsideAHole: a checkpoint taken between two
+// skips with no record between them names a frontier inside what the
+// source's files hold as one hole (partitions.Log.SkipTo). The transfer
+// skips up to that frontier; the second skip, replayed after the
+// checkpoint, extends the hole, and the files end as the source's
+// (whole-node simulator seed 17064: the transfer failed for good).
+func TestTransferToAFrontierInsideAHole(t *testing.T) {
+	source := transferTestLog(t, 10) // 0..29
+	for _, to := range []uint64{500, 700} {
+		if err := source.SkipTo(to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 4; i++ {
+		appendTestBatch(t, source, 3, uint64(3000+i)) // 700..711
+	}
+	lagging := transferTestLog(t, 4) // 0..11
+	src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fetchUntilFrontier(ctx, src, lagging, 7, 500, []uint8{2}, quietTransferLog); err != nil {
+		t.Fatalf("transfer to a frontier inside the source's hole: %v", err)
+	}
+	if lagging.NextOffset() != 500 {
+		t.Fatalf("next offset %d after the transfer, want 500", lagging.NextOffset())
+	}
+	if err := lagging.SkipTo(700); err != nil { // the group's second skip, replayed
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		appendTestBatch(t, lagging, 3, uint64(3000+i))
+	}
+	if want, got := logFileNames(t, source), logFileNames(t, lagging); !slices.Equal(want, got) {
+		t.Fatalf("the replica's files %v, the source's %v", got, want)
+	}
+}
+
+// logFileNames lists a log's segment, index and hole-marker files.
+func logFileNames(t *testing.T, l *partitions.Log) []string {
+	t.Helper()
+	entries, err := os.ReadDir(l.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if n := e.Name(); strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".lost") || strings.HasSuffix(n, ".index") {
+			out = append(out, n)
+		}
+	}
+	return out
 }
