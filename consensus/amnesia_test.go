@@ -366,3 +366,24 @@ func TestPrimaryProbedFromALaterViewMovesUp(t *testing.T) {
 		t.Fatalf("primary probed from view 1: status %v view %d; want a view change to view 1", p.Status(), p.View())
 	}
 }
+
+// TestMergeWaitsBelowAReportedCommit: a DVC reporting a commit_max above
+// every DVC's head (a replica whose WAL was lost kept the commit_max its
+// superblock recorded) keeps the merge from deciding: the ops it names
+// committed are held by no voter, and deciding would cut them. Without
+// that report the same DVCs decide.
+func TestMergeWaitsBelowAReportedCommit(t *testing.T) {
+	for _, reported := range []uint64{0, 5} {
+		r, err := New(DefaultConfig(1, 3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.startViewChange(1)
+		r.Step(Message{Kind: MsgStartViewChange, Group: 0, From: 0, View: 1})
+		r.Step(Message{Kind: MsgDoViewChange, Group: 0, From: 0, View: 1, StorageLost: true, CommitMax: reported})
+		decided := r.vc.plan != nil || r.Status() == StatusNormal
+		if want := reported == 0; decided != want {
+			t.Fatalf("a DVC reporting commit_max %d beside heads of 0: decided %v, want %v", reported, decided, want)
+		}
+	}
+}

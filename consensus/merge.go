@@ -17,6 +17,9 @@ type dvcRecord struct {
 	amnesiac bool
 	// lost: the sender's storage was lost (Message.StorageLost).
 	lost bool
+	// commitMax: the sender's commit_max, not clamped to its head
+	// (Message.CommitMax; 0 from a sender that does not report it).
+	commitMax uint64
 }
 
 func bitAt(u Uint128, i uint64) bool {

@@ -73,6 +73,8 @@ type Message struct {
 	// StorageLost: DoViewChange of a rack election from a replica whose
 	// storage was lost (amnesia.go: a rack merge counts at most f of them).
 	StorageLost bool
+	// (CommitMax is also carried by DoViewChange: the sender's commit_max,
+	// not clamped to its head, so a merge never decides below it.)
 	// Nonce correlates a repair or state-transfer session: RequestPrepares,
 	// RepairPrepare, RepairDone, RangeEvicted, RequestStateTransfer,
 	// StateTransferTarget, RequestStateChunk, StateChunk.

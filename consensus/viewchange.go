@@ -88,7 +88,7 @@ func (r *Replica) maybeSendDVC() {
 func (r *Replica) sendDVC(d dvcRecord) {
 	r.send(Message{Kind: MsgDoViewChange, To: r.primaryOf(r.view), View: r.view, LogView: d.logView,
 		HeadOp: d.op, CommitOp: d.commit, Suffix: d.headers, Nack: d.nack, Present: d.present, Amnesiac: d.amnesiac,
-		StorageLost: d.lost})
+		StorageLost: d.lost, CommitMax: d.commitMax})
 }
 
 // buildDVC snapshots this replica's log suffix: headers from op down to
@@ -109,7 +109,7 @@ func (r *Replica) buildDVC() dvcRecord {
 	}
 	commit := min(r.commitMax, held)
 	d := dvcRecord{replica: r.id, logView: r.logView, op: head, commit: commit, amnesiac: r.amnesiaFlagged(),
-		lost: r.recovery.storageLost}
+		lost: r.recovery.storageLost, commitMax: r.commitMax}
 	low := max(commit, 1)
 	if head >= dvcSuffixHeadersMax && low < head-(dvcSuffixHeadersMax-1) {
 		low = head - (dvcSuffixHeadersMax - 1)
@@ -193,7 +193,8 @@ func (r *Replica) onDoViewChange(m Message) {
 		return
 	}
 	d := dvcRecord{replica: m.From, logView: m.LogView, op: m.HeadOp, commit: min(m.CommitOp, m.HeadOp),
-		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present, amnesiac: m.Amnesiac, lost: m.StorageLost}
+		headers: append([]PrepareHeader(nil), m.Suffix...), nack: m.Nack, present: m.Present, amnesiac: m.Amnesiac, lost: m.StorageLost,
+		commitMax: m.CommitMax}
 	r.recordDVC(d)
 	r.maybeSendDVC()
 	r.tryMerge()
@@ -207,6 +208,15 @@ func (r *Replica) tryMerge() {
 	}
 	plan := mergeDoViewChanges(r.vc.dvcs, int(r.n), r.quorumViewChange)
 	if plan.outcome != mergeDecided {
+		return
+	}
+	if c := reportedCommitMax(r.vc.dvcs); c > plan.head && !r.vc.amnesiacQuorum {
+		// A voter knows ops up to c committed, yet no DVC holds them: their
+		// holders are outside this quorum, which only lost storage or
+		// amnesia beyond tolerance allows (a replica whose WAL was lost
+		// keeps the commit_max its superblock recorded). Deciding would cut
+		// committed ops; wait for a DVC that holds them. A rack election,
+		// which knowingly restores service after such a loss, is exempt.
 		return
 	}
 	r.vc.plan = &plan
@@ -572,4 +582,13 @@ func (r *Replica) HandOver(to uint8) bool {
 
 func (r *Replica) escalationView() uint32 {
 	return max(r.view+1, r.observedNewerView)
+}
+
+// reportedCommitMax is the highest commit_max the DVCs report (unclamped).
+func reportedCommitMax(dvcs []dvcRecord) uint64 {
+	var c uint64
+	for _, d := range dvcs {
+		c = max(c, d.commitMax)
+	}
+	return c
 }

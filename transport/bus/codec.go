@@ -67,6 +67,7 @@ const (
 	offDvcLogView    = 152 // u32
 	offDvcAmnesiac   = 156 // u8 0/1, ours
 	offDvcLost       = 157 // u8 0/1, ours: consensus.Message.StorageLost
+	offDvcCommitMax  = 160 // u64, ours: consensus.Message.CommitMax (unclamped; 0 = not reported)
 	offDvcNack       = 224 // u128
 	offDvcPresent    = 240 // u128
 	offSvIncarnation = 240 // u128
@@ -349,6 +350,7 @@ func (c *Codec) putHeader(h []byte, f *fields, bodyBytes int, bodySum uint64) {
 		le.PutUint32(h[offDvcLogView:], f.LogView)
 		putBool(h[offDvcAmnesiac:], f.Amnesiac)
 		putBool(h[offDvcLost:], f.StorageLost)
+		le.PutUint64(h[offDvcCommitMax:], f.CommitMax)
 		putU128(h[offDvcNack:], f.Nack)
 		putU128(h[offDvcPresent:], f.Present)
 	case consensus.MsgStartView:
@@ -568,6 +570,7 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 		if f.StorageLost, err = getBool(h[offDvcLost], "do_view_change storage_lost"); err != nil {
 			return err
 		}
+		f.CommitMax = le.Uint64(h[offDvcCommitMax:])
 		f.Nack = getU128(h[offDvcNack:])
 		f.Present = getU128(h[offDvcPresent:])
 		if f.LogView > f.View {

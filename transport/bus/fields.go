@@ -81,6 +81,7 @@ func fromMessage(m *consensus.Message) fields {
 	case consensus.MsgDoViewChange:
 		f.HeadOp, f.CommitOp, f.LogView = m.HeadOp, m.CommitOp, m.LogView
 		f.Suffix, f.Nack, f.Present, f.Amnesiac, f.StorageLost = m.Suffix, m.Nack, m.Present, m.Amnesiac, m.StorageLost
+		f.CommitMax = m.CommitMax
 	case consensus.MsgStartView:
 		f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation = m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation
 	case consensus.MsgRequestStartView:
@@ -133,6 +134,7 @@ func (f *fields) toMessage() consensus.Message {
 	case consensus.MsgDoViewChange:
 		m.HeadOp, m.CommitOp, m.LogView = f.HeadOp, f.CommitOp, f.LogView
 		m.Suffix, m.Nack, m.Present, m.Amnesiac, m.StorageLost = f.Suffix, f.Nack, f.Present, f.Amnesiac, f.StorageLost
+		m.CommitMax = f.CommitMax
 	case consensus.MsgStartView:
 		m.HeadOp, m.CommitOp, m.Suffix, m.Incarnation = f.HeadOp, f.CommitOp, f.Suffix, f.Incarnation
 	case consensus.MsgRequestStartView:
