@@ -12,12 +12,17 @@ import (
 // VSR view change (consensus HandOver), which never produces two primaries.
 // The shard loops check every group on every tick, a bounded number of
 // hand-overs per tick, and a group that did not end up on the target is
-// tried again only after a back-off, so an unreachable or recovering
-// target cannot make the group flap.
+// tried again only after a back-off that doubles while hand-overs to the
+// same target keep failing, so an unreachable or recovering target cannot
+// make the group flap.
 
 const (
 	alignHandOversPerTick = 32               // per shard per tick
 	alignRetryAfter       = 10 * time.Second // per group, after a hand-over
+	alignRetryMax         = 5 * time.Minute  // the back-off after hand-overs that keep failing
+	// alignStuckWindow: leading the group again within this much of the
+	// back-off, towards the same target, means the hand-over did not stick.
+	alignStuckWindow = 30 * time.Second
 )
 
 // alignTarget is the replica partition primaries should move to, published
@@ -70,11 +75,29 @@ func (s *partitionShard) align(nowTick time.Time) {
 		s.schedule(e)
 		if handed {
 			budget--
-			e.alignRetryAt = nowTick.Add(alignRetryAfter)
+			e.alignRetryAt = nowTick.Add(alignBackoff(e, target, nowTick))
 			e.stampValid = false
 			s.touch(e)
 		}
 	}
+}
+
+// alignBackoff is how long a group waits after a hand-over to target
+// before the next: alignRetryAfter, doubled (up to alignRetryMax) each
+// time this replica leads the group again towards the same target soon
+// after handing it over. A target whose replica of the group cannot take
+// over (recovering, its storage lost) made each hand-over a failed view
+// change, and with a fixed back-off about as long as that failure the
+// group was down most of the time, its recovering replicas never answered
+// (whole-node simulator seed 17214).
+func alignBackoff(e *partitionEntry, target uint8, now time.Time) time.Duration {
+	if e.alignLastTarget == target && !e.alignLastAt.IsZero() && now.Sub(e.alignLastAt) < e.alignWait+alignStuckWindow {
+		e.alignWait = min(2*e.alignWait, alignRetryMax)
+	} else {
+		e.alignWait = alignRetryAfter
+	}
+	e.alignLastTarget, e.alignLastAt = target, now
+	return e.alignWait
 }
 
 // logLeadership (background job, every leadershipCheckEvery) logs how

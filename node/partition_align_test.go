@@ -63,3 +63,29 @@ func TestAlignHandsPrimariesToTheMetadataPrimary(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignBackoffGrowsWhileHandOversFail: a group this replica leads
+// again soon after handing it to the same target (the hand-over did not
+// stick) waits twice as long before the next, up to alignRetryMax; a new
+// target, or a long quiet spell, starts over at alignRetryAfter
+// (whole-node simulator seed 17214: a recovering target made the group
+// fail a view change every 10 s).
+func TestAlignBackoffGrowsWhileHandOversFail(t *testing.T) {
+	e := &partitionEntry{}
+	now := time.Unix(1000, 0)
+	want := alignRetryAfter
+	for i := 0; i < 8; i++ {
+		if got := alignBackoff(e, 3, now); got != want {
+			t.Fatalf("hand-over %d to the same target: back-off %v, want %v", i+1, got, want)
+		}
+		now = now.Add(want + time.Second) // led again right after the back-off
+		want = min(2*want, alignRetryMax)
+	}
+	if got := alignBackoff(e, 4, now); got != alignRetryAfter {
+		t.Fatalf("a new target: back-off %v, want %v", got, alignRetryAfter)
+	}
+	now = now.Add(alignRetryAfter + alignStuckWindow + time.Second)
+	if got := alignBackoff(e, 4, now); got != alignRetryAfter {
+		t.Fatalf("after a quiet spell: back-off %v, want %v", got, alignRetryAfter)
+	}
+}

@@ -144,6 +144,11 @@ type partitionEntry struct {
 	dedup                               dedupTable
 	reopening                           atomic.Bool // damage found on a read: being reopened (reopenDamaged)
 	alignRetryAt                        time.Time   // no hand-over before (partition_align.go)
+	// alignWait, alignLastAt, alignLastTarget: the back-off of the last
+	// hand-over and when and to whom it went (alignBackoff).
+	alignWait       time.Duration
+	alignLastAt     time.Time
+	alignLastTarget uint8
 	// The primary's stamp (partition_stamp.go).
 	stampValid     bool
 	stampView      uint32
