@@ -161,7 +161,7 @@ func (l *Log) lostMarkerIn(lo, hi uint64) bool {
 		return false // a marker more is written: a reopen accepts it
 	}
 	for _, e := range entries {
-		if m, ok := parseSegmentName(e.Name(), lostSuffix); ok && strings.HasSuffix(e.Name(), lostSuffix) && m >= lo && m < hi {
+		if m, ok := parseSegmentName(e.Name(), lostSuffix); ok && m >= lo && m < hi {
 			return true
 		}
 	}
@@ -255,18 +255,5 @@ func (l *Log) holeBefore(si int, from uint64) bool {
 	if si == 0 || from >= l.segments[si].startOffset {
 		return false
 	}
-	lo := l.segments[si-1].startOffset
-	entries, err := l.opts.FS.ReadDir(l.dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), lostSuffix) {
-			continue
-		}
-		if m, ok := parseSegmentName(e.Name(), lostSuffix); ok && m >= lo && m <= from {
-			return true
-		}
-	}
-	return false
+	return l.lostMarkerIn(l.segments[si-1].startOffset, from+1)
 }
