@@ -45,6 +45,9 @@ func (p *partitionPlane) markStorageLost(e *partitionEntry) error {
 func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.Restored) error {
 	marker := filepath.Join(e.dir, storageLostMarkerFile)
 	if restored.StorageLost {
+		if e.storageLost {
+			return nil // this boot recorded it already, before setting the damaged WAL aside
+		}
 		return p.markStorageLost(e)
 	}
 	switch _, err := p.fsys.Stat(marker); {
