@@ -140,14 +140,17 @@ func (l *Log) crossHole() error {
 	// An empty active segment that a recorded hole already precedes (two skips with no record
 	// between) extends that hole: one marker, where the records end, as a replica that reads the
 	// log (a state transfer sees one hole) records it (whole-node simulator seed 22746).
-	if !empty || !l.lostMarkerIn(l.segments[len(l.segments)-2].startOffset, s.startOffset) {
+	if empty && l.lostMarkerIn(l.segments[len(l.segments)-2].startOffset, s.startOffset) {
+		l.logger.Warn("offsets that may have been handed out and lost are skipped, never re-issued: the hole before them grows",
+			"dir", l.dir, "from", s.startOffset, "resume_at", l.nextOffset)
+	} else {
 		marker := filepath.Join(l.dir, segmentBaseName(s.nextOffset)+lostSuffix)
 		if err := writeFileAtomic(l.opts.FS, l.dir, marker, nil, true); err != nil {
 			return fmt.Errorf("record lost offsets %d..%d in %s: %w", s.nextOffset, l.nextOffset-1, l.dir, err)
 		}
+		l.logger.Warn("offsets that may have been handed out and lost are skipped, never re-issued", "dir", l.dir,
+			"first", s.nextOffset, "resume_at", l.nextOffset)
 	}
-	l.logger.Warn("offsets that may have been handed out and lost are skipped, never re-issued", "dir", l.dir, "first", s.nextOffset,
-		"resume_at", l.nextOffset)
 	if empty {
 		return l.replaceEmptyActive(s)
 	}
