@@ -263,9 +263,15 @@ func fetchUntilFrontierPaced(ctx context.Context, src recordSource, l partitionS
 		switch {
 		case err != nil:
 			why = "no answer"
-		case chunk.status == fetchBelowRetained && chunk.first > next && chunk.first <= frontier:
+		case chunk.status == fetchBelowRetained && chunk.first > next:
 			// The peers' retention moved past everything this replica
-			// lacks: start the log at the peer's first offset.
+			// lacks: start the log at the peer's first offset. That may be
+			// past the frontier too, when committed cuts above the target
+			// checkpoint removed all it names (whole-node simulator seed
+			// 19456): the ops above it then append nothing below the new
+			// start, as a restarted replica's replays of ops below its first
+			// offset (partitionShard.replayedSend), and their cut is a no-op
+			// here, so the files end as the peers' do.
 			if _, err := l.ResetTo(chunk.first); err != nil {
 				return fmt.Errorf("restart the log at offset %d: %w", chunk.first, err)
 			}

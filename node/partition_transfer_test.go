@@ -160,6 +160,40 @@ func TestTransferRestartsBelowRetention(t *testing.T) {
 	}
 }
 
+// TestTransferToACheckpointTheRetentionPassed: the target checkpoint's
+// frontier is below the source's first offset (committed cuts above the
+// checkpoint removed all it names): the transfer ends with the log empty
+// at the source's first offset, and what the later ops append continues
+// the source's files (whole-node simulator seed 19456: the transfer asked
+// again forever).
+func TestTransferToACheckpointTheRetentionPassed(t *testing.T) {
+	source := transferTestLog(t, 40) // 0..119
+	if _, err := source.DeleteSegmentsBefore(90); err != nil {
+		t.Fatal(err)
+	}
+	first := source.Stats().FirstOffset
+	if first <= 30 {
+		t.Fatalf("retention kept offset %d, the test needs it past the frontier 30", first)
+	}
+	lagging := transferTestLog(t, 2) // 0..5
+	src := &peerLogs{logs: map[uint8]*partitions.Log{0: source}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := fetchUntilFrontier(ctx, src, lagging, 7, 30, []uint8{0}, quietTransferLog); err != nil {
+		t.Fatalf("transfer to a frontier below the source's first offset: %v", err)
+	}
+	if st := lagging.Stats(); st.FirstOffset != first || lagging.NextOffset() != first {
+		t.Fatalf("after the transfer: first %d next %d, want both %d", st.FirstOffset, lagging.NextOffset(), first)
+	}
+	// The ops above the checkpoint bring the rest (here fetched as records).
+	if err := fetchUntilFrontier(ctx, src, lagging, 7, source.NextOffset(), []uint8{0}, quietTransferLog); err != nil {
+		t.Fatal(err)
+	}
+	if want, got := logFileNames(t, source), logFileNames(t, lagging); !slices.Equal(want, got) {
+		t.Fatalf("the replica's files %v, the source's %v", got, want)
+	}
+}
+
 // TestTransferRefusesCorruptRecords: a record whose checksum fails is not
 // appended; the job keeps trying (until cancelled) and the log is intact.
 func TestTransferRefusesCorruptRecords(t *testing.T) {
