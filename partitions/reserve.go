@@ -207,17 +207,17 @@ func (l *Log) lostMarker(offset uint64) bool {
 
 // removeLostMarkers deletes the hole markers below offset (retention or a reset removed what they
 // separated); all of them when below is ^0.
-func (l *Log) removeLostMarkers(below uint64) error {
+func (l *Log) removeLostMarkers(below uint64) error { return l.removeLostMarkersIn(0, below) }
+
+// removeLostMarkersIn removes the hole markers naming an offset in [lo, hi).
+func (l *Log) removeLostMarkersIn(lo, hi uint64) error {
 	entries, err := l.opts.FS.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list %s: %w", l.dir, err)
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, lostSuffix) {
-			continue
-		}
-		if start, ok := parseSegmentName(name, lostSuffix); ok && start < below {
+		if m, ok := parseSegmentName(name, lostSuffix); ok && m >= lo && m < hi {
 			if err := l.opts.FS.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}

@@ -1,0 +1,142 @@
+package partitions
+
+import (
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// CutTail removes every record at or above offset, with the segments, index entries and hole
+// markers there, and continues the log at offset. A cluster replica whose prepare WAL was lost takes
+// back what it applied past its checkpoint (node/partition_vsr.go): the group applies those ops again,
+// or, when an election beyond the group's fault budget dropped them, what replaced them, and the
+// replicas' files stay identical (whole-node simulator finding 20). offset must be above the first
+// segment's start and on a record boundary or in a hole (kept up to offset, as SkipTo(offset) leaves
+// one); the cut is durable when CutTail returns.
+// A crash part way leaves a prefix of the log (a truncation in flight is finished at open,
+// pending_cut.go), and the cut can be made again.
+func (l *Log) CutTail(offset uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	if offset >= l.nextOffset {
+		return nil
+	}
+	if offset <= l.segments[0].startOffset {
+		return fmt.Errorf("cut the tail of %s at offset %d: not above its first segment (%d)", l.dir, offset,
+			l.segments[0].startOffset)
+	}
+	for l.active().startOffset >= offset {
+		s := l.active()
+		if err := removeSegmentFiles(l.opts.FS, l.dir, s); err != nil {
+			l.failure = fmt.Errorf("%w: cut of the tail stopped half way: %v", ErrFailed, err)
+			return l.failure
+		}
+		l.segments = l.segments[:len(l.segments)-1]
+		l.dirDirty = true
+	}
+	if err := l.removeLostMarkersIn(offset, math.MaxUint64); err != nil {
+		return fmt.Errorf("cut the tail of %s at offset %d: %w", l.dir, offset, err)
+	}
+	if err := l.syncDirIfDirty(); err != nil {
+		return fmt.Errorf("cut the tail of %s at offset %d: %w", l.dir, offset, err)
+	}
+	if s := l.active(); s.nextOffset > offset {
+		pos, err := s.recordPosition(offset)
+		if err != nil {
+			return fmt.Errorf("cut the tail of %s: %w", l.dir, err)
+		}
+		if err := l.truncateSegment(s, pos); err != nil {
+			return err
+		}
+	}
+	s := l.active()
+	if s.indexFile == nil {
+		// A sealed segment is the active one again: appends write its index (Open does the same).
+		s.indexFile = l.opts.Files.Register(l.opts.FS, segmentIndexPath(l.dir, s.startOffset), os.O_RDWR, l.opts.SyncOnEvict)
+	}
+	l.syncedBelow = min(l.syncedBelow, offset)
+	if s.nextOffset == offset {
+		l.nextOffset = offset
+		return nil
+	}
+	// offset is in a hole: recorded as SkipTo records one (a marker, and a segment at offset), so a
+	// reopen resumes there.
+	prev := l.nextOffset
+	l.nextOffset = offset
+	if err := l.crossHole(); err != nil {
+		l.nextOffset = prev
+		return fmt.Errorf("cut the tail of %s at offset %d, in a hole: %w", l.dir, offset, err)
+	}
+	return l.syncDirIfDirty()
+}
+
+// truncateSegment cuts the last segment s at byte pos, durably, and rebuilds its accounting and
+// index from what is left (under l.mu).
+func (l *Log) truncateSegment(s *segment, pos uint64) error {
+	start := s.startOffset
+	if err := l.markPendingCut(start, pos); err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		l.failure = fmt.Errorf("%w: cut of segment %d at byte %d: %v", ErrFailed, start, pos, err)
+		return l.failure
+	}
+	if err := s.logFile.Truncate(int64(pos)); err != nil {
+		return fail(err)
+	}
+	if err := s.logFile.Sync(); err != nil {
+		return fail(err) // the marker stays: the next open rewrites the segment
+	}
+	if err := l.clearPendingCut(start); err != nil {
+		return fail(err)
+	}
+	if err := s.close(); err != nil {
+		return fail(err)
+	}
+	rebuilt, err := l.recoverSegment(start, math.MaxUint64, true)
+	if err != nil {
+		return fail(err)
+	}
+	l.segments[len(l.segments)-1] = rebuilt
+	return nil
+}
+
+// recordPosition returns the byte position of the record whose base offset is offset, walking the
+// batch headers from the last index entry at or below it.
+func (s *segment) recordPosition(offset uint64) (uint64, error) {
+	pos, base := uint64(0), s.startOffset
+	for _, e := range s.index {
+		if e.offset > offset {
+			break
+		}
+		pos, base = e.position, e.offset
+	}
+	var buf [wire.BatchHeaderSize]byte
+	for pos < s.sizeBytes && base < offset {
+		if _, err := s.logFile.ReadAt(buf[:], int64(pos)); err != nil {
+			return 0, fmt.Errorf("segment %d: read the record header at byte %d: %w", s.startOffset, pos, err)
+		}
+		h, err := wire.DecodeBatchHeader(buf[:])
+		if err != nil {
+			return 0, fmt.Errorf("segment %d: record header at byte %d: %w", s.startOffset, pos, err)
+		}
+		if h.BaseOffset > offset || h.BaseOffset+uint64(h.MessageCount) > offset && h.BaseOffset != offset {
+			return 0, fmt.Errorf("segment %d: offset %d is inside the record at %d, not on a boundary", s.startOffset,
+				offset, h.BaseOffset)
+		}
+		if h.BaseOffset == offset {
+			return pos, nil
+		}
+		pos += h.BatchLength
+		base = h.BaseOffset + uint64(h.MessageCount)
+	}
+	if base == offset && pos <= s.sizeBytes {
+		return pos, nil
+	}
+	return 0, fmt.Errorf("segment %d: no record boundary at offset %d", s.startOffset, offset)
+}
