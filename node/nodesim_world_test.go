@@ -182,6 +182,9 @@ type simWorld struct {
 	broken    partitionBreakage
 	keepGoing bool
 	caught    []error
+	// beyondBudget: more replicas than the group tolerates were
+	// compromised at once (noteCompromised).
+	beyondBudget bool
 }
 
 // caughtMax bounds the complaints a keepGoing run keeps.
@@ -192,7 +195,10 @@ type simStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, Aligns, FramesSent, FramesDropped uint64
 	Acked, Ambiguous, Refused, Polls, PolledMessages, OffsetStores                    uint64
 	SyncFailures, BootFailures, Wipes, QuorumLost, Reopens, WALDamages                int
-	NoSpace                                                                           int // writes refused: disk full
+	// BeyondBudget: runs in which more replicas than the group tolerates
+	// were compromised at once (simWorld.noteCompromised).
+	BeyondBudget int
+	NoSpace      int // writes refused: disk full
 	// MidWriteDeaths: process crashes that landed between two of the
 	// node's file operations of one step (simNode.dying).
 	MidWriteDeaths int
@@ -328,7 +334,28 @@ func (w *simWorld) boot(n *simNode) error {
 	if e.log == nil || e.group == nil {
 		return fmt.Errorf("node %d (boot %d): partition did not open: %v", n.id, n.boots, e.quarantine)
 	}
+	w.noteCompromised()
 	return nil
+}
+
+// noteCompromised (after a boot) records when more replicas than the
+// group tolerates are compromised at once: storage lost (a damaged WAL set
+// aside, a wipe) or unsynced writes lost (amnesiac, a power loss). Ops
+// only they held may then be gone, and an election among them (the only
+// way back without an operator) may drop acknowledged data: the run's
+// final check no longer asks for it (finding 20), the rest still holds.
+func (w *simWorld) noteCompromised() {
+	compromised := 0
+	for _, n := range w.nodes {
+		if n.up && n.entry != nil && n.entry.group != nil && (n.entry.storageLost || n.stillAmnesiac()) {
+			compromised++
+		}
+	}
+	if compromised > (len(w.nodes)-1)/2 && !w.beyondBudget {
+		w.beyondBudget = true
+		w.stats.BeyondBudget++
+		w.debugf("%d of %d replicas compromised at once: beyond the group's budget", compromised, len(w.nodes))
+	}
 }
 
 // desired is the simulated partition as metadata describes it; live: it

@@ -22,6 +22,7 @@ type partitionStore interface {
 	ReadRecords(dst []byte, from, end, bytesMax uint64) ([]byte, uint64, error)
 	ResetTo(start uint64) (partitions.RetentionResult, error)
 	SkipTo(offset uint64) error
+	CutTail(offset uint64) error
 	ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (partitions.RetentionResult, error)
 	RetentionCut(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (uint64, bool)
 	Purge() (partitions.RetentionResult, error)

@@ -310,6 +310,11 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 	if err := p.noteStorageLost(e, &restored); err != nil {
 		return err
 	}
+	if restored.StorageLost {
+		if err := p.cutPastCheckpoint(e); err != nil {
+			return err
+		}
+	}
 	// The prepare WAL holds every prepare the group acknowledged that no
 	// view change removed: each is written before its PrepareOk leaves, a
 	// crash cuts only a tail nothing acknowledged, and a truncation keeps
