@@ -11,6 +11,7 @@ import (
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/vfs"
 	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
@@ -119,10 +120,13 @@ func (w *simWorld) advance(newRequests bool) {
 			}
 		}
 	}
+	if w.step%simScrubSteps == 0 {
+		w.scrubStep()
+	}
 	w.metadataStep()
 	w.debugStates()
 	w.finishDying()
-	w.reopenFenced()
+	w.reopenWantedGroups()
 	w.watchFences()
 	for _, n := range w.nodes {
 		if !n.up && n.restartAt != 0 && w.now >= n.restartAt {
@@ -167,6 +171,69 @@ func (w *simWorld) advance(newRequests bool) {
 // simRetentionSteps: the retention job's period (1 s of virtual time).
 const simRetentionSteps = 1000
 
+// The scrub job: every simulated second, this many bytes per node (the
+// node's default is 16 MiB/s; the simulated logs are small).
+const (
+	simScrubSteps = 1000
+	simScrubBytes = 256 << 10
+)
+
+// scrubStep runs each running node's scrub job, as the node schedules it:
+// damage it finds reopens the partition (scrubTurn, reopenDamaged). Only
+// bit rot damages a verified log: elsewhere a find is a bug.
+func (w *simWorld) scrubStep() {
+	for _, n := range w.nodes {
+		if !n.up || n.dying || n.entry == nil || n.entry.log == nil {
+			continue
+		}
+		found := n.scrub.found
+		n.plane.scrubTurn(&n.scrub, simScrubBytes)
+		if n.scrub.found > found {
+			w.damageFound(n, "the scrubber")
+		}
+	}
+}
+
+// damageFound counts damage a read or the scrubber found in node n's log.
+func (w *simWorld) damageFound(n *simNode, by string) {
+	w.stats.DamageFound++
+	w.trace.add("damage-found", uint64(n.id))
+	w.debugf("node %d: %s found damage", n.id, by)
+	if w.sc.bitRotRate == 0 {
+		w.fail(fmt.Errorf("node %d: %s found damage in its log, and no byte rotted in this seed", n.id, by))
+	}
+}
+
+// rotStep flips a stored byte of a random segment file of a random node
+// (bit rot: its current and durable content), with the seed's chance.
+func (w *simWorld) rotStep() {
+	if w.sc.bitRotRate == 0 || w.rotRng.Float64() >= w.sc.bitRotRate {
+		return
+	}
+	n := w.nodes[w.rotRng.IntN(len(w.nodes))]
+	dirs, err := partitionDirsUnder(n.mem, path.Join(n.dir, "streams"))
+	if err != nil || len(dirs) == 0 {
+		return
+	}
+	files, err := vfs.Glob(n.mem, path.Join(dirs[0], "*.log"))
+	if err != nil || len(files) == 0 {
+		return
+	}
+	f := files[w.rotRng.IntN(len(files))]
+	fi, err := n.mem.Stat(f)
+	if err != nil || fi.Size() == 0 {
+		return
+	}
+	at := w.rotRng.Int64N(fi.Size())
+	if err := n.mem.FlipByte(f, at); err != nil {
+		w.fail(fmt.Errorf("node %d: rot %s: %w", n.id, f, err))
+		return
+	}
+	w.stats.BitRot++
+	w.trace.add("bitrot", uint64(n.id), uint64(at))
+	w.debugf("bit rot on node %d: %s byte %d", n.id, f, at)
+}
+
 // faultyDisks: fsync failures are being injected.
 func (w *simWorld) faultyDisks() bool { return w.sc.syncFailRate > 0 && w.faults }
 
@@ -199,11 +266,13 @@ func (w *simWorld) debugStates() {
 	}
 }
 
-// reopenFenced reopens, as the plane's reopen does in the background, a
-// group a failed fsync fenced (partition_fsync_failed.go): it starts from
-// a fresh WAL and rejoins StorageLost. An open that fails (an injected
-// fsync failure) stops the node, as a failed boot would.
-func (w *simWorld) reopenFenced() {
+// reopenWantedGroups reopens, as the plane's reopen does in the
+// background, a group a failed fsync fenced (partition_fsync_failed.go):
+// it starts from a fresh WAL and rejoins StorageLost; or one whose log a
+// read or the scrubber found damaged (reopenDamaged): the open sets the
+// damage aside and the group refills it from its peers. An open that fails
+// (an injected fsync failure) stops the node, as a failed boot would.
+func (w *simWorld) reopenWantedGroups() {
 	for _, n := range w.nodes {
 		e := n.reopenWanted
 		n.reopenWanted = nil
@@ -212,7 +281,7 @@ func (w *simWorld) reopenFenced() {
 		}
 		w.stats.Reopens++
 		w.trace.add("reopen", uint64(n.id))
-		w.debugf("reopen node %d after a failed fsync", n.id)
+		w.debugf("reopen node %d (a failed fsync, or damage found)", n.id)
 		e.shard.do(func() { e.shard.closeGroup(e) })
 		n.plane.mu.Lock()
 		delete(n.plane.entries, w.key)
@@ -275,6 +344,7 @@ func (w *simWorld) watchFences() {
 // primary (leadership alignment follows it).
 func (w *simWorld) faultStep() {
 	sc := w.sc
+	w.rotStep()
 	if sc.crashEvery > 0 && w.rng.Uint64N(sc.crashEvery) == 0 {
 		n := w.nodes[w.rng.IntN(len(w.nodes))]
 		if n.up && !n.dying {
@@ -445,7 +515,37 @@ func (w *simWorld) converged() bool {
 			return false
 		}
 	}
+	if w.sc.bitRotRate > 0 {
+		// Rot the scrubber has not reached yet: a whole pass over every
+		// replica's log, as the job would make sooner or later.
+		for _, n := range w.nodes {
+			if w.damagedLog(n) {
+				return false
+			}
+		}
+	}
 	return true
+}
+
+// damagedLog scrubs node n's whole log; damage it finds reopens the
+// partition, as the scrub job's would.
+func (w *simWorld) damagedLog(n *simNode) bool {
+	var cursor partitions.ScrubCursor
+	for {
+		res, err := n.entry.log.Scrub(cursor, 1<<30)
+		if err != nil {
+			return true
+		}
+		if res.Damage != nil {
+			w.damageFound(n, "the final scrub")
+			n.plane.reopenDamaged(n.entry)
+			return true
+		}
+		if res.Wrapped {
+			return false
+		}
+		cursor = res.Next
+	}
 }
 
 func (w *simWorld) describe() string {

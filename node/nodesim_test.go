@@ -18,6 +18,7 @@ const nodeSimHealSteps = 60_000
 // TestNodeSim runs the whole-node simulator over a range of seeds.
 func TestNodeSim(t *testing.T) {
 	var total simStats
+	clean := 0
 	for seed := *nodeSimFirst; seed < *nodeSimFirst+uint64(*nodeSimSeeds); seed++ {
 		w, err := newSimWorld(seed)
 		if err == nil {
@@ -29,11 +30,12 @@ func TestNodeSim(t *testing.T) {
 			continue
 		}
 		total.add(w.stats)
+		clean++
 		if testing.Verbose() {
 			t.Logf("seed %d: %+v", seed, w.stats)
 		}
 	}
-	t.Logf("total over %d seeds: %+v", *nodeSimSeeds, total)
+	t.Logf("total over the %d clean seeds of %d: %+v", clean, *nodeSimSeeds, total)
 }
 
 // nodeSimRegressionSeeds: every seed the whole-node simulator ever failed
@@ -108,6 +110,8 @@ func (s *simStats) add(o simStats) {
 	s.Wipes += o.Wipes
 	s.QuorumLost += o.QuorumLost
 	s.BeyondBudget += o.BeyondBudget
+	s.BitRot += o.BitRot
+	s.DamageFound += o.DamageFound
 	s.Reopens += o.Reopens
 	s.WALDamages += o.WALDamages
 	s.MidWriteDeaths += o.MidWriteDeaths

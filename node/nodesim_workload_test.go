@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/lodestream/lodestream/consensus"
@@ -270,6 +271,13 @@ func (w *simWorld) pollStep() {
 	}
 	res, err := n.entry.log.Poll(partitions.PollQuery{Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: from},
 		Count: uint32(1 + w.rng.IntN(10))})
+	if errors.Is(err, partitions.ErrCorrupt) {
+		// Refused, never served; the node reopens the partition to refill
+		// it from its peers, as the poll handler does (partition_read.go).
+		w.damageFound(n, "a poll")
+		n.plane.reopenDamaged(n.entry)
+		return
+	}
 	if err != nil {
 		w.fail(fmt.Errorf("node %d: poll from %d: %w", n.id, from, err))
 		return

@@ -49,6 +49,7 @@ type simScenario struct {
 	alignRate     float64 // chance per step that the metadata primary moves
 	syncFailRate  float64 // Mem fsync failure chance
 	noSpaceRate   float64 // Mem chance that a write finds the disk full (ENOSPC)
+	bitRotRate    float64 // chance per step that a stored byte of a segment file flips
 	orderedCrash  bool    // unsynced writes survive as an ordered prefix
 	// Retention (the job every simulated second): the topic's size bound
 	// and message expiry (0: none).
@@ -127,10 +128,12 @@ type simNode struct {
 	restartAt uint64
 	// fencedSince: when the node's group was first seen fenced (0: not).
 	fencedSince uint64
-	// reopenWanted: a failed fsync fenced this group; the world reopens
-	// it at the end of the step (the plane's reopen, done inline).
+	// reopenWanted: a failed fsync fenced this group, or a read or the
+	// scrubber found damage in its log; the world reopens it at the end of
+	// the step (the plane's reopen, done inline).
 	reopenWanted *partitionEntry
-	lastState    string // debugStates
+	scrub        scrubState // the node's scrub job (every simulated second)
+	lastState    string     // debugStates
 	// wiped: the node's data was wiped; its next boot finds its metadata
 	// storage lost, as the node decides from its peers (storage_lost.go).
 	wiped bool
@@ -150,6 +153,7 @@ type simWorld struct {
 	// deathRng draws which process crashes land inside a write, apart
 	// from rng so that the other faults of a seed stay where they were.
 	deathRng   *rand.Rand
+	rotRng     *rand.Rand // bit rot: whether a seed has it, and where it lands
 	sc         simScenario
 	now        uint64 // virtual µs
 	step       uint64
@@ -199,6 +203,9 @@ type simStats struct {
 	// were compromised at once (simWorld.noteCompromised).
 	BeyondBudget int
 	NoSpace      int // writes refused: disk full
+	// BitRot: stored bytes of segment files flipped; DamageFound: damaged
+	// places a poll or the scrubber found (each reopens the partition).
+	BitRot, DamageFound int
 	// MidWriteDeaths: process crashes that landed between two of the
 	// node's file operations of one step (simNode.dying).
 	MidWriteDeaths int
@@ -225,6 +232,11 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 	if rand.New(rand.NewPCG(seed^0x6e6f7370616365, seed)).IntN(4) == 0 {
 		sc.noSpaceRate = 0.0005
 	}
+	// So does bit rot (since 2026-12-03), with its draws.
+	rotRng := rand.New(rand.NewPCG(seed^0x626974726f74, seed))
+	if rotRng.IntN(4) == 0 {
+		sc.bitRotRate = 0.0001
+	}
 	defaults, err := config.Defaults()
 	if err != nil {
 		return nil, err
@@ -232,6 +244,7 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 	w := &simWorld{
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
 		deathRng:   rand.New(rand.NewPCG(seed^0x6d69647772697465, seed)),
+		rotRng:     rotRng,
 		broken:     broken,
 		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clusterCfg: defaults.Cluster,
@@ -302,7 +315,7 @@ func (w *simWorld) boot(n *simNode) error {
 	p := newPartitionPlane(w.log, n.dir, 1, cfg, topology{clustered: true, self: n.id, count: uint8(w.sc.nodes)}, w.clusterCfg)
 	p.useFS(n.mem)
 	p.random = w.rng.Uint64
-	p.reopenFenced = func(e *partitionEntry) { n.reopenWanted = e }
+	p.reopenInline = func(e *partitionEntry) { n.reopenWanted = e }
 	p.storageLost = n.wiped
 	// Each incarnation its own descriptor cache: a crashed plane's files
 	// must never be touched (synced on eviction) by the next one.
@@ -327,7 +340,7 @@ func (w *simWorld) boot(n *simNode) error {
 	n.boots++
 	n.entry = e
 	w.debugf("boot node %d (boot %d)", n.id, n.boots)
-	n.fencedSince, n.reopenWanted = 0, nil
+	n.fencedSince, n.reopenWanted, n.scrub = 0, nil, scrubState{}
 	if e.log != nil && e.group != nil {
 		n.wiped = false // its groups' storage.lost markers carry it from here
 	}

@@ -80,8 +80,8 @@ func (p *partitionPlane) afterFsyncFailure(e *partitionEntry, ff *fsyncFailed) {
 			"dir", e.dir, "err", err)
 		return
 	}
-	if p.reopenFenced != nil {
-		p.reopenFenced(e)
+	if p.reopenInline != nil {
+		p.reopenInline(e)
 		return
 	}
 	p.reopen(e, "partition fsync failed: reopening the partition, which rewrites what failed through a fresh file")

@@ -204,6 +204,10 @@ func (p *partitionPlane) reopenDamaged(e *partitionEntry) {
 	if !p.clustered() {
 		return // no peer to refill from: the damaged range stays refused
 	}
+	if p.reopenInline != nil {
+		p.reopenInline(e)
+		return
+	}
 	p.reopen(e, "partition damage found on a read: reopening it to set the damage aside and refill it from the other replicas")
 }
 

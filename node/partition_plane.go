@@ -117,6 +117,13 @@ type partitionEntry struct {
 	// refused as stamped for another place was appended on a replay, when
 	// the log's end had moved past the batches after it).
 	appliedNext uint64
+	// offsetsAppliedOp: the consumer offsets already reflect every op up to
+	// it (a restart whose log ended below its checkpoint's frontier kept
+	// that checkpoint's offsets, partition_vsr.go). Stores and deletes at
+	// or below it are not applied again, nor the offsets of an older
+	// checkpoint a transfer installs: a replica's offsets never go back
+	// (whole-node simulator, bit rot on seed 3038).
+	offsetsAppliedOp uint64
 	// Cluster mode: the group's superblock, the checkpoint it records
 	// (op and the log's next offset then), a running state transfer.
 	superblock         *journal.Superblock
@@ -327,10 +334,11 @@ type partitionPlane struct {
 	random func() uint64
 	// forgetBoot marks the node's boot record unknown, so the next boot
 	// treats every group as amnesiac (set by the node after startBoot;
-	// partition_fsync_failed.go). reopenFenced, when set, reopens a group
-	// after a failed fsync instead of reopen (a simulator's inline shards).
+	// partition_fsync_failed.go). reopenInline, when set, reopens a group
+	// (after a failed fsync, or damage found by a read or the scrubber)
+	// instead of reopen (a simulator's inline shards).
 	forgetBoot   func() error
-	reopenFenced func(*partitionEntry)
+	reopenInline func(*partitionEntry)
 }
 
 // useFS puts the plane's files (and its shards') on fsys; before any

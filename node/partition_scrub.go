@@ -16,9 +16,10 @@ import (
 // most scrubStepBytes (each step holds one log's read lock), walking the
 // partitions in key order and each log from its first segment. Damage is
 // logged (file, byte, offset) by the log itself and never served: polls
-// and state-transfer reads verify too. A cluster replica sets the damage
-// aside and refills it from its peers when it next opens the partition
-// (partitions.SetAsideDamage); until then the damaged range is refused.
+// and state-transfer reads verify too. A cluster replica reopens the
+// partition at once, as for damage a poll finds (reopenDamaged): the open
+// sets the damage aside (partitions.SetAsideDamage) and the group refills
+// it from its peers. A single node keeps refusing the damaged range.
 const (
 	scrubInterval       = time.Second
 	scrubStepBytes      = 1 << 20
@@ -59,6 +60,7 @@ func (p *partitionPlane) scrubTurn(s *scrubState, budget uint64) {
 				"topic", e.key.topic, "partition", e.key.partition, "file", res.Damage.File,
 				"position", res.Damage.Position, "offset", res.Damage.Offset, "reason", res.Damage.Reason,
 				"repair", p.scrubRemedy())
+			p.reopenDamaged(e)
 		}
 		if err != nil || res.Wrapped {
 			if err != nil && !errors.Is(err, partitions.ErrClosed) {
@@ -86,7 +88,7 @@ func (p *partitionPlane) scrubRound(keys []partitionKey) []partitionKey {
 
 func (p *partitionPlane) scrubRemedy() string {
 	if p.clustered() {
-		return "set aside and refilled from the other replicas when the partition is next opened (restart)"
+		return "the partition is reopened: the damage is set aside and refilled from the other replicas"
 	}
 	return "the damaged range stays refused; `iggy-server check` reports it"
 }

@@ -789,6 +789,9 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 		if !ok {
 			return partitionOutcome{code: wire.ErrInvalidCommand}, false
 		}
+		if p.Header.Op <= e.offsetsAppliedOp {
+			return partitionOutcome{code: wire.OK}, false // the offsets reflect it already
+		}
 		if err := e.log.StoreConsumerOffset(kind, id, s.cfg.broken.brokenStoredOffset(offset)); err != nil {
 			s.log.Error("store consumer offset", "dir", e.dir, "err", err)
 			return e.storageFailure(wire.ErrCannotWriteToFile, p, err), false
@@ -798,6 +801,9 @@ func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out par
 		kind, id, _, ok := decodeOffsetOp(p.Body, false)
 		if !ok {
 			return partitionOutcome{code: wire.ErrInvalidCommand}, false
+		}
+		if p.Header.Op <= e.offsetsAppliedOp {
+			return partitionOutcome{code: wire.OK}, false // the offsets reflect it already
 		}
 		if err := e.log.DeleteConsumerOffset(kind, id); err != nil {
 			if errors.Is(err, partitions.ErrConsumerOffsetNotFound) {

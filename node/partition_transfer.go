@@ -117,8 +117,10 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 			}
 		}
 	}
-	if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
-		return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+	if snap.Op >= e.offsetsAppliedOp {
+		if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
+			return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+		}
 	}
 	if t.target.hasReserved && t.target.reserved != e.marker.OffsetsReserved {
 		m := e.marker

@@ -251,12 +251,14 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				}
 				e.appliedNext = 0
 				// The offset files hold what was last applied, above the
-				// checkpoint; the transfer that refills the log installs the
-				// offsets of a checkpoint at or above this one. Until then
-				// report this checkpoint's, so no offset goes back later.
+				// checkpoint: report this checkpoint's until the ops above it
+				// are applied again.
 				if err := p.restoreCheckpointOffsets(e, vs.CheckpointOp); err != nil {
 					return err
 				}
+				// The transfer's checkpoint may be older (the primary's own):
+				// what this one's offsets reflect is not applied twice.
+				e.offsetsAppliedOp = vs.CheckpointOp
 				vs.CheckpointOp, vs.AnchorChecksum, vs.AnchorTimestamp = 0, 0, 0
 				if err := p.resetPartitionWAL(e); err != nil {
 					return err
