@@ -294,10 +294,19 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 	// Faulty fsyncs only after every node's first boot wrote its files.
 	if sc.syncFailRate > 0 || sc.noSpaceRate > 0 {
 		for _, n := range w.nodes {
-			n.mem.SetFaults(vfs.Faults{SyncFail: sc.syncFailRate, NoSpace: sc.noSpaceRate})
+			n.mem.SetFaults(w.diskFaults())
 		}
 	}
 	return w, nil
+}
+
+// diskFaults is what the nodes' disks inject: the seed's faults, none
+// after the heal.
+func (w *simWorld) diskFaults() vfs.Faults {
+	if !w.faults {
+		return vfs.Faults{}
+	}
+	return vfs.Faults{SyncFail: w.sc.syncFailRate, NoSpace: w.sc.noSpaceRate}
 }
 
 func simWriteBootID(mem *vfs.Mem, n int) error {
@@ -386,9 +395,12 @@ func (w *simWorld) crash(n *simNode, powerLoss bool) {
 	if powerLoss {
 		w.stats.PowerLosses++
 		n.mem.Crash()
+		// The kernel's boot id, not the node's write: no injected fault.
+		n.mem.SetFaults(vfs.Faults{})
 		if err := simWriteBootID(n.mem, 1+int(w.stats.Crashes)); err != nil {
 			w.fail(fmt.Errorf("node %d: write boot id: %w", n.id, err))
 		}
+		n.mem.SetFaults(w.diskFaults())
 	}
 	w.trace.add("crash", uint64(n.id), b2u(powerLoss))
 	w.debugf("crash node %d power=%v", n.id, powerLoss)
