@@ -144,12 +144,15 @@ type driver struct {
 	// primaryGone, when set (clustered), lets a backup suspect a primary
 	// whose bus connection dropped (primary_watch.go).
 	primaryGone *primaryWatch
-	log         *slog.Logger
-	group       metadataGroup
-	store       durableLog
-	app         applier
-	proposals   chan *proposal
-	stopped     chan struct{} // closed when run returns
+	// peerReturn, when set (clustered), wakes resting partition groups
+	// when a replica connection comes back (peer_return.go).
+	peerReturn *peerReturn
+	log        *slog.Logger
+	group      metadataGroup
+	store      durableLog
+	app        applier
+	proposals  chan *proposal
+	stopped    chan struct{} // closed when run returns
 	// inbox holds messages from other replicas; peers sends ours (nil on a
 	// one-replica node, which never produces any).
 	inbox         chan consensus.Message
@@ -275,6 +278,9 @@ func (d *driver) run(ctx context.Context) error {
 			if d.primaryGone != nil && d.primaryGone.check(d.group, time.UnixMicro(int64(d.clock.NowMicros()))) {
 				d.log.Warn("metadata primary's replica connection lost: starting a view change",
 					"view", d.group.View(), "after", d.primaryGone.goneAfter)
+			}
+			if d.peerReturn != nil {
+				d.peerReturn.check()
 			}
 		case m := <-d.inbox:
 			d.step(m)

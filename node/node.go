@@ -342,6 +342,7 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		n.driver.viewChanged = n.plane.metadataViewChanged
 		n.driver.primaryGone = newPrimaryWatch(n.bus.Connected, int(n.topo.count), cfg.Cluster.HeartbeatTimeout.Duration)
+		n.driver.peerReturn = newPeerReturn(n.bus.Connected, n.topo.self, int(n.topo.count), n.plane.wakePartitions)
 	} else {
 		// A single node's quiet groups rest too (issue 15 point 9): it has
 		// no backup to heartbeat and no primary to follow, and 12 000

@@ -132,8 +132,9 @@ type simNode struct {
 	// scrubber found damage in its log; the world reopens it at the end of
 	// the step (the plane's reopen, done inline).
 	reopenWanted *partitionEntry
-	scrub        scrubState // the node's scrub job (every simulated second)
-	lastState    string     // debugStates
+	scrub        scrubState  // the node's scrub job (every simulated second)
+	peers        *peerReturn // the driver's watch of its peers' connections
+	lastState    string      // debugStates
 	// wiped: the node's data was wiped; its next boot finds its metadata
 	// storage lost, as the node decides from its peers (storage_lost.go).
 	wiped bool
@@ -343,6 +344,7 @@ func (w *simWorld) boot(n *simNode) error {
 	sh.connected = func(r uint8) bool { return w.connected(n.id, r) }
 	sh.restAfterTicks = 3 * clampTicks(w.clusterCfg.Ticks().CommitBroadcastIntervalTicks)
 	p.peers.set(&simBus{w: w, from: n.id}, n.id)
+	n.peers = newPeerReturn(func(r uint8) bool { return w.connected(n.id, r) }, n.id, w.sc.nodes, p.wakePartitions)
 	n.plane = p
 	n.up = true
 	e := p.open(w.key, w.desired(n.boots == 0))
@@ -635,6 +637,7 @@ func (w *simWorld) tick() {
 	for _, n := range w.nodes {
 		if n.up {
 			w.guard(n, n.plane.shards[0].onTick)
+			n.peers.check() // the driver's tick (peer_return.go)
 		}
 	}
 }
