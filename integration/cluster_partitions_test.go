@@ -517,9 +517,10 @@ func TestClusterPrimaryKilledMidProduce(t *testing.T) {
 }
 
 // TestClusterCorruptSegmentRefilledFromPeers: a byte flipped inside a sealed
-// segment of a stopped replica; at its restart the replica sets the damage
-// aside and refills the partition from its peers (state transfer) while
-// the others keep serving; its segment files end byte-identical.
+// segment of a stopped replica; at its restart the replica serves around
+// the damaged batch and repairs it with a peer's copy when the scrubber
+// meets it, while the others keep serving; its segment files end
+// byte-identical.
 func TestClusterCorruptSegmentRefilledFromPeers(t *testing.T) {
 	c, leader := clusterWithTopic(t, 3, 1, u64Option("segment_size", 1<<20))
 	fillPartition(t, leader, id(0), id(0), 0, 30) // ≈3 MB: sealed segments
@@ -540,18 +541,18 @@ func TestClusterCorruptSegmentRefilledFromPeers(t *testing.T) {
 	total += 30
 	c.nodes[2].start()
 	c.waitPartitionCount(2, 0, total, 30*time.Second)
-	if !strings.Contains(c.nodes[2].logs.String(), "setting the damage aside") {
-		t.Fatal("node 2 did not report the damage")
-	}
+	waitFor(t, "node 2 to repair the damage", 30*time.Second, func() bool {
+		return strings.Contains(c.nodes[2].logs.String(), "corrupt batch repaired from a peer")
+	})
 	c.expectSameSegments(0, 0, 2)
 }
 
 // TestClusterDamageFoundOnAReadIsRefilledWithoutARestart: a byte flipped
 // inside a sealed segment of a running replica (written through the page
-// cache, as bit rot found on a later read would be). The first poll that
-// reaches it is refused (never served); the replica then reopens the
-// partition, sets the damage aside and refills it from its peers without
-// a restart, serving every message again with its files byte-identical.
+// cache, as bit rot found on a later read would be). The first poll or
+// scrub that reaches it is refused (never served); the replica then
+// repairs the batch with a peer's copy without a restart, serving every
+// message again with its files byte-identical.
 func TestClusterDamageFoundOnAReadIsRefilledWithoutARestart(t *testing.T) {
 	c, leader := clusterWithTopic(t, 3, 1, u64Option("segment_size", 1<<20))
 	fillPartition(t, leader, id(0), id(0), 0, 30) // ≈3 MB: sealed segments
@@ -571,10 +572,9 @@ func TestClusterDamageFoundOnAReadIsRefilledWithoutARestart(t *testing.T) {
 	must(t, f.Close())
 
 	c.waitPartitionCount(2, 0, total, 30*time.Second)
-	logs := c.nodes[2].logs.String()
-	if !strings.Contains(logs, "damage found on a read") || !strings.Contains(logs, "setting the damage aside") {
-		t.Fatal("node 2 did not report the damage it found on a read and set aside")
-	}
+	waitFor(t, "node 2 to repair the damage", 30*time.Second, func() bool {
+		return strings.Contains(c.nodes[2].logs.String(), "corrupt batch repaired from a peer")
+	})
 	c.expectSameSegments(0, 0, 2)
 }
 

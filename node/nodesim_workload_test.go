@@ -272,10 +272,12 @@ func (w *simWorld) pollStep() {
 	res, err := n.entry.log.Poll(partitions.PollQuery{Strategy: wire.PollingStrategy{Kind: wire.PollOffset, Value: from},
 		Count: uint32(1 + w.rng.IntN(10))})
 	if errors.Is(err, partitions.ErrCorrupt) {
-		// Refused, never served; the node reopens the partition to refill
-		// it from its peers, as the poll handler does (partition_read.go).
+		// Refused, never served; the node repairs it from its peers, as
+		// the poll handler does (partition_read.go).
 		w.damageFound(n, "a poll")
-		n.plane.reopenDamaged(n.entry)
+		var ce *partitions.CorruptionError
+		errors.As(err, &ce)
+		n.plane.repairDamaged(n.entry, ce)
 		return
 	}
 	if err != nil {

@@ -205,7 +205,8 @@ type simStats struct {
 	BeyondBudget int
 	NoSpace      int // writes refused: disk full
 	// BitRot: stored bytes of segment files flipped; DamageFound: damaged
-	// places a poll or the scrubber found (each reopens the partition).
+	// places a poll or the scrubber found (each repaired from a peer, or
+	// the partition reopened when no copy fits).
 	BitRot, DamageFound int
 	// MidWriteDeaths: process crashes that landed between two of the
 	// node's file operations of one step (simNode.dying).

@@ -150,6 +150,7 @@ type partitionEntry struct {
 	checkpointReserved, writtenReserved uint64
 	dedup                               dedupTable
 	reopening                           atomic.Bool // damage found on a read: being reopened (reopenDamaged)
+	repairing                           atomic.Bool // a damaged batch is being repaired from a peer (repairDamaged)
 	alignRetryAt                        time.Time   // no hand-over before (partition_align.go)
 	// alignWait, alignLastAt, alignLastTarget: the back-off of the last
 	// hand-over and when and to whom it went (alignBackoff).
@@ -375,6 +376,7 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		sh.deposed = &p.deposed
 		sh.closeFailed = &p.closeFailed
 		sh.fsyncFailed = p.afterFsyncFailure
+		sh.damaged = p.repairDamaged
 		sh.fatal, sh.wedgedTimeout = p.fatal, clusterCfg.SuperblockWedgedFatalTimeout.Duration
 		if topo.clustered {
 			sh.records = &p.peers
@@ -470,9 +472,14 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 		Logger:           p.log,
 		// A single node has no peer to refill damage from: it serves around
-		// it (the damaged range is refused). A cluster replica sets the
-		// damage aside and refills it by state transfer (openLog).
-		ServeAroundDamage: !p.clustered(),
+		// it (the damaged range is refused). A cluster replica serves around
+		// damage in a sealed segment (rot: sealed segments were synced) and
+		// repairs it with a peer's copy when the scrubber or a read meets it
+		// (partition_repair.go), keeping its log, its WAL and its vote; other
+		// damage (the active segment's may be a power loss's torn writes) it
+		// sets aside and refills by state transfer (openLog).
+		ServeAroundDamage:       !p.clustered(),
+		ServeAroundSealedDamage: p.clustered(),
 		// Offsets never re-issued after a crash (issue 15 point 5). A
 		// replica's offsets come from its group's log, the same on every node.
 		ReserveOffsets: !p.clustered(),

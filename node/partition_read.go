@@ -104,8 +104,10 @@ func (n *Node) poll(v sessionView, body []byte) pollAnswer {
 		transport.ReleaseFrame(buf)
 		if errors.Is(err, partitions.ErrCorrupt) {
 			// Logged by the log (file, byte, offset; once per place): refused,
-			// never served. A cluster replica refills it from its peers.
-			n.plane.reopenDamaged(e)
+			// never served. A cluster replica repairs it from its peers.
+			var ce *partitions.CorruptionError
+			errors.As(err, &ce)
+			n.plane.repairDamaged(e, ce)
 			return pollAnswer{code: wire.ErrCannotReadMessage}
 		}
 		n.log.Warn("poll failed", "dir", e.dir, "err", err)

@@ -16,10 +16,10 @@ import (
 // most scrubStepBytes (each step holds one log's read lock), walking the
 // partitions in key order and each log from its first segment. Damage is
 // logged (file, byte, offset) by the log itself and never served: polls
-// and state-transfer reads verify too. A cluster replica reopens the
-// partition at once, as for damage a poll finds (reopenDamaged): the open
-// sets the damage aside (partitions.SetAsideDamage) and the group refills
-// it from its peers. A single node keeps refusing the damaged range.
+// and state-transfer reads verify too. A cluster replica repairs the
+// batch with a peer's copy at once, as for damage a poll finds
+// (repairDamaged, partition_repair.go; a reopen that refills it from the
+// peers when no copy fits). A single node keeps refusing the damaged range.
 const (
 	scrubInterval       = time.Second
 	scrubStepBytes      = 1 << 20
@@ -54,13 +54,15 @@ func (p *partitionPlane) scrubTurn(s *scrubState, budget uint64) {
 		}
 		res, err := e.log.Scrub(s.cursor, min(budget, scrubStepBytes))
 		budget -= min(budget, res.BytesVerified)
-		if res.Damage != nil && res.NewDamage {
-			s.found++
-			p.log.Error("scrubber found a corrupt batch: it is refused to readers", "stream", e.key.stream,
-				"topic", e.key.topic, "partition", e.key.partition, "file", res.Damage.File,
-				"position", res.Damage.Position, "offset", res.Damage.Offset, "reason", res.Damage.Reason,
-				"repair", p.scrubRemedy())
-			p.reopenDamaged(e)
+		if res.Damage != nil {
+			if res.NewDamage {
+				s.found++
+				p.log.Error("scrubber found a corrupt batch: it is refused to readers", "stream", e.key.stream,
+					"topic", e.key.topic, "partition", e.key.partition, "file", res.Damage.File,
+					"position", res.Damage.Position, "offset", res.Damage.Offset, "reason", res.Damage.Reason,
+					"repair", p.scrubRemedy())
+			}
+			p.repairDamaged(e, res.Damage) // again each round until a peer's copy repairs it
 		}
 		if err != nil || res.Wrapped {
 			if err != nil && !errors.Is(err, partitions.ErrClosed) {
@@ -88,7 +90,7 @@ func (p *partitionPlane) scrubRound(keys []partitionKey) []partitionKey {
 
 func (p *partitionPlane) scrubRemedy() string {
 	if p.clustered() {
-		return "the partition is reopened: the damage is set aside and refilled from the other replicas"
+		return "repaired with a peer's copy of the batch (or, when none fits, the partition is reopened and refilled from the other replicas)"
 	}
 	return "the damaged range stays refused; `iggy-server check` reports it"
 }

@@ -167,6 +167,9 @@ type partitionShard struct {
 	// fsyncFailed (the plane's afterFsyncFailure; nil in unit tests) takes
 	// a group a failed fsync just fenced on.
 	fsyncFailed func(*partitionEntry, *fsyncFailed)
+	// damaged (the plane's repairDamaged; nil in unit tests) repairs a
+	// batch a replayed send found damaged.
+	damaged func(*partitionEntry, *partitions.CorruptionError)
 }
 
 func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
@@ -899,11 +902,18 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 // holds: a replica that restarted above its checkpoint applies those ops
 // again (its base is where the applied ops end, appliedNext). The stored
 // batch must be this one (same batch checksum); below the first stored
-// offset (retention) it cannot be compared and counts as applied.
+// offset (retention) it cannot be compared and counts as applied; nor
+// when it is damaged (rot in a sealed segment, served around): it is
+// repaired with a peer's copy of the same committed batch.
 func (s *partitionShard) replayedSend(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) partitionOutcome {
 	stored, _, err := e.log.ReadRecords(nil, h.BaseOffset, h.BaseOffset+1, 1)
+	var ce *partitions.CorruptionError
 	switch {
 	case errors.Is(err, partitions.ErrBelowRetained):
+	case errors.As(err, &ce):
+		if s.damaged != nil {
+			s.damaged(e, ce)
+		}
 	case err != nil:
 		s.log.Error("replayed batch: reading the stored one", "dir", e.dir, "op", p.Header.Op, "base_offset", h.BaseOffset, "err", err)
 		return e.storageFailure(wire.ErrCannotReadPartitions, p, err)

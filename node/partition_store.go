@@ -23,6 +23,8 @@ type partitionStore interface {
 	ResetTo(start uint64) (partitions.RetentionResult, error)
 	SkipTo(offset uint64) error
 	CutTail(offset uint64) error
+	DamagedBatchOffset(file string, pos uint64) (uint64, error)
+	RepairBatch(file string, pos uint64, record []byte) error
 	ApplyRetention(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (partitions.RetentionResult, error)
 	RetentionCut(nowMicros, messageExpiryMicros, maxSizeBytes uint64) (uint64, bool)
 	Purge() (partitions.RetentionResult, error)

@@ -39,6 +39,13 @@ func (c *corruptionReports) firstReport(p corruptionPlace) bool {
 	return true
 }
 
+// forget drops a place from the reported ones (it was repaired: damage found there again is new).
+func (c *corruptionReports) forget(p corruptionPlace) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.seen, p)
+}
+
 // corruptAt builds the error for damaged bytes found at pos of segment s by a read, and logs it (once
 // per place): file, byte position and offset.
 func (l *Log) corruptAt(s *segment, pos, offset uint64, reason string) *CorruptionError {

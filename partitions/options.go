@@ -39,9 +39,14 @@ type Options struct {
 	// ServeAroundDamage: damage Open finds that is not a torn tail (a damaged range inside a segment,
 	// a sealed segment damaged to its end, offsets missing between segments) is set apart as a refused
 	// range (polls over it answer ErrCorrupt) and the rest of the log is served, instead of the whole
-	// partition being quarantined. A single node sets it (it has no peer to refill from); a cluster
-	// replica leaves it off so the damage is set aside and refilled by state transfer.
+	// partition being quarantined. A single node sets it (it has no peer to refill from).
 	ServeAroundDamage bool
+	// ServeAroundSealedDamage: the same for damage inside a sealed segment only (synced when it was
+	// sealed, so never a torn write: rot). Damage in the active segment, which may be unsynced writes a
+	// power loss tore, and gaps between segments are quarantined as without it. A cluster replica sets
+	// it: it repairs a set-apart batch with a peer's copy (RepairBatch, node/partition_repair.go), and
+	// sets quarantined damage aside to refill it by state transfer.
+	ServeAroundSealedDamage bool
 	// SyncedBelow: every batch starting below this offset was synced (a cluster replica of a
 	// persisted topic: the frontier its last checkpoint's superblock records). Damage to such a batch
 	// is corruption, reported as a QuarantineError, never cut as a torn tail. 0: unknown.

@@ -201,6 +201,8 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		return fail(fmt.Errorf("open segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
+	// A sealed segment was synced when it was sealed: damage in it is never a torn write.
+	serveAround := l.opts.ServeAroundDamage || (l.opts.ServeAroundSealedDamage && !last)
 	var damage *segmentDamage
 	for pos := uint64(0); ; {
 		if damage, err = l.walkSegment(s, pos, size); err != nil {
@@ -216,7 +218,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			damage.reason = "unsynced tail lost in a power loss: " + damage.reason
 			break
 		}
-		if !last && !l.opts.ServeAroundDamage {
+		if !last && !serveAround {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, "sealed segment damaged: "+damage.reason))
 		}
 		at, found, err := findVerifiedBatchAfter(f, damage.position, size, s.nextOffset)
@@ -230,7 +232,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			}
 			found = last || base < nextStart
 		}
-		if found && !l.opts.ServeAroundDamage {
+		if found && !serveAround {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
 				"%s, and a valid batch follows at byte %d (interior corruption, not a torn tail)", damage.reason, at)))
 		}
@@ -240,7 +242,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			pos = at
 			continue
 		}
-		if damage.complete && l.opts.ServeAroundDamage {
+		if damage.complete && serveAround {
 			// A whole batch that fails its checksums (issue 15 point 5): its offsets were handed out,
 			// so they are refused, never cut and re-issued.
 			l.setApart(s, damagedRange{from: damage.position, to: damage.position + damage.length,
@@ -249,7 +251,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			pos = damage.position + damage.length
 			continue
 		}
-		if !l.opts.ServeAroundDamage && s.nextOffset < l.opts.SyncedBelow {
+		if !serveAround && s.nextOffset < l.opts.SyncedBelow {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
 				"%s, below offset %d that was synced (corruption, not a torn tail)", damage.reason, l.opts.SyncedBelow)))
 		}

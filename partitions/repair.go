@@ -1,0 +1,157 @@
+package partitions
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// A cluster's replicas hold byte-identical segment files (the primary stamps every batch before it
+// is replicated, and every replica appends the same records at the same places), so a batch that
+// rotted on one replica is repaired with the same bytes read from a peer, written back where it was:
+// nothing else in the log moves, and the partition is served throughout (issue 8 point 4). The node
+// finds the damage (a poll, a record read, the scrubber), asks DamagedBatchOffset which offset to
+// fetch, fetches that record from a peer, and hands it to RepairBatch, which checks it fills exactly
+// the damaged batch's place before writing it.
+
+// DamagedBatchOffset returns the base offset of the batch at byte position pos of the segment named
+// file (a CorruptionError's File and Position): the headers before it are walked from the nearest
+// index entry, so it is exact even when the damaged batch's own header is unreadable.
+func (l *Log) DamagedBatchOffset(file string, pos uint64) (uint64, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	s, err := l.segmentNamed(file)
+	if err != nil {
+		return 0, err
+	}
+	return s.offsetAtPosition(pos)
+}
+
+// RepairBatch writes record, fetched from a peer, over the damaged batch at byte position pos of the
+// segment named file, and syncs it. The record must verify, start at the offset the walk expects at
+// pos, and end exactly where the next batch starts (or the segment ends): it replaces the damaged
+// bytes and nothing else. The repaired batch is read back and verified.
+func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
+	h, err := wire.VerifyBatchRecord(record)
+	if err != nil {
+		return fmt.Errorf("repair %s at byte %d: the peer's record: %w", file, pos, err)
+	}
+	record = record[:h.BatchLength]
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writable(); err != nil {
+		return err
+	}
+	s, err := l.segmentNamed(file)
+	if err != nil {
+		return err
+	}
+	want, err := s.offsetAtPosition(pos)
+	if err != nil {
+		return err
+	}
+	end := pos + h.BatchLength
+	switch {
+	case h.BaseOffset != want:
+		return fmt.Errorf("repair %s at byte %d: the peer's record starts at offset %d, the batch there at %d", file, pos,
+			h.BaseOffset, want)
+	case end > s.sizeBytes:
+		return fmt.Errorf("repair %s at byte %d: the peer's record (%d bytes) runs past the segment's end (%d)", file, pos,
+			h.BatchLength, s.sizeBytes)
+	case end < s.sizeBytes:
+		var buf [wire.BatchHeaderSize]byte
+		if _, err := s.logFile.ReadAt(buf[:], int64(end)); err != nil {
+			return fmt.Errorf("repair %s at byte %d: read the next batch's header: %w", file, pos, err)
+		}
+		next, err := wire.DecodeBatchHeader(buf[:])
+		if err != nil || next.BaseOffset != h.BaseOffset+uint64(h.MessageCount) {
+			return fmt.Errorf("repair %s at byte %d: the peer's record (%d bytes) does not end where the next batch starts",
+				file, pos, h.BatchLength)
+		}
+	}
+	if _, err := s.logFile.WriteAt(record, int64(pos)); err != nil {
+		return fmt.Errorf("repair %s at byte %d: %w", file, pos, err)
+	}
+	if err := s.logFile.Sync(); err != nil {
+		return fmt.Errorf("repair %s at byte %d: sync: %w", file, pos, err)
+	}
+	back := make([]byte, len(record))
+	if _, err := s.logFile.ReadAt(back, int64(pos)); err != nil {
+		return fmt.Errorf("repair %s at byte %d: read back: %w", file, pos, err)
+	}
+	if !bytes.Equal(back, record) {
+		return fmt.Errorf("repair %s at byte %d: the bytes read back differ from the bytes written", file, pos)
+	}
+	if err := l.reloadSegment(s); err != nil {
+		return fmt.Errorf("repair %s at byte %d: %w", file, pos, err)
+	}
+	l.corruption.forget(corruptionPlace{s.startOffset, pos})
+	l.logger.Warn("corrupt batch repaired with a peer's copy", "dir", l.dir, "file", file, "position", pos,
+		"offset", h.BaseOffset, "bytes", h.BatchLength)
+	return nil
+}
+
+// reloadSegment walks segment s again from its file, as recovery does, and replaces it: the ranges
+// set apart at open and their forced index entries go, and the index file is rewritten when it differs
+// from the one the walk rebuilds (the same rule as appends, so the replicas' indexes match again).
+func (l *Log) reloadSegment(s *segment) error {
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].startOffset >= s.startOffset })
+	nextStart, last := uint64(math.MaxUint64), i == len(l.segments)-1
+	if !last {
+		nextStart = l.segments[i+1].startOffset
+	}
+	if err := s.close(); err != nil {
+		l.failure = fmt.Errorf("%w: reload segment %d: %v", ErrFailed, s.startOffset, err)
+		return l.failure
+	}
+	rebuilt, err := l.recoverSegment(s.startOffset, nextStart, last)
+	if err != nil {
+		l.failure = fmt.Errorf("%w: reload segment %d: %v", ErrFailed, s.startOffset, err)
+		return l.failure
+	}
+	l.segments[i] = rebuilt
+	return nil
+}
+
+// segmentNamed finds the segment whose log file is named file (under l.mu).
+func (l *Log) segmentNamed(file string) (*segment, error) {
+	start, ok := parseSegmentName(file, logSuffix)
+	if !ok {
+		return nil, fmt.Errorf("%s: not a segment file name", file)
+	}
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].startOffset >= start })
+	if i == len(l.segments) || l.segments[i].startOffset != start {
+		return nil, fmt.Errorf("%s: no such segment in %s (retention may have removed it)", file, l.dir)
+	}
+	return l.segments[i], nil
+}
+
+// offsetAtPosition walks the batch headers from the last index entry at or before pos up to pos and
+// returns the offset of the batch that starts there.
+func (s *segment) offsetAtPosition(pos uint64) (uint64, error) {
+	at, off := uint64(0), s.startOffset
+	for _, e := range s.index {
+		if e.position > pos {
+			break
+		}
+		at, off = e.position, e.offset
+	}
+	var buf [wire.BatchHeaderSize]byte
+	for at < pos {
+		if _, err := s.logFile.ReadAt(buf[:], int64(at)); err != nil {
+			return 0, fmt.Errorf("segment %d: read the batch header at byte %d: %w", s.startOffset, at, err)
+		}
+		h, err := wire.DecodeBatchHeader(buf[:])
+		if err != nil || h.BaseOffset != off || h.BatchLength == 0 {
+			return 0, fmt.Errorf("segment %d: no batch boundary found at byte %d (the walk stopped at %d)", s.startOffset, pos, at)
+		}
+		at, off = at+h.BatchLength, off+uint64(h.MessageCount)
+	}
+	if at != pos {
+		return 0, fmt.Errorf("segment %d: byte %d is not a batch boundary", s.startOffset, pos)
+	}
+	return off, nil
+}

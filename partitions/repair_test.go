@@ -1,0 +1,106 @@
+package partitions
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/lodestream/lodestream/wire"
+)
+
+// scrubAll scrubs a whole log and returns the damage it found.
+func scrubAll(t *testing.T, l *Log) []*CorruptionError {
+	t.Helper()
+	var found []*CorruptionError
+	var cursor ScrubCursor
+	for i := 0; i < 10_000; i++ {
+		res, err := l.Scrub(cursor, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Damage != nil {
+			found = append(found, res.Damage)
+		}
+		if res.Wrapped {
+			return found
+		}
+		cursor = res.Next
+	}
+	t.Fatal("the scrub did not end")
+	return nil
+}
+
+// TestRepairBatchWithAPeersCopy: a byte flipped in a sealed segment (in a batch's header, where
+// the walk cannot read its length, or in its payload; found by a read, or set apart at open, which
+// also indexes the batch after it) is found by the scrub and repaired with the same record read from
+// a replica holding the same log; the files, indexes included, are then identical again and nothing
+// else moved. A record of another offset is refused.
+func TestRepairBatchWithAPeersCopy(t *testing.T) {
+	opts := Options{SegmentSizeBytes: 8192, IndexIntervalBytes: 2048, ServeAroundDamage: true}
+	for _, tc := range []struct {
+		name   string
+		at     int64 // byte of the batch flipped
+		reopen bool  // found at open (set apart, the next batch indexed), not by a later read
+	}{{"header", 141, false}, {"payload", 700, false}, {"payload, set apart at open", 700, true}, {"header, set apart at open", 141, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			damagedDir, peerDir := t.TempDir(), t.TempDir()
+			damaged, peer := openLog(t, damagedDir, opts), openLog(t, peerDir, opts)
+			t.Cleanup(func() { _ = damaged.Close() })
+			defer peer.Close()
+			for i := 0; i < 30; i++ {
+				b := makeBatch(t, damaged.NextOffset(), 3, 300, 1000+uint64(i))
+				for _, l := range []*Log{damaged, peer} {
+					if _, err := l.Append(append([]byte(nil), b...)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			// The fourth batch of the first segment: past an index entry, so the walk is exercised.
+			seg := segmentBaseName(0) + logSuffix
+			pos := damaged.segments[0].index[0].position
+			for i := 0; i < 3; i++ {
+				var buf [wire.BatchHeaderSize]byte
+				if _, err := damaged.segments[0].logFile.ReadAt(buf[:], int64(pos)); err != nil {
+					t.Fatal(err)
+				}
+				h, _ := wire.DecodeBatchHeader(buf[:])
+				pos += h.BatchLength
+			}
+			flipByte(t, filepath.Join(damagedDir, seg), int64(pos)+tc.at)
+			if tc.reopen {
+				if err := damaged.Close(); err != nil {
+					t.Fatal(err)
+				}
+				damaged = openLog(t, damagedDir, opts)
+			}
+			found := scrubAll(t, damaged)
+			if len(found) != 1 || found[0].File != seg || found[0].Position != pos {
+				t.Fatalf("the scrub found %v, want the batch at byte %d of %s", found, pos, seg)
+			}
+			off, err := damaged.DamagedBatchOffset(seg, pos)
+			if err != nil || off != 9 {
+				t.Fatalf("DamagedBatchOffset: %d, %v; want 9", off, err)
+			}
+			other, _, err := peer.ReadRecords(nil, 12, 13, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := damaged.RepairBatch(seg, pos, other); err == nil {
+				t.Fatal("a record of another offset repaired the batch")
+			}
+			record, _, err := peer.ReadRecords(nil, off, off+1, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := damaged.RepairBatch(seg, pos, record); err != nil {
+				t.Fatalf("RepairBatch: %v", err)
+			}
+			if found := scrubAll(t, damaged); len(found) != 0 {
+				t.Fatalf("after the repair the scrub found %v", found)
+			}
+			sameSegmentFiles(t, damagedDir, peerDir)
+			if got := decodePoll(t, poll(t, damaged, wire.PollOffset, 0, 1000)); len(got) != 90 {
+				t.Fatalf("after the repair a poll serves %d messages, want 90", len(got))
+			}
+		})
+	}
+}
