@@ -61,6 +61,12 @@ func TestNodeSimCheckersCatchBrokenBuilds(t *testing.T) {
 			},
 		},
 		{
+			name: "backups flip a byte of the batches they write", broken: partitionBreakage{backupsFlipAByte: true}, seedsMax: 20,
+			checkers: map[string]*regexp.Regexp{
+				"damage only where a fault made it": regexp.MustCompile(`found damage in its log, and no byte rotted nor write tore`),
+			},
+		},
+		{
 			name: "offset stores apply one more", broken: partitionBreakage{storeMore: true}, seedsMax: 20,
 			checkers: map[string]*regexp.Regexp{
 				"a consumer offset is one a client asked for": regexp.MustCompile(`was never stored`),

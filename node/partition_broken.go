@@ -1,5 +1,12 @@
 package node
 
+import (
+	"os"
+
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/vfs"
+)
+
 // partitionBreakage deliberately breaks a partition plane, so that the
 // whole-node simulator's tests can show each of its checkers fail on a
 // broken build (issue 13 point 2, node/nodesim_broken_test.go). Only those
@@ -22,6 +29,29 @@ type partitionBreakage struct {
 	storeLess bool
 	// storeMore: an offset store applies one more than asked.
 	storeMore bool
+	// backupsFlipAByte: a backup writes the last byte of every batch whose
+	// base offset is a multiple of 5 flipped (after the append, in place).
+	backupsFlipAByte bool
+}
+
+// flipLastByte flips the last byte of the batch at loc in its segment
+// file (backupsFlipAByte).
+func (b partitionBreakage) flipLastByte(fsys vfs.FS, l partitionStore, loc partitions.BatchLocation) {
+	pl, ok := l.(*partitions.Log)
+	if !ok || loc.Length == 0 {
+		return
+	}
+	f, err := fsys.OpenFile(pl.SegmentLogPath(loc.SegmentStartOffset), os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	at := int64(loc.Position + loc.Length - 1)
+	var c [1]byte
+	if _, err := f.ReadAt(c[:], at); err == nil {
+		c[0] ^= 0xFF
+		_, _ = f.WriteAt(c[:], at)
+	}
 }
 
 // brokenStoredOffset is the offset a store of offset applies under b.

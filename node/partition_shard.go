@@ -889,9 +889,13 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 			return partitionOutcome{code: wire.ErrorCodeOf(err)}, false
 		}
 	}
-	if _, err := e.log.Append(body); err != nil {
+	loc, err := e.log.Append(body)
+	if err != nil {
 		s.log.Error("append committed batch", "dir", e.dir, "op", p.Header.Op, "err", err)
 		return e.storageFailure(wire.ErrCannotAppendMessage, p, err), false
+	}
+	if s.cfg.broken.backupsFlipAByte && !e.group.IsPrimary() && h.BaseOffset%5 == 0 {
+		s.cfg.broken.flipLastByte(s.fsys, e.log, loc)
 	}
 	e.lastTimestamp = max(e.lastTimestamp, h.BaseTimestamp)
 	e.appliedNext = e.log.NextOffset()

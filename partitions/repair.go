@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
 	"sort"
 
 	"github.com/lodestream/lodestream/wire"
@@ -85,8 +86,11 @@ func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
 	if !bytes.Equal(back, record) {
 		return fmt.Errorf("repair %s at byte %d: the bytes read back differ from the bytes written", file, pos)
 	}
-	if err := l.reloadSegment(s); err != nil {
-		return fmt.Errorf("repair %s at byte %d: %w", file, pos, err)
+	if len(s.damaged) > 0 {
+		// Set apart at open: its accounting and index were built around the damage.
+		if err := l.reloadSegment(s); err != nil {
+			return fmt.Errorf("repair %s at byte %d: %w", file, pos, err)
+		}
 	}
 	l.corruption.forget(corruptionPlace{s.startOffset, pos})
 	l.logger.Warn("corrupt batch repaired with a peer's copy", "dir", l.dir, "file", file, "position", pos,
@@ -96,7 +100,8 @@ func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
 
 // reloadSegment walks segment s again from its file, as recovery does, and replaces it: the ranges
 // set apart at open and their forced index entries go, and the index file is rewritten when it differs
-// from the one the walk rebuilds (the same rule as appends, so the replicas' indexes match again).
+// from the one the walk rebuilds (the same rule as appends, so the replicas' indexes match again). A
+// failed walk leaves s readable and the log refusing writes until it is reopened.
 func (l *Log) reloadSegment(s *segment) error {
 	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].startOffset >= s.startOffset })
 	nextStart, last := uint64(math.MaxUint64), i == len(l.segments)-1
@@ -109,6 +114,14 @@ func (l *Log) reloadSegment(s *segment) error {
 	}
 	rebuilt, err := l.recoverSegment(s.startOffset, nextStart, last)
 	if err != nil {
+		mode := os.O_RDWR
+		if l.readOnly {
+			mode = os.O_RDONLY
+		}
+		s.logFile = l.opts.Files.Register(l.opts.FS, segmentLogPath(l.dir, s.startOffset), mode, l.opts.SyncOnEvict)
+		if last && !l.readOnly {
+			s.indexFile = l.opts.Files.Register(l.opts.FS, segmentIndexPath(l.dir, s.startOffset), os.O_RDWR, l.opts.SyncOnEvict)
+		}
 		l.failure = fmt.Errorf("%w: reload segment %d: %v", ErrFailed, s.startOffset, err)
 		return l.failure
 	}
