@@ -212,22 +212,8 @@ func (w *simWorld) rotStep() {
 		return
 	}
 	n := w.nodes[w.rotRng.IntN(len(w.nodes))]
-	dirs, err := partitionDirsUnder(n.mem, path.Join(n.dir, "streams"))
-	if err != nil || len(dirs) == 0 {
-		return
-	}
-	files, err := vfs.Glob(n.mem, path.Join(dirs[0], "*.log"))
-	if err != nil || len(files) == 0 {
-		return
-	}
-	f := files[w.rotRng.IntN(len(files))]
-	fi, err := n.mem.Stat(f)
-	if err != nil || fi.Size() == 0 {
-		return
-	}
-	at := w.rotRng.Int64N(fi.Size())
-	if err := n.mem.FlipByte(f, at); err != nil {
-		w.fail(fmt.Errorf("node %d: rot %s: %w", n.id, f, err))
+	f, at, ok := w.flipRandomByte(n, "*.log", w.rotRng)
+	if !ok {
 		return
 	}
 	w.stats.BitRot++

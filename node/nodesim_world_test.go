@@ -417,26 +417,38 @@ func (w *simWorld) crash(n *simNode, powerLoss bool) {
 // with StorageLost (no vote until the view's primary answers, and no nack
 // until it holds the view's log again).
 func (w *simWorld) damageWAL(n *simNode) {
-	dirs, err := partitionDirsUnder(n.mem, filepath.Join(n.dir, "streams"))
-	if err != nil || len(dirs) == 0 {
-		return
-	}
-	files, err := vfs.Glob(n.mem, filepath.Join(dirs[0], partitionWALDir, "*"))
-	if err != nil || len(files) == 0 {
-		return
-	}
-	f := files[w.rng.IntN(len(files))]
-	fi, err := n.mem.Stat(f)
-	if err != nil || fi.Size() == 0 {
-		return
-	}
-	if err := n.mem.FlipByte(f, w.rng.Int64N(fi.Size())); err != nil {
-		w.fail(fmt.Errorf("node %d: damage %s: %w", n.id, f, err))
+	f, _, ok := w.flipRandomByte(n, filepath.Join(partitionWALDir, "*"), w.rng)
+	if !ok {
 		return
 	}
 	w.stats.WALDamages++
 	w.trace.add("wal-damage", uint64(n.id))
 	w.debugf("damage node %d WAL %s", n.id, f)
+}
+
+// flipRandomByte flips a random stored byte of a random file matching
+// pattern in node n's partition directory, drawing from rng; ok is false
+// when there is none (or the flip failed, which fails the run).
+func (w *simWorld) flipRandomByte(n *simNode, pattern string, rng *rand.Rand) (file string, at int64, ok bool) {
+	dirs, err := partitionDirsUnder(n.mem, filepath.Join(n.dir, "streams"))
+	if err != nil || len(dirs) == 0 {
+		return "", 0, false
+	}
+	files, err := vfs.Glob(n.mem, filepath.Join(dirs[0], pattern))
+	if err != nil || len(files) == 0 {
+		return "", 0, false
+	}
+	file = files[rng.IntN(len(files))]
+	fi, err := n.mem.Stat(file)
+	if err != nil || fi.Size() == 0 {
+		return "", 0, false
+	}
+	at = rng.Int64N(fi.Size())
+	if err := n.mem.FlipByte(file, at); err != nil {
+		w.fail(fmt.Errorf("node %d: flip a byte of %s: %w", n.id, file, err))
+		return "", 0, false
+	}
+	return file, at, true
 }
 
 func b2u(b bool) uint64 {

@@ -28,7 +28,8 @@ func (l *Log) DamagedBatchOffset(file string, pos uint64) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return s.offsetAtPosition(pos)
+	_, off, err := s.batchBoundary(pos, false)
+	return off, err
 }
 
 // RepairBatch writes record, fetched from a peer, over the damaged batch at byte position pos of the
@@ -50,7 +51,7 @@ func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
 	if err != nil {
 		return err
 	}
-	want, err := s.offsetAtPosition(pos)
+	_, want, err := s.batchBoundary(pos, false)
 	if err != nil {
 		return err
 	}
@@ -140,31 +141,4 @@ func (l *Log) segmentNamed(file string) (*segment, error) {
 		return nil, fmt.Errorf("%s: no such segment in %s (retention may have removed it)", file, l.dir)
 	}
 	return l.segments[i], nil
-}
-
-// offsetAtPosition walks the batch headers from the last index entry at or before pos up to pos and
-// returns the offset of the batch that starts there.
-func (s *segment) offsetAtPosition(pos uint64) (uint64, error) {
-	at, off := uint64(0), s.startOffset
-	for _, e := range s.index {
-		if e.position > pos {
-			break
-		}
-		at, off = e.position, e.offset
-	}
-	var buf [wire.BatchHeaderSize]byte
-	for at < pos {
-		if _, err := s.logFile.ReadAt(buf[:], int64(at)); err != nil {
-			return 0, fmt.Errorf("segment %d: read the batch header at byte %d: %w", s.startOffset, at, err)
-		}
-		h, err := wire.DecodeBatchHeader(buf[:])
-		if err != nil || h.BaseOffset != off || h.BatchLength == 0 {
-			return 0, fmt.Errorf("segment %d: no batch boundary found at byte %d (the walk stopped at %d)", s.startOffset, pos, at)
-		}
-		at, off = at+h.BatchLength, off+uint64(h.MessageCount)
-	}
-	if at != pos {
-		return 0, fmt.Errorf("segment %d: byte %d is not a batch boundary", s.startOffset, pos)
-	}
-	return off, nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-
-	"github.com/lodestream/lodestream/wire"
 )
 
 // CutTail removes every record at or above offset, with the segments, index entries and hole
@@ -46,7 +44,7 @@ func (l *Log) CutTail(offset uint64) error {
 		return fmt.Errorf("cut the tail of %s at offset %d: %w", l.dir, offset, err)
 	}
 	if s := l.active(); s.nextOffset > offset {
-		pos, err := s.recordPosition(offset)
+		pos, _, err := s.batchBoundary(offset, true)
 		if err != nil {
 			return fmt.Errorf("cut the tail of %s: %w", l.dir, err)
 		}
@@ -104,39 +102,4 @@ func (l *Log) truncateSegment(s *segment, pos uint64) error {
 	}
 	l.segments[len(l.segments)-1] = rebuilt
 	return nil
-}
-
-// recordPosition returns the byte position of the record whose base offset is offset, walking the
-// batch headers from the last index entry at or below it.
-func (s *segment) recordPosition(offset uint64) (uint64, error) {
-	pos, base := uint64(0), s.startOffset
-	for _, e := range s.index {
-		if e.offset > offset {
-			break
-		}
-		pos, base = e.position, e.offset
-	}
-	var buf [wire.BatchHeaderSize]byte
-	for pos < s.sizeBytes && base < offset {
-		if _, err := s.logFile.ReadAt(buf[:], int64(pos)); err != nil {
-			return 0, fmt.Errorf("segment %d: read the record header at byte %d: %w", s.startOffset, pos, err)
-		}
-		h, err := wire.DecodeBatchHeader(buf[:])
-		if err != nil {
-			return 0, fmt.Errorf("segment %d: record header at byte %d: %w", s.startOffset, pos, err)
-		}
-		if h.BaseOffset > offset || h.BaseOffset+uint64(h.MessageCount) > offset && h.BaseOffset != offset {
-			return 0, fmt.Errorf("segment %d: offset %d is inside the record at %d, not on a boundary", s.startOffset,
-				offset, h.BaseOffset)
-		}
-		if h.BaseOffset == offset {
-			return pos, nil
-		}
-		pos += h.BatchLength
-		base = h.BaseOffset + uint64(h.MessageCount)
-	}
-	if base == offset && pos <= s.sizeBytes {
-		return pos, nil
-	}
-	return 0, fmt.Errorf("segment %d: no record boundary at offset %d", s.startOffset, offset)
 }
