@@ -569,8 +569,8 @@ func checkSingleton(t *testing.T, srv *server, m *crashModel, what string) {
 //   - all: every node, back to back, all restarted;
 //   - damaged-backup: a backup, and before its restart one byte is flipped
 //     inside a synced batch (not the last) of a persisted partition's
-//     segment: the restart reports the damage (file and offset) and the
-//     replica refills the range from its peers.
+//     segment: the restart or the first read reports the damage (file and
+//     offset) and the replica repairs the batch with a peer's copy.
 //
 // After each: every node serves every acknowledged message at its offset;
 // the next send per partition lands above every acknowledged offset; every
@@ -622,7 +622,7 @@ func clusterCrashLoops(t *testing.T, rng *rand.Rand, loops int, tally *crashTall
 			if kind == "damaged-backup" {
 				damage = c.flipSyncedByte(t, rng, victims[0])
 			}
-			reportsBefore := strings.Count(c.nodes[victims[0]].logs.String(), "setting the damage aside")
+			reportsBefore := strings.Count(c.nodes[victims[0]].logs.String(), "corrupt batch repaired from a peer")
 			for _, v := range victims {
 				c.nodes[v].start()
 			}
@@ -632,7 +632,7 @@ func clusterCrashLoops(t *testing.T, rng *rand.Rand, loops int, tally *crashTall
 			c.checkCrashRound(t, m, what)
 			if kind == "damaged-backup" {
 				logs := c.nodes[victims[0]].logs.String()
-				if strings.Count(logs, "setting the damage aside") <= reportsBefore {
+				if strings.Count(logs, "corrupt batch repaired from a peer") <= reportsBefore {
 					t.Fatalf("%s: node %d did not report the damage it was given (%s)", what, victims[0], damage)
 				}
 				if !strings.Contains(logs, damage) {
@@ -855,7 +855,7 @@ func durableFrontier(t *testing.T, dataDir, pdir string, id journal.Identity) ui
 // holds what is above it), so a batch below the checkpoint's frontier was
 // synced: a byte gone bad in it is damage to synced data, not a torn
 // append, and must be reported as such (file and offset), never cut as a
-// torn tail; the replica then refills it from its peers and ends
+// torn tail; the replica then repairs it with a peer's copy and ends
 // byte-identical. 32 sends make op 32 a checkpoint (every 16 ops), whose
 // frontier is the log's end. (Found by the crash matrix: before the
 // replica opened its logs with the frontier, partitions/recovery.go cut
@@ -896,7 +896,7 @@ func TestClusterDamagedLastSyncedBatchIsReportedAsCorruption(t *testing.T) {
 	if strings.Contains(logs, "truncating torn tail") {
 		t.Errorf("node 2 cut the damaged synced batch at offset %d of %s as a torn tail instead of reporting it as corruption", last.base, filepath.Base(seg))
 	}
-	if !strings.Contains(logs, fmt.Sprintf("offset=%d", last.base)) || !strings.Contains(logs, "setting the damage aside") {
+	if !strings.Contains(logs, fmt.Sprintf("offset=%d", last.base)) || !strings.Contains(logs, "corrupt batch repaired from a peer") {
 		t.Errorf("node 2 did not report the damaged synced batch at offset %d as corruption", last.base)
 	}
 }

@@ -41,9 +41,10 @@ type Options struct {
 	// range (polls over it answer ErrCorrupt) and the rest of the log is served, instead of the whole
 	// partition being quarantined. A single node sets it (it has no peer to refill from).
 	ServeAroundDamage bool
-	// ServeAroundSealedDamage: the same for damage inside a sealed segment only (synced when it was
-	// sealed, so never a torn write: rot). Damage in the active segment, which may be unsynced writes a
-	// power loss tore, and gaps between segments are quarantined as without it. A cluster replica sets
+	// ServeAroundSealedDamage: the same for damage inside a sealed segment (synced when it was sealed,
+	// so never a torn write: rot) and for a damaged batch of the active segment below SyncedBelow whose
+	// extent is known. Other damage in the active segment, which may be unsynced writes a power loss
+	// tore, and gaps between segments are quarantined as without it. A cluster replica sets
 	// it: it repairs a set-apart batch with a peer's copy (RepairBatch, node/partition_repair.go), and
 	// sets quarantined damage aside to refill it by state transfer.
 	ServeAroundSealedDamage bool

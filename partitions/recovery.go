@@ -201,7 +201,8 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		return fail(fmt.Errorf("open segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
-	// A sealed segment was synced when it was sealed: damage in it is never a torn write.
+	// A sealed segment was synced when it was sealed: damage in it is never a torn write. Nor is
+	// damage to a batch below SyncedBelow: served around too when its extent is known (serve).
 	serveAround := l.opts.ServeAroundDamage || (l.opts.ServeAroundSealedDamage && !last)
 	var damage *segmentDamage
 	for pos := uint64(0); ; {
@@ -221,6 +222,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		if !last && !serveAround {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, "sealed segment damaged: "+damage.reason))
 		}
+		serve := serveAround || (l.opts.ServeAroundSealedDamage && s.nextOffset < l.opts.SyncedBelow)
 		at, found, err := findVerifiedBatchAfter(f, damage.position, size, s.nextOffset)
 		if err != nil {
 			return fail(err)
@@ -232,7 +234,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			}
 			found = last || base < nextStart
 		}
-		if found && !serveAround {
+		if found && !serve {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
 				"%s, and a valid batch follows at byte %d (interior corruption, not a torn tail)", damage.reason, at)))
 		}
@@ -242,7 +244,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 			pos = at
 			continue
 		}
-		if damage.complete && serveAround {
+		if damage.complete && serve {
 			// A whole batch that fails its checksums (issue 15 point 5): its offsets were handed out,
 			// so they are refused, never cut and re-issued.
 			l.setApart(s, damagedRange{from: damage.position, to: damage.position + damage.length,
