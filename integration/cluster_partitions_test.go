@@ -578,6 +578,53 @@ func TestClusterDamageFoundOnAReadIsRefilledWithoutARestart(t *testing.T) {
 	c.expectSameSegments(0, 0, 2)
 }
 
+// TestClusterRotOnThePrimaryAndABackupIsRepairedInPlace: bytes flipped in
+// sealed segments of two of three running replicas at once, the
+// partition's primary among them (whole-node simulator finding 24: two
+// replicas that reopened to refill stalled the group). Each repairs the
+// batch with a peer's copy in place: every message is served again on
+// both, their files end byte-identical, and the partition keeps taking
+// writes throughout.
+func TestClusterRotOnThePrimaryAndABackupIsRepairedInPlace(t *testing.T) {
+	c, leader := clusterWithTopic(t, 3, 1, u64Option("segment_size", 1<<20))
+	fillPartition(t, leader, id(0), id(0), 0, 30) // ≈3 MB: sealed segments
+	total := int(partitionStats(t, leader, id(0), id(0), 0).MessagesCount)
+	for _, i := range []int{1, 2} {
+		c.waitPartitionCount(i, 0, total, 15*time.Second)
+	}
+	for i, frac := range map[int]int64{0: 3, 1: 2} { // different batches on each
+		first := filepath.Join(c.partitionDirOf(i, 0), "00000000000000000000.log")
+		f, err := os.OpenFile(first, os.O_RDWR, 0)
+		must(t, err)
+		st, err := f.Stat()
+		must(t, err)
+		b := make([]byte, 1)
+		_, err = f.ReadAt(b, st.Size()/frac)
+		must(t, err)
+		b[0] ^= 0xFF
+		_, err = f.WriteAt(b, st.Size()/frac)
+		must(t, err)
+		must(t, f.Close())
+	}
+	for _, i := range []int{0, 1} {
+		c.waitPartitionCount(i, 0, total, 30*time.Second)
+		waitFor(t, fmt.Sprintf("node %d to repair its damage", i), 30*time.Second, func() bool {
+			return strings.Contains(c.nodes[i].logs.String(), "corrupt batch repaired from a peer")
+		})
+	}
+	sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages("after-rot", 0, 10))
+	for _, i := range []int{0, 1, 2} {
+		c.waitPartitionCount(i, 0, total+10, 15*time.Second)
+	}
+	c.expectSameSegments(0, 2, 0)
+	c.expectSameSegments(0, 2, 1)
+	for _, i := range []int{0, 1} {
+		if logs := c.nodes[i].logs.String(); strings.Contains(logs, "setting the damage aside") || strings.Contains(logs, "reopening the partition") {
+			t.Fatalf("node %d reopened the partition instead of repairing the batch in place", i)
+		}
+	}
+}
+
 // TestClusterFollowerPollNeverCommitsOffsets (seed 000): a poll with
 // auto-commit served by a follower returns the messages but never moves
 // the durable consumer offset; the same poll on the primary does.
