@@ -149,9 +149,10 @@ type partitionEntry struct {
 	// the one last written to checkpoint.reserved (partition_cpfiles.go).
 	checkpointReserved, writtenReserved uint64
 	dedup                               dedupTable
-	reopening                           atomic.Bool // damage found on a read: being reopened (reopenDamaged)
-	repairing                           atomic.Bool // a damaged batch is being repaired from a peer (repairDamaged)
-	alignRetryAt                        time.Time   // no hand-over before (partition_align.go)
+	reopening                           atomic.Bool  // damage found on a read: being reopened (reopenDamaged)
+	repairing                           atomic.Bool  // a damaged batch is being repaired from a peer (repairDamaged)
+	repairWarnedAt                      atomic.Int64 // unix ns of the last "not repaired yet" warning
+	alignRetryAt                        time.Time    // no hand-over before (partition_align.go)
 	// alignWait, alignLastAt, alignLastTarget: the back-off of the last
 	// hand-over and when and to whom it went (alignBackoff).
 	alignWait       time.Duration

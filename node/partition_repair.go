@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/lodestream/lodestream/partitions"
 )
@@ -47,9 +48,12 @@ func (p *partitionPlane) repairDamaged(e *partitionEntry, ce *partitions.Corrupt
 			// No peer could answer with it now (unreachable, behind, or its
 			// retention moved on, which the replica's own ordered cut
 			// follows): it stays refused; the next read or scrub round tries
-			// again.
-			p.log.Warn("corrupt batch not repaired yet: no peer gave its copy", "dir", e.dir, "file", ce.File,
-				"position", ce.Position, "err", err)
+			// again. Every poll that meets it tries: warned once a minute.
+			now := time.Now().UnixNano()
+			if last := e.repairWarnedAt.Load(); now-last >= int64(repairWarnEvery) && e.repairWarnedAt.CompareAndSwap(last, now) {
+				p.log.Warn("corrupt batch not repaired yet: no peer gave its copy", "dir", e.dir, "file", ce.File,
+					"position", ce.Position, "err", err)
+			}
 		}
 	}
 	if sh.inline {
@@ -58,6 +62,10 @@ func (p *partitionPlane) repairDamaged(e *partitionEntry, ce *partitions.Corrupt
 	}
 	go run()
 }
+
+// repairWarnEvery bounds the warnings of a partition whose damaged batch
+// no peer could give yet.
+const repairWarnEvery = time.Minute
 
 // repairFromPeers fetches the damaged batch from each peer in turn until
 // one copy repairs it. refused: the damaged place could not be matched
