@@ -13,7 +13,6 @@ import (
 	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/vfs"
-	"github.com/lodestream/lodestream/wire"
 	"github.com/zeebo/xxh3"
 )
 
@@ -600,7 +599,7 @@ func (w *simWorld) check() error {
 		// Consumer offsets: at least the last acknowledged store, never a
 		// value no client asked for.
 		for _, c := range w.clients {
-			v, _ := n.entry.log.ConsumerOffset(wire.ConsumerKindSingle, c.index+1)
+			v, _ := n.entry.log.ConsumerOffset(c.consumerKind(), c.index+1)
 			if (v < w.ledger.storeAcked[c.index] && !w.beyondBudget) || v > w.ledger.storeAsked[c.index] {
 				errs = append(errs, fmt.Errorf("node %d: consumer %d's offset %d; acknowledged %d, highest asked %d",
 					n.id, c.index+1, v, w.ledger.storeAcked[c.index], w.ledger.storeAsked[c.index]))

@@ -58,6 +58,17 @@ type simClient struct {
 	stored  uint64 // the last consumer offset value it asked to store
 }
 
+// consumerKind is what the client stores its offsets as: a consumer for
+// even client indexes, a consumer group (id = index+1, as the group's
+// offset) for odd ones, so both kinds of offset files go through every
+// fault, checkpoint and transfer.
+func (c *simClient) consumerKind() wire.ConsumerKind {
+	if c.index%2 == 1 {
+		return wire.ConsumerKindGroup
+	}
+	return wire.ConsumerKindSingle
+}
+
 // simAck is an acknowledged send.
 type simAck struct {
 	client  uint32
@@ -115,7 +126,7 @@ func (w *simWorld) newRequest(c *simClient) (*simRequest, error) {
 		// (stored offsets hold retention back below them).
 		c.stored = max(c.stored+1+w.rng.Uint64N(5), w.ledger.ackedEnd-min(w.ledger.ackedEnd, 50))
 		r.kind, r.value = simStore, c.stored
-		r.body = encodeOffsetOp(wire.ConsumerKindSingle, c.index+1, c.stored, true)
+		r.body = encodeOffsetOp(c.consumerKind(), c.index+1, c.stored, true)
 		w.ledger.storeAsked[c.index] = c.stored
 		return r, nil
 	}
@@ -296,7 +307,7 @@ func (w *simWorld) pollStep() {
 		w.fail(fmt.Errorf("node %d: polled records: %w", n.id, err))
 	}
 	for _, c := range w.clients {
-		v, _ := n.entry.log.ConsumerOffset(wire.ConsumerKindSingle, c.index+1)
+		v, _ := n.entry.log.ConsumerOffset(c.consumerKind(), c.index+1)
 		key := [3]uint64{uint64(n.id), uint64(n.boots), uint64(c.index)}
 		if prev := w.ledger.observed[key]; v < prev {
 			w.fail(fmt.Errorf("node %d (boot %d): consumer %d's offset went back from %d to %d", n.id, n.boots, c.index+1, prev, v))
