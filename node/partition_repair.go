@@ -44,6 +44,8 @@ func (p *partitionPlane) repairDamaged(e *partitionEntry, ce *partitions.Corrupt
 			p.log.Warn("corrupt batch could not be repaired from a peer: reopening the partition to refill it",
 				"dir", e.dir, "file", ce.File, "position", ce.Position, "err", err)
 			p.reopenDamaged(e)
+		case errors.Is(err, partitions.ErrSegmentGone) || errors.Is(err, partitions.ErrClosed):
+			// Nothing left to repair here.
 		default:
 			// No peer could answer with it now (unreachable, behind, or its
 			// retention moved on, which the replica's own ordered cut
@@ -76,6 +78,9 @@ func (p *partitionPlane) repairFromPeers(src recordSource, e *partitionEntry, ce
 		return false, errTransferNoPeer
 	}
 	offset, err := e.log.DamagedBatchOffset(ce.File, ce.Position)
+	if errors.Is(err, partitions.ErrSegmentGone) || errors.Is(err, partitions.ErrClosed) {
+		return false, err // the damage went with its segment, or the partition is being closed
+	}
 	if err != nil {
 		return true, err
 	}

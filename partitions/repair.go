@@ -2,6 +2,7 @@ package partitions
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -130,6 +131,10 @@ func (l *Log) reloadSegment(s *segment) error {
 	return nil
 }
 
+// ErrSegmentGone: the segment a repair names is no longer in the log (retention, a purge or a cut
+// removed it, and its damage with it).
+var ErrSegmentGone = errors.New("no such segment (retention may have removed it)")
+
 // segmentNamed finds the segment whose log file is named file (under l.mu).
 func (l *Log) segmentNamed(file string) (*segment, error) {
 	start, ok := parseSegmentName(file, logSuffix)
@@ -138,7 +143,7 @@ func (l *Log) segmentNamed(file string) (*segment, error) {
 	}
 	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].startOffset >= start })
 	if i == len(l.segments) || l.segments[i].startOffset != start {
-		return nil, fmt.Errorf("%s: no such segment in %s (retention may have removed it)", file, l.dir)
+		return nil, fmt.Errorf("%s in %s: %w", file, l.dir, ErrSegmentGone)
 	}
 	return l.segments[i], nil
 }
