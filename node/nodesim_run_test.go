@@ -297,12 +297,7 @@ func (w *simWorld) finishDying() {
 		if !n.dying || (!n.mem.PoweredOff() && w.now < n.dyingUntil) {
 			continue
 		}
-		n.dying = false
-		if n.mem.PoweredOff() {
-			w.stats.MidWriteDeaths++ // the cut landed inside its file operations
-		}
-		n.mem.ProcessDied()
-		w.crash(n, false)
+		w.crash(n, false) // ends the death: the cut may have landed inside its file operations
 	}
 }
 

@@ -393,6 +393,16 @@ func (w *simWorld) desired(live bool) desiredPartition {
 // writes not finished. A power loss also loses (or tears) what the disk
 // had not synced and changes the machine's boot id.
 func (w *simWorld) crash(n *simNode, powerLoss bool) {
+	if n.dying {
+		// Stopped another way (a fence the operator restarts, a failed
+		// reopen) before its armed death: the cut must not carry into the
+		// next boot (seed 85: a boot found its disk "powered off").
+		n.dying = false
+		if n.mem.PoweredOff() {
+			w.stats.MidWriteDeaths++
+		}
+		n.mem.ProcessDied()
+	}
 	n.up, n.plane, n.entry = false, nil, nil
 	w.stats.Crashes++
 	if powerLoss {
