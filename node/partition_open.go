@@ -204,6 +204,10 @@ func (p *partitionPlane) reopenDamaged(e *partitionEntry) {
 	if !p.clustered() {
 		return // no peer to refill from: the damaged range stays refused
 	}
+	// The open must set the damage aside, not serve around it again (a
+	// sealed segment's damage is served around to be repaired in place,
+	// which is what could not be done).
+	p.setAsideOnOpen.Store(e.key, true)
 	if p.reopenInline != nil {
 		p.reopenInline(e)
 		return

@@ -341,6 +341,9 @@ type partitionPlane struct {
 	// instead of reopen (a simulator's inline shards).
 	forgetBoot   func() error
 	reopenInline func(*partitionEntry)
+	// setAsideOnOpen: partitions whose next open sets damage aside instead
+	// of serving around it (reopenDamaged).
+	setAsideOnOpen sync.Map // partitionKey → true
 }
 
 // useFS puts the plane's files (and its shards') on fsys; before any

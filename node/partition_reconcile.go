@@ -287,6 +287,9 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 func (p *partitionPlane) openLog(e *partitionEntry, t metadata.Topic) (*partitions.Log, error) {
 	dir := e.dir
 	opts := p.logOptions(t)
+	if _, ok := p.setAsideOnOpen.LoadAndDelete(e.key); ok {
+		opts.ServeAroundSealedDamage = false // reopenDamaged: a repair in place did not fit
+	}
 	if p.clustered() && (t.Options.Durability == metadata.DurabilityPersisted || t.Options.EnforceFsync) {
 		// Segments were synced up to the frontier the last checkpoint's
 		// superblock records (partition_vsr.go): damage below it is

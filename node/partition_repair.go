@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lodestream/lodestream/partitions"
@@ -90,7 +91,8 @@ func (p *partitionPlane) repairFromPeers(src recordSource, e *partitionEntry, ce
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), transferFetchTimeout)
-		chunk, err := src.fetchRecords(ctx, r, e.groupID(), offset, offset+1, 1)
+		// A run of records: damage may reach into the batches after it.
+		chunk, err := src.fetchRecords(ctx, r, e.groupID(), offset, math.MaxUint64, transferChunkBytes)
 		cancel()
 		switch {
 		case err != nil:

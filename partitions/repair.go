@@ -33,16 +33,12 @@ func (l *Log) DamagedBatchOffset(file string, pos uint64) (uint64, error) {
 	return off, err
 }
 
-// RepairBatch writes record, fetched from a peer, over the damaged batch at byte position pos of the
-// segment named file, and syncs it. The record must verify, start at the offset the walk expects at
-// pos, and end exactly where the next batch starts (or the segment ends): it replaces the damaged
-// bytes and nothing else. The repaired batch is read back and verified.
-func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
-	h, err := wire.VerifyBatchRecord(record)
-	if err != nil {
-		return fmt.Errorf("repair %s at byte %d: the peer's record: %w", file, pos, err)
-	}
-	record = record[:h.BatchLength]
+// RepairBatch writes records, whole batches fetched from a peer from the damaged batch's offset on,
+// over the damaged batch at byte position pos of the segment named file, and syncs them. Each record
+// must verify, the first start at the offset the walk expects at pos, and the shortest run of them
+// that ends exactly where a local batch starts (or where the segment ends) is written: it replaces
+// the damaged bytes (adjacent damaged batches included) and nothing else. The bytes are read back.
+func (l *Log) RepairBatch(file string, pos uint64, records []byte) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writable(); err != nil {
@@ -56,25 +52,11 @@ func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
 	if err != nil {
 		return err
 	}
-	end := pos + h.BatchLength
-	switch {
-	case h.BaseOffset != want:
-		return fmt.Errorf("repair %s at byte %d: the peer's record starts at offset %d, the batch there at %d", file, pos,
-			h.BaseOffset, want)
-	case end > s.sizeBytes:
-		return fmt.Errorf("repair %s at byte %d: the peer's record (%d bytes) runs past the segment's end (%d)", file, pos,
-			h.BatchLength, s.sizeBytes)
-	case end < s.sizeBytes:
-		var buf [wire.BatchHeaderSize]byte
-		if _, err := s.logFile.ReadAt(buf[:], int64(end)); err != nil {
-			return fmt.Errorf("repair %s at byte %d: read the next batch's header: %w", file, pos, err)
-		}
-		next, err := wire.DecodeBatchHeader(buf[:])
-		if err != nil || next.BaseOffset != h.BaseOffset+uint64(h.MessageCount) {
-			return fmt.Errorf("repair %s at byte %d: the peer's record (%d bytes) does not end where the next batch starts",
-				file, pos, h.BatchLength)
-		}
+	record, first, err := s.repairRun(pos, want, records)
+	if err != nil {
+		return fmt.Errorf("repair %s at byte %d: %w", file, pos, err)
 	}
+	h := first
 	if _, err := s.logFile.WriteAt(record, int64(pos)); err != nil {
 		return fmt.Errorf("repair %s at byte %d: %w", file, pos, err)
 	}
@@ -96,8 +78,46 @@ func (l *Log) RepairBatch(file string, pos uint64, record []byte) error {
 	}
 	l.corruption.forget(corruptionPlace{s.startOffset, pos})
 	l.logger.Warn("corrupt batch repaired with a peer's copy", "dir", l.dir, "file", file, "position", pos,
-		"offset", h.BaseOffset, "bytes", h.BatchLength)
+		"offset", h.BaseOffset, "bytes", len(record))
 	return nil
+}
+
+// repairRun picks from records (a peer's batches from offset want on) the shortest run that verifies
+// and ends at a local batch boundary of s (or at its end), written from pos; it returns the run and
+// its first batch's header.
+func (s *segment) repairRun(pos, want uint64, records []byte) ([]byte, wire.BatchHeader, error) {
+	var first wire.BatchHeader
+	used, next := uint64(0), want
+	for i := 0; len(records[used:]) > 0; i++ {
+		h, err := wire.VerifyBatchRecord(records[used:])
+		if err != nil {
+			return nil, first, fmt.Errorf("the peer's record at offset %d: %w", next, err)
+		}
+		if h.BaseOffset != next {
+			return nil, first, fmt.Errorf("the peer's record starts at offset %d, the batch here at %d", h.BaseOffset, next)
+		}
+		if i == 0 {
+			first = h
+		}
+		used += h.BatchLength
+		next += uint64(h.MessageCount)
+		end := pos + used
+		if end > s.sizeBytes {
+			return nil, first, fmt.Errorf("the peer's records (%d bytes) run past the segment's end (%d)", used, s.sizeBytes)
+		}
+		if end == s.sizeBytes {
+			return records[:used], first, nil
+		}
+		var buf [wire.BatchHeaderSize]byte
+		if _, err := s.logFile.ReadAt(buf[:], int64(end)); err != nil {
+			return nil, first, fmt.Errorf("read the batch header at byte %d: %w", end, err)
+		}
+		if local, err := wire.DecodeBatchHeader(buf[:]); err == nil && local.BaseOffset == next {
+			// A batch starts there (its own damage, if any, is repaired on its own).
+			return records[:used], first, nil
+		}
+	}
+	return nil, first, fmt.Errorf("the peer's records (%d bytes) do not end where a batch here starts", used)
 }
 
 // reloadSegment walks segment s again from its file, as recovery does, and replaces it: the ranges

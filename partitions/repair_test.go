@@ -104,3 +104,55 @@ func TestRepairBatchWithAPeersCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestRepairBatchCoversAdjacentDamage: two neighbouring batches rotted (the
+// second one's header too, so no local boundary follows the first): a run
+// of the peer's records is written up to the next intact batch.
+func TestRepairBatchCoversAdjacentDamage(t *testing.T) {
+	opts := Options{SegmentSizeBytes: 8192, IndexIntervalBytes: 2048}
+	damagedDir, peerDir := t.TempDir(), t.TempDir()
+	damaged, peer := openLog(t, damagedDir, opts), openLog(t, peerDir, opts)
+	defer damaged.Close()
+	defer peer.Close()
+	var positions []uint64
+	for i := 0; i < 12; i++ {
+		b := makeBatch(t, damaged.NextOffset(), 3, 300, 1000+uint64(i))
+		if damaged.NextOffset() < 12 {
+			positions = append(positions, damaged.segments[0].sizeBytes)
+		}
+		for _, l := range []*Log{damaged, peer} {
+			if _, err := l.Append(append([]byte(nil), b...)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	seg := segmentBaseName(0) + logSuffix
+	flipByte(t, filepath.Join(damagedDir, seg), int64(positions[1])+141) // batch at offset 3: its header
+	flipByte(t, filepath.Join(damagedDir, seg), int64(positions[2])+141) // and the next one's
+	found := scrubAll(t, damaged)
+	if len(found) == 0 || found[0].Position != positions[1] {
+		t.Fatalf("the scrub found %v, want the batch at byte %d first", found, positions[1])
+	}
+	off, err := damaged.DamagedBatchOffset(seg, positions[1])
+	if err != nil || off != 3 {
+		t.Fatalf("DamagedBatchOffset: %d, %v; want 3", off, err)
+	}
+	one, _, err := peer.ReadRecords(nil, off, off+1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := damaged.RepairBatch(seg, positions[1], one); err == nil {
+		t.Fatal("one record repaired a place that two damaged batches fill")
+	}
+	run, _, err := peer.ReadRecords(nil, off, ^uint64(0), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := damaged.RepairBatch(seg, positions[1], run); err != nil {
+		t.Fatalf("RepairBatch with a run of records: %v", err)
+	}
+	if found := scrubAll(t, damaged); len(found) != 0 {
+		t.Fatalf("after the repair the scrub found %v", found)
+	}
+	sameSegmentFiles(t, damagedDir, peerDir)
+}
