@@ -94,6 +94,13 @@ func (p *partitionPlane) repairFromPeers(src recordSource, e *partitionEntry, ce
 		// A run of records: damage may reach into the batches after it.
 		chunk, err := src.fetchRecords(ctx, r, e.groupID(), offset, math.MaxUint64, transferChunkBytes)
 		cancel()
+		if err == nil && chunk.status == fetchUnavailable {
+			// The peer's run met damage of its own further on: its copy of
+			// this one batch may still be whole.
+			ctx, cancel = context.WithTimeout(context.Background(), transferFetchTimeout)
+			chunk, err = src.fetchRecords(ctx, r, e.groupID(), offset, offset+1, 1)
+			cancel()
+		}
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("replica %d: %w", r, err))
