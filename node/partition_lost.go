@@ -62,27 +62,34 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 	return nil
 }
 
-// cutPastCheckpoint (restart, storage.lost recorded) takes back the records
-// a replica that lost its prepare WAL applied past its checkpoint. The
-// group does not count them (its journal no longer holds their ops): it
-// applies those ops again, from its peers' journals or a transfer, or,
-// when an election beyond its fault budget dropped them, what replaced
-// them. Kept, they would be served at offsets the other replicas hold
-// differently or not at all (whole-node simulator finding 20).
-func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry) error {
+// cutPastCheckpoint (restart, storage.lost recorded or the group amnesiac)
+// takes back the records a replica applied past its checkpoint. The group
+// does not count them: a replica that lost its prepare WAL no longer holds
+// their ops, and an amnesiac one (its page cache lost) may have lost
+// them from every replica's WAL, which a rack election then drops even
+// though this replica's segment kept their records. It applies those ops
+// again, from its peers' journals or a transfer, or, when an election
+// dropped them, what replaced them. Kept, they would be served at offsets
+// the other replicas hold differently or not at all (whole-node simulator
+// findings 20 and 26).
+func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) error {
 	next := e.log.NextOffset()
 	if e.appliedOp == 0 || e.appliedNext >= next {
 		return nil // no checkpoint (everything is applied again), or nothing past it
 	}
+	why := "amnesiac"
+	if storageLost {
+		why = "lost its prepare WAL"
+	}
 	if first := e.log.Stats().FirstOffset; e.appliedNext <= first {
 		// A cut applied past the checkpoint removed everything up to its
 		// frontier: what remains is compared when its ops are applied again.
-		p.log.Warn("partition replica lost its prepare WAL and its retention moved past its checkpoint: its records are kept",
-			"dir", e.dir, "checkpoint_frontier", e.appliedNext, "first_offset", first, "next_offset", next)
+		p.log.Warn("partition replica restarts with its retention past its checkpoint: its records are kept",
+			"dir", e.dir, "why", why, "checkpoint_frontier", e.appliedNext, "first_offset", first, "next_offset", next)
 		return nil
 	}
-	p.log.Warn("partition replica lost its prepare WAL: the records it applied past its checkpoint are taken back; the group applies their ops again",
-		"dir", e.dir, "from_offset", e.appliedNext, "next_offset", next, "checkpoint_op", e.appliedOp)
+	p.log.Warn("partition replica takes back the records it applied past its checkpoint; the group applies their ops again",
+		"dir", e.dir, "why", why, "from_offset", e.appliedNext, "next_offset", next, "checkpoint_op", e.appliedOp)
 	if err := e.log.CutTail(e.appliedNext); err != nil {
 		return fmt.Errorf("take back the records past the checkpoint: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/vfs"
 )
 
@@ -136,5 +138,70 @@ func TestDamagedWALIsSetAsideOnlyOnceTheLossIsRecorded(t *testing.T) {
 	}
 	if cuts < 3 {
 		t.Fatalf("only %d cuts inside the set-aside: the test no longer reaches it", cuts)
+	}
+}
+
+// TestAmnesiacRestartTakesBackRecordsPastItsCheckpoint (whole-node
+// simulator finding 26, seed 29146): a replica that lost its page cache
+// may hold, in a segment it synced, records of ops whose prepares no WAL
+// kept; a rack election drops those ops and the group appends other
+// records at their offsets. So an amnesiac restart cuts its log back to
+// its checkpoint's frontier and applies the ops above it again; a replica
+// that stopped with everything synced keeps its records (their ops are
+// replayed against them).
+func TestAmnesiacRestartTakesBackRecordsPastItsCheckpoint(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
+	key := partitionKey{1, 1, 0}
+	const frontier = 6 // two batches of three below the checkpoint, one above
+	for _, tc := range []struct {
+		name     string
+		amnesiac bool
+		wantNext uint64
+	}{
+		{"amnesiac", true, frontier},
+		{"intact", false, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defaults, err := config.Defaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			plane := func() *partitionPlane {
+				p := newPartitionPlane(log, dir, 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8},
+					topology{clustered: true, self: 1, count: 3}, defaults.Cluster)
+				close(p.shards[0].stopped) // no loop: controls run inline
+				return p
+			}
+			p := plane()
+			e := p.open(key, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}, live: true})
+			if e.group == nil {
+				t.Fatalf("group did not start: %v", e.quarantine)
+			}
+			for i := range 3 {
+				appendTestBatch(t, e.log.(*partitions.Log), 3, uint64(1000+i))
+			}
+			if err := e.superblock.Write(journal.SuperblockState{Identity: p.identity, OffsetFrontier: frontier,
+				VsrState: consensus.VsrState{View: 1, LogView: 1, CommitMax: 3, CheckpointOp: 2, Amnesiac: tc.amnesiac}}); err != nil {
+				t.Fatal(err)
+			}
+			_ = e.closeWAL()
+			if err := e.log.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			e2 := plane().open(key, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 7}})
+			if e2.group == nil {
+				t.Fatalf("group did not restart: %v", e2.quarantine)
+			}
+			t.Cleanup(func() { _ = e2.closeWAL(); _ = e2.log.Close() })
+			if got := e2.log.NextOffset(); got != tc.wantNext {
+				t.Fatalf("log ends at %d after the restart, want %d", got, tc.wantNext)
+			}
+			if e2.appliedNext != frontier {
+				t.Fatalf("applied up to %d, want the checkpoint's frontier %d", e2.appliedNext, frontier)
+			}
+		})
 	}
 }

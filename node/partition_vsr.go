@@ -312,8 +312,8 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 	if err := p.noteStorageLost(e, &restored); err != nil {
 		return err
 	}
-	if restored.StorageLost {
-		if err := p.cutPastCheckpoint(e); err != nil {
+	if restored.StorageLost || (st != nil && st.Amnesiac) {
+		if err := p.cutPastCheckpoint(e, restored.StorageLost); err != nil {
 			return err
 		}
 	}
