@@ -67,8 +67,13 @@ const (
 	// FetchUnavailable: the peer cannot read it now (quarantined, busy);
 	// try another peer.
 	FetchUnavailable uint8 = 3
+	// FetchOtherEpoch: the peer's log is of another purge epoch than the
+	// request's PurgeGeneration (a purge restarts a partition's offsets at
+	// 0, so the same offsets name other records); the reply carries the
+	// peer's PurgeGeneration and PurgeOp.
+	FetchOtherEpoch uint8 = 4
 
-	fetchStatusMax = FetchUnavailable
+	fetchStatusMax = FetchOtherEpoch
 )
 
 // Fetch is one fetch frame. Fields a Kind does not carry are zero (and are
@@ -94,6 +99,12 @@ type Fetch struct {
 	// max_message_size allows (FetchRecordsMax).
 	BytesMax uint32
 
+	// PurgeGeneration: request: the purge epoch the records must be of;
+	// reply: the peer's. PurgeOp (reply only): the op of the group's log
+	// that carried out the peer's purge generation (0: none).
+	PurgeGeneration uint64
+	PurgeOp         uint64
+
 	FirstOffset uint64 // reply only: the peer's first stored offset
 	NextOffset  uint64 // reply only: the peer's log end (the next offset it would assign)
 	Status      uint8  // reply only: a Fetch* status
@@ -116,7 +127,7 @@ func (f *Fetch) StatusName() string {
 	if f.Kind != FetchReply {
 		return ""
 	}
-	if n := [...]string{"ok", "no_such_group", "below_retained", "unavailable"}; int(f.Status) < len(n) {
+	if n := [...]string{"ok", "no_such_group", "below_retained", "unavailable", "other_epoch"}; int(f.Status) < len(n) {
 		return n[f.Status]
 	}
 	return fmt.Sprintf("status(%d)", f.Status)
@@ -146,10 +157,12 @@ func FetchRecordsMax(maxMessageBytes uint64) uint64 {
 //	| 168 | bytes_max    | u32  | request | BytesMax    |
 //	| 176 | first_offset | u64  | reply   | FirstOffset |
 //	| 184 | next_offset  | u64  | reply   | NextOffset  |
-//	| 192 | status ≤ 3   | u8   | reply   | Status      |
+//	| 192 | status ≤ 4   | u8   | reply   | Status      |
 //	| 196 | view         | u32  | status_reply | View   |
 //	| 200 | op           | u64  | status_reply | Op     |
 //	| 208 | commit_max   | u64  | status_reply | CommitMax |
+//	| 216 | purge_generation | u64 | both  | PurgeGeneration |
+//	| 224 | purge_op     | u64  | reply   | PurgeOp     |
 //
 // FetchStatus carries nonce and group only; FetchStatusReply nonce,
 // group, view, op and commit_max. Neither has a body.
@@ -169,6 +182,8 @@ const (
 	offFetchView        = 196 // u32: FetchStatusReply
 	offFetchOp          = 200 // u64: FetchStatusReply
 	offFetchCommitMax   = 208 // u64: FetchStatusReply
+	offFetchPurgeGen    = 216 // u64: FetchRequest, FetchReply
+	offFetchPurgeOp     = 224 // u64: FetchReply
 )
 
 func knownFetch(k FetchKind) bool { return IsFetchCommand(Command(k)) }
@@ -256,9 +271,10 @@ func fetchFields(f *Fetch) Fetch {
 	}
 	switch f.Kind {
 	case FetchRequest:
-		g.BytesMax = f.BytesMax
+		g.BytesMax, g.PurgeGeneration = f.BytesMax, f.PurgeGeneration
 	case FetchReply:
 		g.FirstOffset, g.NextOffset, g.Status = f.FirstOffset, f.NextOffset, f.Status
+		g.PurgeGeneration, g.PurgeOp = f.PurgeGeneration, f.PurgeOp
 		if len(f.Records) > 0 {
 			g.Records = f.Records
 		}
@@ -288,12 +304,15 @@ func (c *Codec) putFetchHeader(h []byte, f *Fetch, bodyBytes int, bodySum uint64
 		le.PutUint64(h[offFetchOffset:], f.Offset)
 		le.PutUint64(h[offFetchEndOffset:], f.EndOffset)
 		le.PutUint32(h[offFetchBytesMax:], f.BytesMax)
+		le.PutUint64(h[offFetchPurgeGen:], f.PurgeGeneration)
 	case FetchReply:
 		le.PutUint64(h[offFetchOffset:], f.Offset)
 		le.PutUint64(h[offFetchEndOffset:], f.EndOffset)
 		le.PutUint64(h[offFetchFirstOffset:], f.FirstOffset)
 		le.PutUint64(h[offFetchNextOffset:], f.NextOffset)
 		h[offFetchStatus] = f.Status
+		le.PutUint64(h[offFetchPurgeGen:], f.PurgeGeneration)
+		le.PutUint64(h[offFetchPurgeOp:], f.PurgeOp)
 	case FetchStatusReply:
 		le.PutUint32(h[offFetchView:], f.View)
 		le.PutUint64(h[offFetchOp:], f.Op)
@@ -357,6 +376,7 @@ func (c *Codec) DecodeFetch(frame []byte) (Fetch, error) {
 	case FetchRequest:
 		f.Offset, f.EndOffset = le.Uint64(h[offFetchOffset:]), le.Uint64(h[offFetchEndOffset:])
 		f.BytesMax = le.Uint32(h[offFetchBytesMax:])
+		f.PurgeGeneration = le.Uint64(h[offFetchPurgeGen:])
 	case FetchStatusReply:
 		f.View, f.Op, f.CommitMax = le.Uint32(h[offFetchView:]), le.Uint64(h[offFetchOp:]), le.Uint64(h[offFetchCommitMax:])
 	case FetchReply:
@@ -364,6 +384,7 @@ func (c *Codec) DecodeFetch(frame []byte) (Fetch, error) {
 		f.FirstOffset = le.Uint64(h[offFetchFirstOffset:])
 		f.NextOffset = le.Uint64(h[offFetchNextOffset:])
 		f.Status = h[offFetchStatus]
+		f.PurgeGeneration, f.PurgeOp = le.Uint64(h[offFetchPurgeGen:]), le.Uint64(h[offFetchPurgeOp:])
 		if len(body) > 0 {
 			f.Records = body
 		}

@@ -250,7 +250,7 @@ func TestMemNetworkFetch(t *testing.T) {
 	big := reply
 	big.Records = sampleRecords(maxMessage - HeaderBytes + 1)
 	buses[0].SendFetch(1, &big)                                // oversize
-	buses[0].SendFetch(1, &Fetch{Kind: FetchReply, Status: 4}) // does not encode
+	buses[0].SendFetch(1, &Fetch{Kind: FetchReply, Status: 5}) // does not encode
 	buses[0].SendFetch(0, &req)                                // self
 	buses[2].Close()
 	buses[0].SendFetch(2, &reply)

@@ -37,7 +37,7 @@ func fetchCases() []fetchCase {
 	recs := sampleRecords(77)
 	return []fetchCase{
 		{"fetch_request", Fetch{Kind: FetchRequest, From: 1, Group: partGroup, Nonce: sampleFetchNonce,
-			Offset: 1000, EndOffset: 0x0102_0304_0506_0708, BytesMax: 1 << 20},
+			Offset: 1000, EndOffset: 0x0102_0304_0506_0708, BytesMax: 1 << 20, PurgeGeneration: 3},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleFetchNonce.Lo, sampleFetchNonce.Hi)
@@ -45,6 +45,7 @@ func fetchCases() []fetchCase {
 				s.u64(152, 1000)
 				s.u64(160, 0x0102_0304_0506_0708)
 				s.u32(168, 1<<20)
+				s.u64(216, 3)
 				s.common(0, 30, 1)
 				return s.frame(true, false)
 			}},
@@ -87,6 +88,21 @@ func fetchCases() []fetchCase {
 				s.u64(184, 9000)
 				s.u8(192, 2)
 				s.common(0, 31, 2)
+				return s.frame(true, false)
+			}},
+		{"fetch_reply_other_epoch", Fetch{Kind: FetchReply, From: 1, Group: partGroup, Nonce: sampleFetchNonce,
+			Offset: 5, EndOffset: 5, FirstOffset: 0, NextOffset: 12, Status: FetchOtherEpoch, PurgeGeneration: 4, PurgeOp: 0x0102_0304},
+			func() []byte {
+				var s spec
+				s.u128(128, sampleFetchNonce.Lo, sampleFetchNonce.Hi)
+				s.u64(144, partGroup)
+				s.u64(152, 5)
+				s.u64(160, 5)
+				s.u64(184, 12)
+				s.u8(192, 4)
+				s.u64(216, 4)
+				s.u64(224, 0x0102_0304)
+				s.common(0, 31, 1)
 				return s.frame(true, false)
 			}},
 		{"fetch_status", Fetch{Kind: FetchStatus, From: 0, Group: 1 << 63, Nonce: sampleFetchNonce},
@@ -163,8 +179,10 @@ func randomFetch(r *rand.Rand, k FetchKind) Fetch {
 	switch k {
 	case FetchRequest:
 		f.BytesMax = max(r.Uint32(), 1)
+		f.PurgeGeneration = r.Uint64()
 	case FetchReply:
 		f.FirstOffset, f.NextOffset = r.Uint64(), r.Uint64()
+		f.PurgeGeneration, f.PurgeOp = r.Uint64(), r.Uint64()
 		f.Status = uint8(r.IntN(int(fetchStatusMax) + 1))
 		f.Offset = r.Uint64N(1 << 62)
 		f.EndOffset = f.Offset
@@ -186,7 +204,7 @@ func TestFetchRoundTripRandom(t *testing.T) {
 	c := NewCodec(testCluster)
 	r := rand.New(rand.NewPCG(7, 11))
 	withRecords := 0
-	for i := range 400 {
+	for i := range 600 {
 		for _, k := range []FetchKind{FetchRequest, FetchReply} {
 			f := randomFetch(r, k)
 			frame, err := c.EncodeFetch([]byte("prefix"), &f)
@@ -244,7 +262,7 @@ func TestFetchRoundTripRandom(t *testing.T) {
 func TestFetchEncodeIgnoresFieldsTheKindDoesNotCarry(t *testing.T) {
 	c := NewCodec(testCluster)
 	req := Fetch{Kind: FetchRequest, From: 1, To: 2, Group: 3, Nonce: sampleFetchNonce, Offset: 4, EndOffset: 5, BytesMax: 6,
-		FirstOffset: 7, NextOffset: 8, Status: 9, Records: []byte("not sent")}
+		FirstOffset: 7, NextOffset: 8, Status: 9, PurgeOp: 10, Records: []byte("not sent")}
 	frame, err := c.EncodeFetch(nil, &req)
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +299,7 @@ func TestFetchEncodeRejects(t *testing.T) {
 		"forward kind":               {Kind: FetchKind(ForwardLogoutResult), BytesMax: 1},
 		"kind 34":                    {Kind: 34, BytesMax: 1},
 		"request bytes_max 0":        {Kind: FetchRequest},
-		"reply status 4":             {Kind: FetchReply, Status: 4},
+		"reply status 5":             {Kind: FetchReply, Status: 5},
 		"reply status 255":           {Kind: FetchReply, Status: 255},
 		"reply end below offset":     {Kind: FetchReply, Offset: 10, EndOffset: 9},
 		"reply empty, end != offset": {Kind: FetchReply, Offset: 10, EndOffset: 11},
@@ -357,8 +375,9 @@ func TestFetchDecodeRejectsInvalidFrames(t *testing.T) {
 		{"body checksum on an empty reply", set("fetch_reply_empty", func(f []byte) { putWide(f[offChecksumBody:], 1) }), "body checksum mismatch"},
 		{"checksum_body high half", set("fetch_reply", func(f []byte) { f[offChecksumBody+8] = 1 }), "checksum_body: high 64 bits"},
 		{"body on a request", func() []byte { return rebody(enc("fetch_request"), []byte{1, 2, 3}) }, "fetch_request: header-only frame carries 3 body bytes"},
-		{"bad status", set("fetch_reply_below_retained", func(f []byte) { f[offFetchStatus] = 4 }), "fetch_reply: status 4 (max 3)"},
-		{"status 255", set("fetch_reply_empty", func(f []byte) { f[offFetchStatus] = 255 }), "status 255 (max 3)"},
+		{"bad status", set("fetch_reply_below_retained", func(f []byte) { f[offFetchStatus] = 5 }), "fetch_reply: status 5 (max 4)"},
+		{"status 255", set("fetch_reply_empty", func(f []byte) { f[offFetchStatus] = 255 }), "status 255 (max 4)"},
+		{"request purge_op slot", set("fetch_request", func(f []byte) { f[offFetchPurgeOp] = 1 }), "fetch_request: header byte 224 is not canonical"},
 		{"zero bytes_max", set("fetch_request", func(f []byte) { clear(f[offFetchBytesMax : offFetchBytesMax+4]) }), "fetch_request: bytes_max 0"},
 		{"reply end below offset", set("fetch_reply_empty", func(f []byte) { le.PutUint64(f[offFetchEndOffset:], 8999) }), "end_offset 8999 below offset 9000"},
 		{"empty reply end above offset", set("fetch_reply_empty", func(f []byte) { le.PutUint64(f[offFetchEndOffset:], 9001) }), "no records but end_offset 9001 != offset 9000"},
@@ -403,6 +422,7 @@ func TestFetchNames(t *testing.T) {
 		{Fetch{Kind: FetchReply, Status: FetchNoSuchGroup}, "no_such_group"},
 		{Fetch{Kind: FetchReply, Status: FetchBelowRetained}, "below_retained"},
 		{Fetch{Kind: FetchReply, Status: FetchUnavailable}, "unavailable"},
+		{Fetch{Kind: FetchReply, Status: FetchOtherEpoch}, "other_epoch"},
 		{Fetch{Kind: FetchReply, Status: 9}, "status(9)"},
 		{Fetch{Kind: FetchRequest, Status: 1}, ""},
 	} {
