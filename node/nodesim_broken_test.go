@@ -67,6 +67,12 @@ func TestNodeSimCheckersCatchBrokenBuilds(t *testing.T) {
 			},
 		},
 		{
+			name: "backups skip purges", broken: partitionBreakage{backupsSkipPurge: true}, seedsMax: 40,
+			checkers: map[string]*regexp.Regexp{
+				"every purge carried out on every replica": regexp.MustCompile(`carried out purge generation \d+, metadata wants \d+`),
+			},
+		},
+		{
 			name: "offset stores apply one more", broken: partitionBreakage{storeMore: true}, seedsMax: 20,
 			checkers: map[string]*regexp.Regexp{
 				"a consumer offset is one a client asked for": regexp.MustCompile(`was never stored`),

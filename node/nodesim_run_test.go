@@ -123,6 +123,7 @@ func (w *simWorld) advance(newRequests bool) {
 		w.scrubStep()
 	}
 	w.metadataStep()
+	w.purgeStep()
 	w.debugStates()
 	w.finishDying()
 	w.reopenWantedGroups()
@@ -282,7 +283,9 @@ func (w *simWorld) reopenWantedGroups() {
 			w.debugf("node %d reopen failed: %v", n.id, ne.quarantine)
 			w.crash(n, false)
 			n.restartAt = w.now + 1_000_000
+			continue
 		}
+		n.plane.syncWatermarks(ne, w.desired(false).part) // afterOpen
 	}
 }
 
@@ -571,33 +574,38 @@ func (w *simWorld) check() error {
 		}); err != nil {
 			errs = append(errs, fmt.Errorf("node %d: its records: %w", n.id, err))
 		}
+		// Every purge metadata asked for, carried out; what the log holds
+		// is the last purge epoch's.
+		epoch := n.entry.marker.PurgeGeneration
+		if epoch != w.purgeWanted {
+			errs = append(errs, fmt.Errorf("node %d carried out purge generation %d, metadata wants %d", n.id, epoch, w.purgeWanted))
+		}
 		kept := n.entry.log.Stats().FirstOffset // below it: cut by retention, in every replica's log alike
 		if w.beyondBudget {
 			kept = ^uint64(0) // what was acknowledged or polled may be gone (noteCompromised)
 		}
-		for off, name := range w.ledger.offsetOwner {
-			if off < kept {
-				continue
-			}
-			if got, ok := atOffset[off]; !ok || got != name {
-				errs = append(errs, fmt.Errorf("node %d: acknowledged %s at offset %d holds %q", n.id, name, off, got))
-			}
-		}
-		for off, name := range w.ledger.polled {
-			if off < kept {
-				continue
-			}
-			if got := atOffset[off]; got != name {
-				errs = append(errs, fmt.Errorf("node %d: a poll saw %s at offset %d, the log holds %q", n.id, name, off, got))
+		for k, name := range w.ledger.offsetOwner {
+			if off := k[1]; k[0] == epoch && off >= kept {
+				if got, ok := atOffset[off]; !ok || got != name {
+					errs = append(errs, fmt.Errorf("node %d: acknowledged %s at offset %d holds %q", n.id, name, off, got))
+				}
 			}
 		}
-		// Consumer offsets: at least the last acknowledged store, never a
-		// value no client asked for.
+		for k, name := range w.ledger.polled {
+			if off := k[1]; k[0] == epoch && off >= kept {
+				if got := atOffset[off]; got != name {
+					errs = append(errs, fmt.Errorf("node %d: a poll saw %s at offset %d, the log holds %q", n.id, name, off, got))
+				}
+			}
+		}
+		// Consumer offsets: at least the last acknowledged store of the
+		// epoch, never a value no client asked for.
 		for _, c := range w.clients {
 			v, _ := n.entry.log.ConsumerOffset(c.consumerKind(), c.index+1)
-			if (v < w.ledger.storeAcked[c.index] && !w.beyondBudget) || v > w.ledger.storeAsked[c.index] {
+			acked := w.ledger.storeAcked[[2]uint64{epoch, uint64(c.index)}]
+			if (v < acked && !w.beyondBudget) || v > w.ledger.storeAsked[c.index] {
 				errs = append(errs, fmt.Errorf("node %d: consumer %d's offset %d; acknowledged %d, highest asked %d",
-					n.id, c.index+1, v, w.ledger.storeAcked[c.index], w.ledger.storeAsked[c.index]))
+					n.id, c.index+1, v, acked, w.ledger.storeAsked[c.index]))
 			}
 		}
 		// Byte-identical segment files across the replicas.

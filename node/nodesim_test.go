@@ -116,6 +116,7 @@ func (s *simStats) add(o simStats) {
 	s.WALDamages += o.WALDamages
 	s.MidWriteDeaths += o.MidWriteDeaths
 	s.NoSpace += o.NoSpace
+	s.Purges += o.Purges
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

@@ -47,6 +47,10 @@ type simRequest struct {
 	sentAt    uint64
 	attempts  int
 	ambiguous bool
+	// purgeLo: the purge generations some replica had carried out when
+	// the request was first made; it is applied in that epoch or a later
+	// one (simLedger).
+	purgeLo uint64
 }
 
 type simClient struct {
@@ -75,30 +79,47 @@ type simAck struct {
 	request uint64
 	base    uint64
 	count   int
+	// epoch: the purge generation the send was applied in, when certain.
+	epoch   uint64
+	certain bool
 }
 
 // simLedger is what the checkers compare the replicas with.
+//
+// A purge empties the partition and restarts its offsets and consumer
+// offsets at 0, so offsets are compared within a purge epoch (the purge
+// generation the log reflects). A request's epoch is certain when no purge
+// was wanted between its first attempt and its acknowledgement: it was
+// applied after every purge carried out before it was made (its op comes
+// later) and before any purge metadata had not yet asked for. The others
+// (a purge raced them; a replay may answer a confirmation from before it)
+// are left out of the per-epoch checks; no message twice still holds.
 type simLedger struct {
 	acks []simAck
-	// owner of each acknowledged offset: "c/r/m" of its message.
-	offsetOwner map[uint64]string
+	// owner of each acknowledged offset, per epoch: "c/r/m" of its message.
+	offsetOwner map[[2]uint64]string
 	// requests abandoned with an unknown outcome (at most once each).
 	abandoned map[string]bool
-	// storeAcked: per client, the highest acknowledged offset store.
-	storeAcked map[uint32]uint64
+	// storeAcked: per epoch and client, the highest acknowledged offset store.
+	storeAcked map[[2]uint64]uint64
 	// storeAsked: per client, the highest value ever proposed.
 	storeAsked map[uint32]uint64
-	// polled: the payload a poll saw at each offset.
-	polled map[uint64]string
-	// observed: per node and boot, the last consumer offset read per client.
-	observed map[[3]uint64]uint64
+	// polled: the payload a poll saw at each offset, per epoch.
+	polled map[[2]uint64]string
+	// observed: per node, boot, client and epoch, the last consumer offset read.
+	observed map[[4]uint64]uint64
 	// ackedEnd: the offset after the highest acknowledged message.
 	ackedEnd uint64
+	// purgeCarriedOut: the highest purge generation a replica carried out
+	// (partitionShard.purged); purgeOps: the op of each.
+	purgeCarriedOut uint64
+	purgeOps        map[uint64]uint64
 }
 
 func newSimLedger() *simLedger {
-	return &simLedger{offsetOwner: map[uint64]string{}, abandoned: map[string]bool{}, storeAcked: map[uint32]uint64{},
-		storeAsked: map[uint32]uint64{}, polled: map[uint64]string{}, observed: map[[3]uint64]uint64{}}
+	return &simLedger{offsetOwner: map[[2]uint64]string{}, abandoned: map[string]bool{}, storeAcked: map[[2]uint64]uint64{},
+		storeAsked: map[uint32]uint64{}, polled: map[[2]uint64]string{}, observed: map[[4]uint64]uint64{},
+		purgeOps: map[uint64]uint64{}}
 }
 
 func simPayloadName(client uint32, request uint64, m int) string {
@@ -120,7 +141,7 @@ func (w *simWorld) newClients() []*simClient {
 // newRequest builds a client's next request.
 func (w *simWorld) newRequest(c *simClient) (*simRequest, error) {
 	c.nextReq++
-	r := &simRequest{request: c.nextReq | dedupRequestFlag}
+	r := &simRequest{request: c.nextReq | dedupRequestFlag, purgeLo: w.ledger.purgeCarriedOut}
 	if w.rng.Float64() < simOffsetStoreRate {
 		// Close behind the acknowledged end, as a consumer that keeps up
 		// (stored offsets hold retention back below them).
@@ -246,22 +267,61 @@ func (w *simWorld) clientsStep(newRequests bool) {
 // before (offsets are never reused).
 func (w *simWorld) acknowledged(c *simClient, r *simRequest, out partitionOutcome) {
 	w.stats.Acked++
+	epoch, certain := r.purgeLo, r.purgeLo == w.purgeWanted
 	if r.kind == simStore {
 		w.debugf("client %d: store %d acknowledged by node %d", c.index, r.value, r.node)
 		w.stats.OffsetStores++
-		w.ledger.storeAcked[c.index] = max(w.ledger.storeAcked[c.index], r.value)
+		if certain {
+			k := [2]uint64{epoch, uint64(c.index)}
+			w.ledger.storeAcked[k] = max(w.ledger.storeAcked[k], r.value)
+		}
 		return
 	}
-	w.ledger.acks = append(w.ledger.acks, simAck{client: c.index, request: r.request, base: out.baseOffset, count: r.messages})
+	w.ledger.acks = append(w.ledger.acks, simAck{client: c.index, request: r.request, base: out.baseOffset, count: r.messages,
+		epoch: epoch, certain: certain})
 	for m := 0; m < r.messages; m++ {
 		name := simPayloadName(c.index, r.request, m)
 		off := out.baseOffset + uint64(m)
-		if prev, ok := w.ledger.offsetOwner[off]; ok && prev != name {
-			w.fail(fmt.Errorf("offset %d acknowledged twice: for %s and for %s", off, prev, name))
-		}
-		w.ledger.offsetOwner[off] = name
 		w.ledger.ackedEnd = max(w.ledger.ackedEnd, off+1)
+		if !certain {
+			continue
+		}
+		k := [2]uint64{epoch, off}
+		if prev, ok := w.ledger.offsetOwner[k]; ok && prev != name {
+			w.fail(fmt.Errorf("offset %d acknowledged twice in purge epoch %d: for %s and for %s", off, epoch, prev, name))
+		}
+		w.ledger.offsetOwner[k] = name
 	}
+}
+
+// purgeStep: metadata purges the topic now and then (a seed's purgeRate),
+// as PurgeTopic does: the partition's purge generation moves on every up
+// node (a node that is down learns it when it boots), and the group's
+// primary orders the purge in its log (proposeWatermarks).
+func (w *simWorld) purgeStep() {
+	if !w.faults || w.sc.purgeRate == 0 || w.purgeRng.Float64() >= w.sc.purgeRate {
+		return
+	}
+	w.purgeWanted++
+	w.stats.Purges++
+	w.trace.add("purge", w.purgeWanted)
+	w.debugf("metadata purges the topic: generation %d", w.purgeWanted)
+	for _, n := range w.nodes {
+		if n.up && n.entry != nil {
+			n.plane.syncWatermarks(n.entry, w.desired(false).part)
+		}
+	}
+}
+
+// purgeApplied (partitionShard.purged) records that node n carried out a
+// purge generation at op: every replica carries it out at the same op.
+func (w *simWorld) purgeApplied(n *simNode, generation, op uint64) {
+	w.debugf("node %d: purge generation %d carried out at op %d", n.id, generation, op)
+	w.ledger.purgeCarriedOut = max(w.ledger.purgeCarriedOut, generation)
+	if prev, ok := w.ledger.purgeOps[generation]; ok && prev != op && !w.beyondBudget {
+		w.fail(fmt.Errorf("node %d carried out purge generation %d at op %d, another replica at op %d", n.id, generation, op, prev))
+	}
+	w.ledger.purgeOps[generation] = op
 }
 
 // pollStep reads a few messages from a random up node, as a consumer
@@ -295,20 +355,22 @@ func (w *simWorld) pollStep() {
 		w.fail(fmt.Errorf("node %d: poll from %d: %w", n.id, from, err))
 		return
 	}
+	epoch := n.entry.marker.PurgeGeneration // what this replica's log reflects
 	err = forEachMessage(res.Records, func(off uint64, payload []byte) {
 		w.stats.PolledMessages++
 		name := payloadName(payload)
-		if prev, ok := w.ledger.polled[off]; ok && prev != name {
-			w.fail(fmt.Errorf("node %d: poll saw %q at offset %d, an earlier poll saw %q", n.id, name, off, prev))
+		k := [2]uint64{epoch, off}
+		if prev, ok := w.ledger.polled[k]; ok && prev != name {
+			w.fail(fmt.Errorf("node %d: poll saw %q at offset %d (purge epoch %d), an earlier poll saw %q", n.id, name, off, epoch, prev))
 		}
-		w.ledger.polled[off] = name
+		w.ledger.polled[k] = name
 	})
 	if err != nil {
 		w.fail(fmt.Errorf("node %d: polled records: %w", n.id, err))
 	}
 	for _, c := range w.clients {
 		v, _ := n.entry.log.ConsumerOffset(c.consumerKind(), c.index+1)
-		key := [3]uint64{uint64(n.id), uint64(n.boots), uint64(c.index)}
+		key := [4]uint64{uint64(n.id), uint64(n.boots), uint64(c.index), epoch}
 		if prev := w.ledger.observed[key]; v < prev {
 			w.fail(fmt.Errorf("node %d (boot %d): consumer %d's offset went back from %d to %d", n.id, n.boots, c.index+1, prev, v))
 		}

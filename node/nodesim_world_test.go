@@ -55,6 +55,7 @@ type simScenario struct {
 	// and message expiry (0: none).
 	maxTopicBytes uint64
 	expiryMicros  uint64
+	purgeRate     float64 // chance per step that metadata purges the topic
 }
 
 func drawScenario(rng *rand.Rand) simScenario {
@@ -153,25 +154,28 @@ type simWorld struct {
 	rng  *rand.Rand
 	// deathRng draws which process crashes land inside a write, apart
 	// from rng so that the other faults of a seed stay where they were.
-	deathRng   *rand.Rand
-	rotRng     *rand.Rand // bit rot: whether a seed has it, and where it lands
-	sc         simScenario
-	now        uint64 // virtual µs
-	step       uint64
-	log        *slog.Logger
-	codec      *bus.Codec
-	clusterCfg config.ClusterConfig
-	frameMax   uint64 // record bytes one fetch reply carries
-	topic      metadata.Topic
-	key        partitionKey
-	nodes      []*simNode
-	net        simFrames
-	seq        uint64
-	inFlight   map[[2]uint8]int
-	cut        [][]bool // cut[a][b]: frames from a to b are lost
-	healAt     uint64   // virtual µs when the current partition heals (0: none)
-	alignTo    uint8    // the simulated metadata primary (metaView % nodes)
-	metaView   uint32   // the simulated metadata group's view
+	deathRng *rand.Rand
+	rotRng   *rand.Rand // bit rot: whether a seed has it, and where it lands
+	purgeRng *rand.Rand // purges: whether a seed has them, and when
+	// purgeWanted: the partition's purge generation in (simulated) metadata.
+	purgeWanted uint64
+	sc          simScenario
+	now         uint64 // virtual µs
+	step        uint64
+	log         *slog.Logger
+	codec       *bus.Codec
+	clusterCfg  config.ClusterConfig
+	frameMax    uint64 // record bytes one fetch reply carries
+	topic       metadata.Topic
+	key         partitionKey
+	nodes       []*simNode
+	net         simFrames
+	seq         uint64
+	inFlight    map[[2]uint8]int
+	cut         [][]bool // cut[a][b]: frames from a to b are lost
+	healAt      uint64   // virtual µs when the current partition heals (0: none)
+	alignTo     uint8    // the simulated metadata primary (metaView % nodes)
+	metaView    uint32   // the simulated metadata group's view
 	// metaMoveAt: when the simulated metadata group elects a new primary
 	// after losing its own (0: not pending).
 	metaMoveAt uint64
@@ -204,6 +208,7 @@ type simStats struct {
 	// were compromised at once (simWorld.noteCompromised).
 	BeyondBudget int
 	NoSpace      int // writes refused: disk full
+	Purges       int // purge generations metadata asked for
 	// BitRot: stored bytes of segment files flipped; DamageFound: damaged
 	// places a poll or the scrubber found (each repaired from a peer, or
 	// the partition reopened when no copy fits).
@@ -239,6 +244,12 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 	if rotRng.IntN(4) == 0 {
 		sc.bitRotRate = 0.0001
 	}
+	// And purges (since 2026-12-03): a third of the seeds, about one every
+	// 20 s of virtual time.
+	purgeRng := rand.New(rand.NewPCG(seed^0x7075726765, seed))
+	if purgeRng.IntN(3) == 0 {
+		sc.purgeRate = 0.00005
+	}
 	defaults, err := config.Defaults()
 	if err != nil {
 		return nil, err
@@ -247,6 +258,7 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
 		deathRng:   rand.New(rand.NewPCG(seed^0x6d69647772697465, seed)),
 		rotRng:     rotRng,
+		purgeRng:   purgeRng,
 		broken:     broken,
 		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		clusterCfg: defaults.Cluster,
@@ -344,6 +356,7 @@ func (w *simWorld) boot(n *simNode) error {
 	sh.alignTo = func() (uint8, bool) { return w.alignTo, true }
 	sh.connected = func(r uint8) bool { return w.connected(n.id, r) }
 	sh.restAfterTicks = 3 * clampTicks(w.clusterCfg.Ticks().CommitBroadcastIntervalTicks)
+	sh.purged = func(_ *partitionEntry, generation, op uint64) { w.purgeApplied(n, generation, op) }
 	p.peers.set(&simBus{w: w, from: n.id}, n.id)
 	n.peers = newPeerReturn(func(r uint8) bool { return w.connected(n.id, r) }, n.id, w.sc.nodes, p.wakePartitions)
 	n.plane = p
@@ -359,6 +372,7 @@ func (w *simWorld) boot(n *simNode) error {
 	if e.log == nil || e.group == nil {
 		return fmt.Errorf("node %d (boot %d): partition did not open: %v", n.id, n.boots, e.quarantine)
 	}
+	p.syncWatermarks(e, w.desired(false).part) // as the boot's reconcile does (afterOpen)
 	w.noteCompromised()
 	return nil
 }
@@ -386,7 +400,7 @@ func (w *simWorld) noteCompromised() {
 // desired is the simulated partition as metadata describes it; live: it
 // is being created now (a node's first boot).
 func (w *simWorld) desired(live bool) desiredPartition {
-	return desiredPartition{topic: w.topic, part: metadata.Partition{CreatedRevision: 7}, live: live}
+	return desiredPartition{topic: w.topic, part: metadata.Partition{CreatedRevision: 7, PurgeGeneration: w.purgeWanted}, live: live}
 }
 
 // crash stops a node without any orderly step: its plane is dropped, its
@@ -604,12 +618,13 @@ type simRecords struct {
 	self uint8
 }
 
-func (r simRecords) fetchRecords(_ context.Context, peer uint8, group, from, end uint64, bytesMax uint32) (fetchedRecords, error) {
+func (r simRecords) fetchRecords(_ context.Context, peer uint8, group, epoch, from, end uint64, bytesMax uint32) (fetchedRecords, error) {
 	w := r.w
 	if !w.connected(r.self, peer) || !w.connected(peer, r.self) {
 		return fetchedRecords{}, errTransferNoPeer
 	}
-	req := bus.Fetch{Kind: bus.FetchRequest, From: r.self, Group: group, Offset: from, EndOffset: end, BytesMax: bytesMax}
+	req := bus.Fetch{Kind: bus.FetchRequest, From: r.self, Group: group, Offset: from, EndOffset: end, BytesMax: bytesMax,
+		PurgeGeneration: epoch}
 	reply := fetchReply(req, w.nodes[peer].plane.serveFetch(req, w.frameMax), peer)
 	w.trace.add("fetch", uint64(r.self)<<8|uint64(peer), from, reply.EndOffset)
 	return fetchedRecordsOf(reply), nil

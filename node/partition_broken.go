@@ -32,6 +32,8 @@ type partitionBreakage struct {
 	// backupsFlipAByte: a backup writes the last byte of every batch whose
 	// base offset is a multiple of 5 flipped (after the append, in place).
 	backupsFlipAByte bool
+	// backupsSkipPurge: a backup answers a purge op without carrying it out.
+	backupsSkipPurge bool
 }
 
 // flipLastByte flips the last byte of the batch at loc in its segment

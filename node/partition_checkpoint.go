@@ -16,11 +16,14 @@ import (
 // (partition_transfer.go), so a snapshot stays small whatever the
 // partition's size.
 //
-// Encoding: [version u8 = 3][frontier u64][first u64][count u32] then
+// Encoding: [version u8 = 4][frontier u64][first u64][count u32] then
 // count × [kind u8][id u32][offset u64], ordered by kind then id, then the
 // retry dedup table (partition_dedup.go), then [offsets reserved u64]
-// (partition_reserve.go), little endian. Version 1 had no table, version 2
-// no reservation.
+// (partition_reserve.go), then [purge generation u64][purge op u64] (the
+// partition marker's, as of the checkpoint op),
+// little endian. Version 1 had no table, version 2 no reservation, version
+// 3 no purge state (still written when the purge state as of the
+// checkpoint op is unknown: partition_purge_replay.go).
 type partitionCheckpoint struct {
 	frontier uint64
 	first    uint64
@@ -30,10 +33,20 @@ type partitionCheckpoint struct {
 	// version 1 or 2 snapshot, which did not carry it.
 	reserved    uint64
 	hasReserved bool
+	// purge: the purge the log reflects at the checkpoint op; hasPurge is
+	// false for a snapshot that did not carry it.
+	purge    purgeState
+	hasPurge bool
+}
+
+// purgeState is the purge a replica's files reflect: its generation and
+// the op of the group's log that carried it out (the partition marker's).
+type purgeState struct {
+	generation, op uint64
 }
 
 const (
-	partitionCheckpointVersion   = 3
+	partitionCheckpointVersion   = 4
 	partitionCheckpointFixed     = 1 + 8 + 8 + 4
 	partitionCheckpointEntry     = 1 + 4 + 8
 	partitionCheckpointOffsetMax = 1 << 20 // as partitions bounds offsets per partition
@@ -55,7 +68,13 @@ func (c partitionCheckpoint) encode() []byte {
 	} else {
 		b = append(b, c.dedup...)
 	}
-	return binary.LittleEndian.AppendUint64(b, c.reserved)
+	b = binary.LittleEndian.AppendUint64(b, c.reserved)
+	if !c.hasPurge {
+		b[0] = 3
+		return b
+	}
+	b = binary.LittleEndian.AppendUint64(b, c.purge.generation)
+	return binary.LittleEndian.AppendUint64(b, c.purge.op)
 }
 
 func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
@@ -78,8 +97,11 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %w", err)
 		}
 		want := 0
-		if version >= 3 {
+		switch version {
+		case 3:
 			want = 8
+		case 4:
+			want = 24
 		}
 		if len(rest) != want {
 			return partitionCheckpoint{}, fmt.Errorf("partition checkpoint: %d bytes after the dedup table, want %d", len(rest), want)
@@ -87,6 +109,10 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 		c.dedup = b[offsetsEnd : len(b)-len(rest)]
 		if version >= 3 {
 			c.reserved, c.hasReserved = binary.LittleEndian.Uint64(rest), true
+		}
+		if version >= 4 {
+			c.purge = purgeState{generation: binary.LittleEndian.Uint64(rest[8:]), op: binary.LittleEndian.Uint64(rest[16:])}
+			c.hasPurge = true
 		}
 	}
 	if c.first > c.frontier {
@@ -105,8 +131,14 @@ func decodePartitionCheckpoint(b []byte) (partitionCheckpoint, error) {
 }
 
 // checkpointOf describes a log whose applied state ends at frontier, with
-// the offset reservation applied with it.
-func checkpointOf(l partitionStore, frontier, reserved uint64) partitionCheckpoint {
+// the offset reservation applied with it and, when known, the purge it
+// reflects.
+func checkpointOf(l partitionStore, frontier, reserved uint64, purge purgeState, hasPurge bool) partitionCheckpoint {
 	return partitionCheckpoint{frontier: frontier, first: min(l.Stats().FirstOffset, frontier), offsets: l.ConsumerOffsets(),
-		reserved: reserved, hasReserved: true}
+		reserved: reserved, hasReserved: true, purge: purge, hasPurge: hasPurge}
+}
+
+// purgeState is the marker's purge state.
+func (m partitionMarker) purgeState() purgeState {
+	return purgeState{generation: m.PurgeGeneration, op: m.PurgeOp}
 }

@@ -64,8 +64,13 @@ func (s *partitionShard) proposeWatermarks(e *partitionEntry) {
 	}
 	if e.watermarksView != g.View() {
 		e.watermarksView, e.proposedPurge, e.proposedCut = g.View(), 0, 0
+		e.watermarksFromOp = g.Op()
 	}
-	if e.wantPurge > e.marker.PurgeGeneration && e.wantPurge > e.proposedPurge {
+	// A purge an earlier view proposed may still be in the journal, not
+	// applied yet: proposing it again would put two purge ops of one
+	// generation in the log (partition_purge_replay.go counts on one).
+	settled := e.appliedOp >= e.watermarksFromOp
+	if settled && e.wantPurge > e.marker.PurgeGeneration && e.wantPurge > e.proposedPurge {
 		e.proposedPurge = e.wantPurge
 		s.admit(&partitionProposal{entry: e, op: partitionOpPurge, body: encodePurgeOp(e.wantPurge, e.wantDeletedUpTo)})
 	}
@@ -82,9 +87,17 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 		return partitionOutcome{code: wire.ErrInvalidCommand}
 	}
 	gen, upTo := binary.LittleEndian.Uint64(body), binary.LittleEndian.Uint64(body[8:])
+	if s.cfg.broken.backupsSkipPurge && !e.group.IsPrimary() {
+		return partitionOutcome{code: wire.OK}
+	}
 	if gen <= e.marker.PurgeGeneration {
+		if e.superblock != nil && p.Header.Op == e.marker.PurgeOp {
+			return s.replayedPurge(e, p) // partition_purge_replay.go
+		}
 		return partitionOutcome{code: wire.OK} // applied before (a replay)
 	}
+	e.purgeInFlight.Store(true) // fetches are not served half way (serveFetch)
+	defer e.purgeInFlight.Store(false)
 	if _, err := e.log.Purge(); err != nil {
 		s.log.Error("purge partition", "dir", e.dir, "generation", gen, "err", err)
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
@@ -94,8 +107,14 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 	m := e.marker
 	m.PurgeGeneration, m.DeletedUpTo = gen, upTo
 	m.OffsetsReserved = 0 // the offset space restarts (partition_reserve.go)
+	if e.superblock != nil {
+		m.PurgeOp = p.Header.Op // the ops below it were erased (partition_purge_replay.go)
+	}
 	if err := s.recordMarker(e, m); err != nil {
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
+	}
+	if s.purged != nil {
+		s.purged(e, gen, p.Header.Op)
 	}
 	return partitionOutcome{code: wire.OK}
 }
@@ -149,6 +168,7 @@ func (s *partitionShard) recordMarker(e *partitionEntry, m partitionMarker) erro
 // other goroutines (awaitWatermarks).
 func (e *partitionEntry) publishWatermarks() {
 	e.appliedPurge.Store(e.marker.PurgeGeneration)
+	e.appliedPurgeOp.Store(e.marker.PurgeOp)
 	e.appliedCut.Store(e.marker.DeletedUpTo)
 }
 

@@ -21,7 +21,7 @@ const fetchServesMax = 2
 
 // fetchRecords implements recordSource over the bus: one request, its
 // reply matched by nonce, bounded by ctx.
-func (p *peerBus) fetchRecords(ctx context.Context, peer uint8, group, from, end uint64, bytesMax uint32) (fetchedRecords, error) {
+func (p *peerBus) fetchRecords(ctx context.Context, peer uint8, group, epoch, from, end uint64, bytesMax uint32) (fetchedRecords, error) {
 	ref := p.b.Load()
 	if ref == nil {
 		return fetchedRecords{}, errTransferNoPeer
@@ -40,7 +40,7 @@ func (p *peerBus) fetchRecords(ctx context.Context, peer uint8, group, from, end
 		p.mu.Unlock()
 	}()
 	ref.bus.SendFetch(peer, &bus.Fetch{Kind: bus.FetchRequest, From: ref.self, Group: group, Nonce: nonce, Offset: from,
-		EndOffset: end, BytesMax: bytesMax})
+		EndOffset: end, BytesMax: bytesMax, PurgeGeneration: epoch})
 	select {
 	case <-ctx.Done():
 		return fetchedRecords{}, ctx.Err()
@@ -54,7 +54,8 @@ func (p *peerBus) fetchRecords(ctx context.Context, peer uint8, group, from, end
 
 // fetchedRecordsOf is what a fetch reply tells a state transfer.
 func fetchedRecordsOf(f bus.Fetch) fetchedRecords {
-	return fetchedRecords{status: f.Status, first: f.FirstOffset, next: f.NextOffset, records: f.Records, end: f.EndOffset}
+	return fetchedRecords{status: f.Status, first: f.FirstOffset, next: f.NextOffset, records: f.Records, end: f.EndOffset,
+		purgeGeneration: f.PurgeGeneration, purgeOp: f.PurgeOp}
 }
 
 // deliverFetchReply hands a reply to the fetch waiting for its nonce (a
@@ -110,11 +111,25 @@ func (p *partitionPlane) serveFetch(f bus.Fetch, frameMax uint64) bus.Fetch {
 	if e == nil || e.log == nil {
 		return bus.Fetch{Status: bus.FetchNoSuchGroup}
 	}
+	// The records must be of the purge epoch asked for: a purge restarts
+	// the offsets at 0. Read between two looks at the epoch, so a purge
+	// carried out meanwhile is not served as the older one.
+	gen, purgeOp := e.appliedPurge.Load(), e.appliedPurgeOp.Load()
+	if e.purgeInFlight.Load() {
+		return bus.Fetch{Status: bus.FetchUnavailable, PurgeGeneration: gen, PurgeOp: purgeOp}
+	}
+	if gen != f.PurgeGeneration {
+		return bus.Fetch{Status: bus.FetchOtherEpoch, NextOffset: e.log.NextOffset(), PurgeGeneration: gen, PurgeOp: purgeOp}
+	}
 	st := e.log.Stats()
 	records, end, err := e.log.ReadRecords(nil, f.Offset, f.EndOffset, min(uint64(f.BytesMax), frameMax))
+	if e.purgeInFlight.Load() || e.appliedPurge.Load() != gen {
+		return bus.Fetch{Status: bus.FetchUnavailable, PurgeGeneration: gen, PurgeOp: purgeOp}
+	}
 	switch {
 	case errors.Is(err, partitions.ErrBelowRetained):
-		return bus.Fetch{Status: bus.FetchBelowRetained, FirstOffset: st.FirstOffset, NextOffset: e.log.NextOffset(), EndOffset: f.Offset}
+		return bus.Fetch{Status: bus.FetchBelowRetained, FirstOffset: st.FirstOffset, NextOffset: e.log.NextOffset(), EndOffset: f.Offset,
+			PurgeGeneration: gen, PurgeOp: purgeOp}
 	case err != nil:
 		p.log.Warn("serving a partition fetch", "dir", e.dir, "offset", f.Offset, "err", err)
 		return bus.Fetch{Status: bus.FetchUnavailable}
@@ -125,7 +140,8 @@ func (p *partitionPlane) serveFetch(f bus.Fetch, frameMax uint64) bus.Fetch {
 			"offset", f.Offset, "bytes", len(records), "max_records_bytes", frameMax)
 		return bus.Fetch{Status: bus.FetchUnavailable}
 	}
-	return bus.Fetch{Status: bus.FetchOK, FirstOffset: st.FirstOffset, NextOffset: e.log.NextOffset(), EndOffset: end, Records: records}
+	return bus.Fetch{Status: bus.FetchOK, FirstOffset: st.FirstOffset, NextOffset: e.log.NextOffset(), EndOffset: end, Records: records,
+		PurgeGeneration: gen, PurgeOp: purgeOp}
 }
 
 // replyFetch answers request req with reply's status and records.

@@ -74,12 +74,26 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 // findings 20 and 26).
 func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) error {
 	next := e.log.NextOffset()
-	if e.appliedOp == 0 || e.appliedNext >= next {
-		return nil // no checkpoint (everything is applied again), or nothing past it
-	}
 	why := "amnesiac"
 	if storageLost {
 		why = "lost its prepare WAL"
+	}
+	if e.appliedOp != 0 && e.marker.PurgeOp > e.appliedOp {
+		// A purge after the checkpoint: every record is of its epoch, past
+		// the checkpoint (partition_purge_replay.go).
+		first := e.log.Stats().FirstOffset
+		if first == next {
+			return nil
+		}
+		p.log.Warn("partition replica takes back the records it applied after a purge past its checkpoint; the group applies their ops again",
+			"dir", e.dir, "why", why, "from_offset", first, "next_offset", next, "checkpoint_op", e.appliedOp, "purge_op", e.marker.PurgeOp)
+		if _, err := e.log.ResetTo(first); err != nil {
+			return fmt.Errorf("take back the records of the purge past the checkpoint: %w", err)
+		}
+		return nil
+	}
+	if e.appliedOp == 0 || e.appliedNext >= next {
+		return nil // no checkpoint (everything is applied again), or nothing past it
 	}
 	if first := e.log.Stats().FirstOffset; e.appliedNext <= first {
 		// A cut applied past the checkpoint removed everything up to its

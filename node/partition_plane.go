@@ -179,8 +179,18 @@ type partitionEntry struct {
 	// what this primary proposed of it in view watermarksView.
 	wantPurge, wantDeletedUpTo uint64
 	proposedPurge, proposedCut uint64
-	watermarksView             uint32
-	appliedPurge, appliedCut   atomic.Uint64 // the marker, published
+	// watermarksFromOp: the journal's head when this primary's view began;
+	// it proposes a purge once it applied that far.
+	watermarksFromOp uint64
+	// erasedPurgeGeneration: the newest purge generation met among ops a
+	// later purge erased (partition_purge_replay.go), this incarnation.
+	erasedPurgeGeneration    uint64
+	watermarksView           uint32
+	appliedPurge, appliedCut atomic.Uint64 // the marker, published
+	appliedPurgeOp           atomic.Uint64
+	// purgeInFlight: the log is being purged and its marker not yet
+	// recorded; a fetch is not served meanwhile (its epoch is unclear).
+	purgeInFlight atomic.Bool
 }
 
 // partitionMarker is the small durable record of which metadata-driven
@@ -193,29 +203,42 @@ type partitionMarker struct {
 	// OffsetsReserved: a cluster replica's applied offset reservation
 	// (partition_reserve.go); 0 = none.
 	OffsetsReserved uint64
+	// PurgeOp: the op of the group's log that carried out PurgeGeneration
+	// (a cluster replica; 0 = none or unknown). The ops below it were
+	// erased by that purge: a restart or a transfer that applies them again
+	// leaves the files alone (partition_purge_replay.go).
+	PurgeOp uint64
 }
 
 // The marker file: [revision u64][purge generation u64][deleted up to u64]
-// then, when an offset reservation was applied, [offsets reserved u64],
-// then the XXH3-64 of what precedes it. Without a reservation it is the
-// 32-byte file of earlier builds.
+// then, when an offset reservation was applied or a purge op is known,
+// [offsets reserved u64], then, when a purge op is known, [purge op u64],
+// then the XXH3-64 of what precedes it. Without either it is the 32-byte
+// file of earlier builds.
 const (
 	markerFileName          = "partition.meta"
 	markerFileBytes         = 32
 	markerReservedFileBytes = 40
+	markerPurgeOpFileBytes  = 48
 )
 
 func (m partitionMarker) encode() []byte {
 	n := markerFileBytes
-	if m.OffsetsReserved != 0 {
+	switch {
+	case m.PurgeOp != 0:
+		n = markerPurgeOpFileBytes
+	case m.OffsetsReserved != 0:
 		n = markerReservedFileBytes
 	}
 	b := make([]byte, n)
 	binary.LittleEndian.PutUint64(b[0:], m.Revision)
 	binary.LittleEndian.PutUint64(b[8:], m.PurgeGeneration)
 	binary.LittleEndian.PutUint64(b[16:], m.DeletedUpTo)
-	if m.OffsetsReserved != 0 {
+	if n >= markerReservedFileBytes {
 		binary.LittleEndian.PutUint64(b[24:], m.OffsetsReserved)
+	}
+	if n >= markerPurgeOpFileBytes {
+		binary.LittleEndian.PutUint64(b[32:], m.PurgeOp)
 	}
 	binary.LittleEndian.PutUint64(b[n-8:], xxh3.Hash(b[:n-8]))
 	return b
@@ -224,7 +247,8 @@ func (m partitionMarker) encode() []byte {
 func readMarker(fsys vfs.FS, dir string) (partitionMarker, bool) {
 	b, err := fsys.ReadFile(filepath.Join(dir, markerFileName))
 	n := len(b)
-	if err != nil || (n != markerFileBytes && n != markerReservedFileBytes) || binary.LittleEndian.Uint64(b[n-8:]) != xxh3.Hash(b[:n-8]) {
+	if err != nil || (n != markerFileBytes && n != markerReservedFileBytes && n != markerPurgeOpFileBytes) ||
+		binary.LittleEndian.Uint64(b[n-8:]) != xxh3.Hash(b[:n-8]) {
 		return partitionMarker{}, false
 	}
 	m := partitionMarker{
@@ -232,8 +256,11 @@ func readMarker(fsys vfs.FS, dir string) (partitionMarker, bool) {
 		PurgeGeneration: binary.LittleEndian.Uint64(b[8:]),
 		DeletedUpTo:     binary.LittleEndian.Uint64(b[16:]),
 	}
-	if n == markerReservedFileBytes {
+	if n >= markerReservedFileBytes {
 		m.OffsetsReserved = binary.LittleEndian.Uint64(b[24:])
+	}
+	if n >= markerPurgeOpFileBytes {
+		m.PurgeOp = binary.LittleEndian.Uint64(b[32:])
 	}
 	return m, true
 }

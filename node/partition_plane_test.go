@@ -16,7 +16,23 @@ import (
 
 func TestPartitionMarkerRoundTripAndCorruption(t *testing.T) {
 	dir := t.TempDir()
-	want := partitionMarker{Revision: 7, PurgeGeneration: 2, DeletedUpTo: 1000}
+	for _, m := range []struct {
+		marker partitionMarker
+		bytes  int
+	}{
+		{partitionMarker{Revision: 7, PurgeGeneration: 2, DeletedUpTo: 1000, OffsetsReserved: 64, PurgeOp: 99}, markerPurgeOpFileBytes},
+		{partitionMarker{Revision: 7, PurgeGeneration: 2, DeletedUpTo: 1000, PurgeOp: 99}, markerPurgeOpFileBytes},
+		{partitionMarker{Revision: 7, PurgeGeneration: 2, DeletedUpTo: 1000, OffsetsReserved: 64}, markerReservedFileBytes},
+	} {
+		if err := writeMarker(vfs.OS, dir, m.marker); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := readMarker(vfs.OS, dir)
+		if b, _ := os.ReadFile(filepath.Join(dir, markerFileName)); !ok || got != m.marker || len(b) != m.bytes {
+			t.Fatalf("marker %+v %v in %d bytes, want %+v in %d", got, ok, len(b), m.marker, m.bytes)
+		}
+	}
+	want := partitionMarker{Revision: 7, PurgeGeneration: 2, DeletedUpTo: 1000} // the file of earlier builds
 	if err := writeMarker(vfs.OS, dir, want); err != nil {
 		t.Fatal(err)
 	}

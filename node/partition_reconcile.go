@@ -349,9 +349,16 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 	if err := vfs.MkdirAllDurable(fsys, e.dir, 0o755); err != nil {
 		return fmt.Errorf("create partition directory %s: %w", e.dir, err)
 	}
-	// A fresh partition has nothing to purge or truncate.
+	// A fresh partition has nothing to purge or truncate. A cluster
+	// replica's files follow its group's log instead: a replica that
+	// rejoins with a fresh directory applies the purges and cuts its
+	// peers ordered (or a transfer brings what they left), and taking
+	// metadata's generation here would skip a purge op its peers carry out.
 	e.marker = partitionMarker{Revision: part.CreatedRevision, PurgeGeneration: part.PurgeGeneration,
 		DeletedUpTo: part.DeletedUpToOffset}
+	if p.clustered() {
+		e.marker.PurgeGeneration, e.marker.DeletedUpTo = 0, 0
+	}
 	return writeMarker(fsys, e.dir, e.marker)
 }
 

@@ -92,13 +92,14 @@ func (p *partitionPlane) repairFromPeers(src recordSource, e *partitionEntry, ce
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), transferFetchTimeout)
 		// A run of records: damage may reach into the batches after it.
-		chunk, err := src.fetchRecords(ctx, r, e.groupID(), offset, math.MaxUint64, transferChunkBytes)
+		epoch := e.appliedPurge.Load() // the damaged records' purge epoch
+		chunk, err := src.fetchRecords(ctx, r, e.groupID(), epoch, offset, math.MaxUint64, transferChunkBytes)
 		cancel()
 		if err == nil && chunk.status == fetchUnavailable {
 			// The peer's run met damage of its own further on: its copy of
 			// this one batch may still be whole.
 			ctx, cancel = context.WithTimeout(context.Background(), transferFetchTimeout)
-			chunk, err = src.fetchRecords(ctx, r, e.groupID(), offset, offset+1, 1)
+			chunk, err = src.fetchRecords(ctx, r, e.groupID(), epoch, offset, offset+1, 1)
 			cancel()
 		}
 		switch {

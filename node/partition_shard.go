@@ -170,6 +170,9 @@ type partitionShard struct {
 	// damaged (the plane's repairDamaged; nil in unit tests) repairs a
 	// batch a replayed send found damaged.
 	damaged func(*partitionEntry, *partitions.CorruptionError)
+	// purged (the whole-node simulator's ledger; nil otherwise) hears of
+	// each purge generation this replica carries out, with its op.
+	purged func(e *partitionEntry, generation, op uint64)
 }
 
 func newPartitionShard(log *slog.Logger, cfg partitionGroupConfig, peers *peerBus) *partitionShard {
@@ -755,11 +758,11 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 // in-memory journal may reuse the slots of applied ops; in cluster mode
 // the next Ready's superblock records it with the frontier.
 func (s *partitionShard) checkpoint(e *partitionEntry) {
-	if !e.group.NeedsCheckpoint() && !s.walPressure(e) {
+	if !e.group.NeedsCheckpoint() && !s.walPressure(e) && !e.purgedSinceCheckpoint() {
 		return
 	}
 	frontier := e.appliedNext
-	cp := checkpointOf(e.log, frontier, e.marker.OffsetsReserved)
+	cp := checkpointOf(e.log, frontier, e.marker.OffsetsReserved, e.marker.purgeState(), true)
 	cp.dedup = e.dedup.encode(nil)
 	data := cp.encode()
 	op := e.group.CommitMin()
@@ -778,6 +781,9 @@ func (s *partitionShard) checkpoint(e *partitionEntry) {
 
 // apply carries out one committed partition op; wrote reports a log append.
 func (s *partitionShard) apply(e *partitionEntry, p *consensus.Prepare) (out partitionOutcome, wrote bool) {
+	if e.erasedByPurge(p.Header.Op) && wire.Operation(p.Header.Operation) != wire.OpSendMessages {
+		return s.applyErased(e, p), false // partition_purge_replay.go
+	}
 	switch wire.Operation(p.Header.Operation) {
 	case wire.OpSendMessages:
 		return s.applySend(e, p)
@@ -861,6 +867,9 @@ func (s *partitionShard) applySend(e *partitionEntry, p *consensus.Prepare) (par
 // appendCommitted appends a committed batch (or recognises one the log
 // already holds) on this replica.
 func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare, h wire.BatchHeader) (partitionOutcome, bool) {
+	if e.erasedByPurge(p.Header.Op) {
+		return s.appendErased(e, h), false
+	}
 	next := e.appliedNext
 	if h.BaseOffset == next && next < e.log.NextOffset() && h.PartitionID == uint64(e.key.partition) {
 		out := s.replayedSend(e, p, h)

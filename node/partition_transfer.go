@@ -40,6 +40,7 @@ const (
 	fetchNoSuchGroup
 	fetchBelowRetained
 	fetchUnavailable
+	fetchOtherEpoch
 )
 
 // fetchedRecords is one chunk a peer answered.
@@ -51,12 +52,26 @@ type fetchedRecords struct {
 	// end: the offset after the records; past a hole the peer's log
 	// skipped (partitions.Log.SkipTo) when the offset asked for is in one.
 	end uint64
+	// The peer's purge epoch: the generation its files reflect and the op
+	// that carried it out (fetchOtherEpoch when not the one asked for).
+	purgeGeneration, purgeOp uint64
 }
 
-// recordSource fetches a chunk of a partition group's stored records from
-// a peer: the replica bus in production.
+// recordSource fetches a chunk of a partition group's stored records of
+// purge epoch epoch from a peer: the replica bus in production.
 type recordSource interface {
-	fetchRecords(ctx context.Context, peer uint8, group, from, end uint64, bytesMax uint32) (fetchedRecords, error)
+	fetchRecords(ctx context.Context, peer uint8, group, epoch, from, end uint64, bytesMax uint32) (fetchedRecords, error)
+}
+
+// purgedSinceError: a peer's log is of a later purge epoch than the one
+// a transfer fetches; the records it wants are gone everywhere, and the
+// group committed that purge (the peer carried it out).
+type purgedSinceError struct {
+	generation, op uint64
+}
+
+func (e *purgedSinceError) Error() string {
+	return fmt.Sprintf("the peers purged the partition since (generation %d at op %d)", e.generation, e.op)
 }
 
 // partitionTransfer is one running state transfer of a partition replica.
@@ -87,6 +102,9 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 		if err != nil {
 			return fmt.Errorf("transferred snapshot at op %d: %w", snap.Op, err)
 		}
+		if err := s.adoptPurge(e, snap.Op, cp); err != nil {
+			return fmt.Errorf("transferred snapshot at op %d: %w", snap.Op, err)
+		}
 		t = s.startTransfer(e, snap.Op, cp)
 		e.transfer = t
 	}
@@ -96,13 +114,26 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 		return errInstallPending
 	}
 	e.transfer = nil
+	var purged *purgedSinceError
+	if errors.As(t.err, &purged) {
+		// The snapshot's records are gone everywhere: the files take the
+		// purge the peers carried out since, and the ops between the
+		// snapshot and it apply on the shadow of their epoch.
+		if err := s.purgeTo(e, purged.generation, purged.op, "the peers purged the partition after the snapshot it transfers to"); err != nil {
+			return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+		}
+		if !e.erasedByPurge(snap.Op) {
+			return fmt.Errorf("state transfer to op %d: the peers' purge at op %d does not follow it", snap.Op, purged.op)
+		}
+		t.err = nil
+	}
 	if errors.Is(t.err, errTransferPassEnded) {
 		return errInstallPending // an inline shard's pass found no peer to serve: the next Ready tries again
 	}
 	if t.err != nil {
 		return fmt.Errorf("state transfer to op %d stopped (it starts again): %w", snap.Op, t.err)
 	}
-	if first := e.log.Stats().FirstOffset; t.target.first > first {
+	if first := e.log.Stats().FirstOffset; t.target.first > first && !e.erasedByPurge(snap.Op) {
 		// The peers cut their logs (retention, DeleteSegments) in ops below
 		// the snapshot, which this replica never applies: cut here too, at
 		// the snapshot's first offset, so the replicas keep the same segments.
@@ -139,6 +170,7 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 	e.dedup = table
 	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = snap.Op, t.target.frontier, t.target.dedup
 	e.appliedNext = t.target.frontier
+	e.erasedPurgeGeneration = t.target.purge.generation // zero without it: the ops above it tell
 	if t.target.hasReserved {
 		e.checkpointReserved = t.target.reserved
 	}
@@ -158,12 +190,22 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 func (s *partitionShard) startTransfer(e *partitionEntry, op uint64, target partitionCheckpoint) *partitionTransfer {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &partitionTransfer{op: op, target: target, cancel: cancel, done: make(chan struct{})}
+	if e.erasedByPurge(op) {
+		// The files hold a later purge's epoch: the snapshot's records are
+		// gone everywhere, and the ops above it apply on the shadow of
+		// their epoch (partition_purge_replay.go).
+		s.log.Info("partition state transfer to a checkpoint before the purge the files reflect: nothing to fetch", "dir", e.dir,
+			"op", op, "purge_op", e.marker.PurgeOp)
+		close(t.done)
+		return t
+	}
 	peers := transferPeers(e.group.ReplicaID(), s.replicaCount, e.group.View())
+	epoch := e.marker.PurgeGeneration // the snapshot's (adoptPurge)
 	s.log.Info("partition state transfer started", "dir", e.dir, "op", op, "frontier", target.frontier,
 		"from_offset", e.log.NextOffset(), "peers", peers)
 	if s.inline {
 		// A simulator's shard: one synchronous pass over the peers.
-		t.err = fetchUntilFrontierPaced(ctx, s.records, e.log, e.groupID(), target.frontier, peers, s.log.With("dir", e.dir),
+		t.err = fetchUntilFrontierPaced(ctx, s.records, e.log, e.groupID(), epoch, target.frontier, peers, s.log.With("dir", e.dir),
 			func(_ context.Context, failures int, _ time.Duration) error {
 				if failures >= len(peers) {
 					return errTransferPassEnded
@@ -175,7 +217,7 @@ func (s *partitionShard) startTransfer(e *partitionEntry, op uint64, target part
 	}
 	go func() {
 		defer close(t.done)
-		t.err = fetchUntilFrontier(ctx, s.records, e.log, e.groupID(), target.frontier, peers, s.log.With("dir", e.dir))
+		t.err = fetchUntilFrontier(ctx, s.records, e.log, e.groupID(), epoch, target.frontier, peers, s.log.With("dir", e.dir))
 	}()
 	return t
 }
@@ -205,8 +247,8 @@ var errTransferNoPeer = errors.New("no peer to fetch records from")
 // fetchUntilFrontier appends records fetched from peers until the log
 // reaches frontier. It walks the peers on failure with a bounded backoff
 // and returns only when covered, cancelled, or the log itself fails.
-func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore, group, frontier uint64, peers []uint8, log transferLog) error {
-	return fetchUntilFrontierPaced(ctx, src, l, group, frontier, peers, log, pauseBackoff)
+func fetchUntilFrontier(ctx context.Context, src recordSource, l partitionStore, group, epoch, frontier uint64, peers []uint8, log transferLog) error {
+	return fetchUntilFrontierPaced(ctx, src, l, group, epoch, frontier, peers, log, pauseBackoff)
 }
 
 // transferLog is where a transfer reports failed fetches.
@@ -232,7 +274,7 @@ var errTransferPassEnded = errors.New("every peer tried once")
 
 // fetchUntilFrontierPaced is fetchUntilFrontier with its pause after the
 // n-th consecutive failure given: a non-nil error from pause ends it.
-func fetchUntilFrontierPaced(ctx context.Context, src recordSource, l partitionStore, group, frontier uint64, peers []uint8,
+func fetchUntilFrontierPaced(ctx context.Context, src recordSource, l partitionStore, group, epoch, frontier uint64, peers []uint8,
 	log transferLog, pause func(ctx context.Context, failures int, backoff time.Duration) error) error {
 	if src == nil || len(peers) == 0 {
 		return errTransferNoPeer
@@ -259,12 +301,16 @@ func fetchUntilFrontierPaced(ctx context.Context, src recordSource, l partitionS
 		}
 		peer := peers[attempt%len(peers)]
 		fctx, cancel := context.WithTimeout(ctx, transferFetchTimeout)
-		chunk, err := src.fetchRecords(fctx, peer, group, next, frontier, transferChunkBytes)
+		chunk, err := src.fetchRecords(fctx, peer, group, epoch, next, frontier, transferChunkBytes)
 		cancel()
 		var why string
 		switch {
 		case err != nil:
 			why = "no answer"
+		case chunk.status == fetchOtherEpoch && chunk.purgeGeneration > epoch:
+			return &purgedSinceError{generation: chunk.purgeGeneration, op: chunk.purgeOp}
+		case chunk.status == fetchOtherEpoch:
+			why = fmt.Sprintf("the peer's log is of an older purge epoch (%d)", chunk.purgeGeneration)
 		case chunk.status == fetchBelowRetained && chunk.first > next:
 			// The peers' retention moved past everything this replica
 			// lacks: start the log at the peer's first offset. That may be

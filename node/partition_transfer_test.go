@@ -24,7 +24,7 @@ type peerLogs struct {
 	asked []uint8
 }
 
-func (s *peerLogs) fetchRecords(ctx context.Context, peer uint8, group, from, end uint64, bytesMax uint32) (fetchedRecords, error) {
+func (s *peerLogs) fetchRecords(ctx context.Context, peer uint8, group, _, from, end uint64, bytesMax uint32) (fetchedRecords, error) {
 	s.asked = append(s.asked, peer)
 	if s.fail[peer] {
 		return fetchedRecords{}, context.DeadlineExceeded
@@ -83,7 +83,7 @@ func TestTransferFetchesToTheFrontierInChunks(t *testing.T) {
 	lagging := transferTestLog(t, 5)
 	src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}, fail: map[uint8]bool{1: true}}
 	frontier := uint64(90)
-	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, frontier, []uint8{1, 2}, quietTransferLog); err != nil {
+	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 0, frontier, []uint8{1, 2}, quietTransferLog); err != nil {
 		t.Fatal(err)
 	}
 	if lagging.NextOffset() != frontier {
@@ -117,7 +117,7 @@ func TestTransferCopiesSkippedHoles(t *testing.T) {
 	for _, have := range []int{0, 4, 10} {
 		lagging := transferTestLog(t, have)
 		src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}}
-		if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 900, []uint8{2}, quietTransferLog); err != nil {
+		if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 0, 900, []uint8{2}, quietTransferLog); err != nil {
 			t.Fatalf("from %d batches: %v", have, err)
 		}
 		if lagging.NextOffset() != 900 {
@@ -152,7 +152,7 @@ func TestTransferRestartsBelowRetention(t *testing.T) {
 	}
 	lagging := transferTestLog(t, 2)
 	src := &peerLogs{logs: map[uint8]*partitions.Log{0: source}}
-	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 120, []uint8{0}, quietTransferLog); err != nil {
+	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 0, 120, []uint8{0}, quietTransferLog); err != nil {
 		t.Fatal(err)
 	}
 	if st := lagging.Stats(); st.FirstOffset != first || lagging.NextOffset() != 120 {
@@ -179,14 +179,14 @@ func TestTransferToACheckpointTheRetentionPassed(t *testing.T) {
 	src := &peerLogs{logs: map[uint8]*partitions.Log{0: source}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := fetchUntilFrontier(ctx, src, lagging, 7, 30, []uint8{0}, quietTransferLog); err != nil {
+	if err := fetchUntilFrontier(ctx, src, lagging, 7, 0, 30, []uint8{0}, quietTransferLog); err != nil {
 		t.Fatalf("transfer to a frontier below the source's first offset: %v", err)
 	}
 	if st := lagging.Stats(); st.FirstOffset != first || lagging.NextOffset() != first {
 		t.Fatalf("after the transfer: first %d next %d, want both %d", st.FirstOffset, lagging.NextOffset(), first)
 	}
 	// The ops above the checkpoint bring the rest (here fetched as records).
-	if err := fetchUntilFrontier(ctx, src, lagging, 7, source.NextOffset(), []uint8{0}, quietTransferLog); err != nil {
+	if err := fetchUntilFrontier(ctx, src, lagging, 7, 0, source.NextOffset(), []uint8{0}, quietTransferLog); err != nil {
 		t.Fatal(err)
 	}
 	if want, got := logFileNames(t, source), logFileNames(t, lagging); !slices.Equal(want, got) {
@@ -233,6 +233,16 @@ func TestPartitionCheckpointRoundTripAndRefusals(t *testing.T) {
 	if err != nil || got.frontier != 90 || got.first != 12 || len(got.offsets) != 1 || got.offsets[0] != cp.offsets[0] {
 		t.Fatalf("round trip: %+v %v", got, err)
 	}
+	if got.hasPurge || cp.encode()[0] != 3 {
+		t.Fatalf("a checkpoint without its purge state encoded as version %d, decoded with one: %v", cp.encode()[0], got.hasPurge)
+	}
+	withPurge := cp
+	withPurge.hasReserved, withPurge.reserved = true, 128
+	withPurge.hasPurge, withPurge.purge = true, purgeState{generation: 3, op: 77}
+	if got, err := decodePartitionCheckpoint(withPurge.encode()); err != nil || !got.hasPurge || got.purge != withPurge.purge ||
+		got.reserved != 128 || got.frontier != 90 {
+		t.Fatalf("round trip with the purge state: %+v %v", got, err)
+	}
 	b := cp.encode()
 	for name, bad := range map[string][]byte{
 		"short":        b[:10],
@@ -269,7 +279,7 @@ func TestTransferCopiesConsecutiveHolesOneByOne(t *testing.T) {
 	}
 	lagging := transferTestLog(t, 0)
 	src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}}
-	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 712, []uint8{2}, quietTransferLog); err != nil {
+	if err := fetchUntilFrontier(context.Background(), src, lagging, 7, 0, 712, []uint8{2}, quietTransferLog); err != nil {
 		t.Fatal(err)
 	}
 	if want, got := logFileNames(t, source), logFileNames(t, lagging); !slices.Equal(want, got) {
@@ -297,7 +307,7 @@ func TestTransferToAFrontierInsideAHole(t *testing.T) {
 	src := &peerLogs{logs: map[uint8]*partitions.Log{2: source}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := fetchUntilFrontier(ctx, src, lagging, 7, 500, []uint8{2}, quietTransferLog); err != nil {
+	if err := fetchUntilFrontier(ctx, src, lagging, 7, 0, 500, []uint8{2}, quietTransferLog); err != nil {
 		t.Fatalf("transfer to a frontier inside the source's hole: %v", err)
 	}
 	if lagging.NextOffset() != 500 {

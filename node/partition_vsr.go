@@ -227,7 +227,10 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 		vs := st.VsrState
 		restored.Superblock = &vs
 		if vs.CheckpointOp > 0 {
-			if next := e.log.NextOffset(); next < st.OffsetFrontier {
+			// A purge carried out after the checkpoint restarted the
+			// offsets: the frontier is of the epoch before it.
+			purgedAfter := e.marker.PurgeOp > vs.CheckpointOp
+			if next := e.log.NextOffset(); next < st.OffsetFrontier && !purgedAfter {
 				// The superblock names data the log no longer holds (the
 				// page cache was lost under durability = replicated, or
 				// damage was set aside): rejoin with nothing applied and
@@ -273,6 +276,15 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				if err := p.restoreCheckpointOffsets(e, vs.CheckpointOp); err != nil {
 					return err
 				}
+				if purgedAfter {
+					// Unless a purge came since, which cleared them: the offsets
+					// are those of the purge op (none), and the stores between
+					// the checkpoint and it are erased (partition_purge_replay.go).
+					if err := installConsumerOffsets(e.log, nil); err != nil {
+						return fmt.Errorf("clear the consumer offsets a purge after the checkpoint cleared: %w", err)
+					}
+					e.offsetsAppliedOp = e.marker.PurgeOp
+				}
 				if reserved, ok, err := readCheckpointReserved(p.fsys, e.dir, vs.CheckpointOp); err != nil {
 					p.log.Warn("partition checkpoint reservation unreadable: replays check the latest applied one", "dir", e.dir, "err", err)
 				} else if ok {
@@ -281,7 +293,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 					e.marker.OffsetsReserved = reserved
 					e.checkpointReserved, e.writtenReserved = reserved, reserved
 				}
-				cp := checkpointOf(e.log, st.OffsetFrontier, e.marker.OffsetsReserved)
+				cp := checkpointOf(e.log, st.OffsetFrontier, e.marker.OffsetsReserved, e.marker.purgeState(), !purgedAfter)
 				cp.dedup = table.encode(nil)
 				data := cp.encode()
 				restored.Snapshot = &consensus.Snapshot{Op: vs.CheckpointOp, Data: data, Checksum: snapshotChecksum(data)}

@@ -193,8 +193,10 @@ func (e *partitionEntry) noteInflightEnded() {
 func (e *partitionEntry) barrierNeeded(entries []consensus.Prepare) bool {
 	for i := range entries {
 		switch wire.Operation(entries[i].Header.Operation) {
-		case partitionOpReserve:
-			return true // always durable before its PrepareOk (partition_reserve.go)
+		case partitionOpReserve, partitionOpPurge:
+			// Always durable before its PrepareOk: a reservation
+			// (partition_reserve.go), a purge (partition_purge_replay.go).
+			return true
 		case wire.OpStoreConsumerOffset, wire.OpDeleteConsumerOffset:
 			if e.offsetsPersisted {
 				return true
