@@ -648,3 +648,54 @@ func TestClusterFollowerPollNeverCommitsOffsets(t *testing.T) {
 	pollAt(t, leader, firstConsumer, id(0), id(0), wire.SomePartition(0), next, 5, true)
 	waitConsumerOffsetOn(t, c.addr(1), firstConsumer, 4)
 }
+
+// TestClusterPurgeSurvivesATransferAndRestarts (whole-node simulator
+// finding 27): a purge restarts the offsets at 0. A backup down while the
+// topic is purged and written far past its journal catches up by state
+// transfer to the purge's epoch; a backup killed right after another
+// purge restarts and applies its ops again; both end with the primary's
+// segment files, byte for byte, and the consumer offset stored after the
+// purge.
+func TestClusterPurgeSurvivesATransferAndRestarts(t *testing.T) {
+	c, leader := clusterWithTopic(t, 3, 1)
+	ctx := testCtx(t)
+	send := func(tag string, batches int, first uint64) {
+		t.Helper()
+		for i := 0; i < batches; i++ {
+			conf := sendOK(t, leader, id(0), id(0), partitionID(0), makeMessages(tag, i, 4))
+			if want := first + uint64(4*i); conf.BaseOffset != want {
+				t.Fatalf("%s batch %d: base offset %d, want %d", tag, i, conf.BaseOffset, want)
+			}
+		}
+	}
+	consumer := wire.Consumer{Kind: wire.ConsumerKindSingle, ID: wire.NumericID(7)}
+	send("before", 10, 0)
+	must(t, leader.StoreConsumerOffset(ctx, consumer, id(0), id(0), wire.SomePartition(0), 30))
+	c.waitPartitionCount(2, 0, 40, 10*time.Second)
+
+	c.nodes[2].stop(syscall.SIGKILL)
+	must(t, leader.PurgeTopic(ctx, id(0), id(0)))
+	send("after", 300, 0) // far past the 32-slot partition journal
+	must(t, leader.StoreConsumerOffset(ctx, consumer, id(0), id(0), wire.SomePartition(0), 5))
+	c.nodes[2].start()
+	got := c.waitPartitionCount(2, 0, 1200, 30*time.Second)
+	if !strings.HasPrefix(got[0], "after") {
+		t.Fatalf("node 2 serves %q at offset 0 after the purge, want a message written after it", got[0])
+	}
+	waitConsumerOffsetOn(t, c.addr(2), consumer, 5)
+	c.expectSameSegments(0, 0, 2)
+
+	must(t, leader.PurgeTopic(ctx, id(0), id(0)))
+	send("second", 3, 0)
+	c.waitPartitionCount(1, 0, 12, 10*time.Second)
+	c.nodes[1].stop(syscall.SIGKILL)
+	c.nodes[1].start()
+	send("third", 2, 12)
+	got = c.waitPartitionCount(1, 0, 20, 30*time.Second)
+	if !strings.HasPrefix(got[0], "second") || !strings.HasPrefix(got[12], "third") {
+		t.Fatalf("node 1 after its restart: offset 0 %q, offset 12 %q", got[0], got[12])
+	}
+	c.waitPartitionCount(2, 0, 20, 10*time.Second)
+	c.expectSameSegments(0, 0, 1)
+	c.expectSameSegments(0, 0, 2)
+}
