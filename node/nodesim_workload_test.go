@@ -331,8 +331,8 @@ func (w *simWorld) pollStep() {
 		return
 	}
 	n := w.nodes[w.rng.IntN(len(w.nodes))]
-	if !n.up || n.dying || n.entry.log == nil {
-		return
+	if !n.up || n.dying || n.entry.log == nil || n.entry.purgeInFlight.Load() {
+		return // (a purge failed half way: the node refuses reads, partition_read.go)
 	}
 	w.stats.Polls++
 	next := n.entry.log.NextOffset()

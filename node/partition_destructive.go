@@ -96,8 +96,10 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 		}
 		return partitionOutcome{code: wire.OK} // applied before (a replay)
 	}
-	e.purgeInFlight.Store(true) // fetches are not served half way (serveFetch)
-	defer e.purgeInFlight.Store(false)
+	// Reads and fetches are refused until the purge is carried out: one
+	// that failed half way (retried under the fence) left a log neither
+	// epoch describes.
+	e.purgeInFlight.Store(true)
 	if _, err := e.log.Purge(); err != nil {
 		s.log.Error("purge partition", "dir", e.dir, "generation", gen, "err", err)
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
@@ -113,6 +115,7 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 	if err := s.recordMarker(e, m); err != nil {
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
 	}
+	e.purgeInFlight.Store(false)
 	if s.purged != nil {
 		s.purged(e, gen, p.Header.Op)
 	}

@@ -189,7 +189,8 @@ type partitionEntry struct {
 	appliedPurge, appliedCut atomic.Uint64 // the marker, published
 	appliedPurgeOp           atomic.Uint64
 	// purgeInFlight: the log is being purged and its marker not yet
-	// recorded; a fetch is not served meanwhile (its epoch is unclear).
+	// recorded (or the purge failed half way and waits to be retried):
+	// polls, consumer offset reads and fetches are refused meanwhile.
 	purgeInFlight atomic.Bool
 }
 

@@ -115,8 +115,7 @@ func (s *partitionShard) adoptPurge(e *partitionEntry, op uint64, cp partitionCh
 // of generation carried out at op did on its peers, and records it: the
 // files are of that purge's epoch from here on.
 func (s *partitionShard) purgeTo(e *partitionEntry, generation, op uint64, why string) error {
-	e.purgeInFlight.Store(true) // fetches are not served half way (serveFetch)
-	defer e.purgeInFlight.Store(false)
+	e.purgeInFlight.Store(true) // until recorded (applyPurge)
 	if _, err := e.log.Purge(); err != nil {
 		return fmt.Errorf("purge as the peers did (generation %d): %w", generation, err)
 	}
@@ -125,6 +124,10 @@ func (s *partitionShard) purgeTo(e *partitionEntry, generation, op uint64, why s
 	if err := s.recordMarker(e, m); err != nil {
 		return fmt.Errorf("record the purge of generation %d: %w", generation, err)
 	}
+	e.purgeInFlight.Store(false)
+	// The consumer offsets are the purge op's (none): a snapshot of an
+	// earlier epoch does not bring its own back.
+	e.offsetsAppliedOp = max(e.offsetsAppliedOp, op)
 	e.appliedNext, e.lastTimestamp = 0, 0
 	s.log.Info("partition purged as its peers did", "dir", e.dir, "generation", generation, "purge_op", op, "why", why)
 	return nil

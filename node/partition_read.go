@@ -92,7 +92,8 @@ func (n *Node) poll(v sessionView, body []byte) pollAnswer {
 	if e == nil {
 		return pollAnswer{code: notServedCode(opening, wire.ErrPartitionNotFound)}
 	}
-	if e.log == nil {
+	if e.log == nil || e.purgeInFlight.Load() {
+		// (A purge failed half way and waits to be carried out again.)
 		return pollAnswer{code: wire.ErrCannotReadPartitions}
 	}
 	// Pooled: the writer returns it to the pool once the reply is written.
@@ -164,6 +165,9 @@ func (n *Node) readConsumerOffset(v sessionView, r wire.ConsumerOffsetRequest) (
 	e := n.plane.entry(partitionKey{t.StreamID, t.ID, partition})
 	if e == nil || e.log == nil {
 		return nil, wire.OK
+	}
+	if e.purgeInFlight.Load() {
+		return nil, wire.ErrCannotReadPartitions // a purge failed half way and waits to be carried out again
 	}
 	stored, ok := e.log.ConsumerOffset(kind, id)
 	if !ok {

@@ -148,7 +148,8 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 			}
 		}
 	}
-	if snap.Op >= e.offsetsAppliedOp {
+	if snap.Op >= e.offsetsAppliedOp && !e.erasedByPurge(snap.Op) {
+		// (Not a snapshot of an epoch the files' purge erased.)
 		if err := installConsumerOffsets(e.log, t.target.offsets); err != nil {
 			return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
 		}
