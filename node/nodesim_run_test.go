@@ -124,6 +124,7 @@ func (w *simWorld) advance(newRequests bool) {
 	}
 	w.metadataStep()
 	w.purgeStep()
+	w.recreateStep()
 	w.debugStates()
 	w.finishDying()
 	w.reopenWantedGroups()
@@ -576,9 +577,12 @@ func (w *simWorld) check() error {
 		}
 		// Every purge metadata asked for, carried out; what the log holds
 		// is the last purge epoch's.
-		epoch := n.entry.marker.PurgeGeneration
-		if epoch != w.purgeWanted {
-			errs = append(errs, fmt.Errorf("node %d carried out purge generation %d, metadata wants %d", n.id, epoch, w.purgeWanted))
+		epoch := simEpoch(n.entry.revision, n.entry.marker.PurgeGeneration)
+		if n.entry.revision != w.revision {
+			errs = append(errs, fmt.Errorf("node %d serves revision %d of the partition, metadata wants %d", n.id, n.entry.revision, w.revision))
+		}
+		if g := n.entry.marker.PurgeGeneration; g != w.purgeWanted {
+			errs = append(errs, fmt.Errorf("node %d carried out purge generation %d, metadata wants %d", n.id, g, w.purgeWanted))
 		}
 		kept := n.entry.log.Stats().FirstOffset // below it: cut by retention, in every replica's log alike
 		if w.beyondBudget {

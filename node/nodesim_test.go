@@ -117,6 +117,7 @@ func (s *simStats) add(o simStats) {
 	s.MidWriteDeaths += o.MidWriteDeaths
 	s.NoSpace += o.NoSpace
 	s.Purges += o.Purges
+	s.Recreates += o.Recreates
 }
 
 var nodeSimDebug = flag.Bool("nodesim.debug", false, "log the run's faults and node boots")

@@ -47,10 +47,10 @@ type simRequest struct {
 	sentAt    uint64
 	attempts  int
 	ambiguous bool
-	// purgeLo: the purge generations some replica had carried out when
-	// the request was first made; it is applied in that epoch or a later
-	// one (simLedger).
-	purgeLo uint64
+	// epochLo: the epoch (incarnation and purge generation) some replica
+	// had reached when the request was first made; it is applied in that
+	// epoch or a later one (simLedger).
+	epochLo uint64
 }
 
 type simClient struct {
@@ -87,13 +87,15 @@ type simAck struct {
 // simLedger is what the checkers compare the replicas with.
 //
 // A purge empties the partition and restarts its offsets and consumer
-// offsets at 0, so offsets are compared within a purge epoch (the purge
-// generation the log reflects). A request's epoch is certain when no purge
-// was wanted between its first attempt and its acknowledgement: it was
-// applied after every purge carried out before it was made (its op comes
-// later) and before any purge metadata had not yet asked for. The others
-// (a purge raced them; a replay may answer a confirmation from before it)
-// are left out of the per-epoch checks; no message twice still holds.
+// offsets at 0, and so does a re-created topic (a new incarnation), so
+// offsets are compared within an epoch (simEpoch: the incarnation and the
+// purge generation the log reflects). A request's epoch is certain when
+// no purge or re-creation was wanted between its first attempt and its
+// acknowledgement: it was applied after every purge carried out before it
+// was made (its op comes later) and before any metadata had not yet asked
+// for. The others (raced by one; a replay may answer a confirmation from
+// before a purge) are left out of the per-epoch checks; no message twice
+// still holds.
 type simLedger struct {
 	acks []simAck
 	// owner of each acknowledged offset, per epoch: "c/r/m" of its message.
@@ -110,8 +112,9 @@ type simLedger struct {
 	observed map[[4]uint64]uint64
 	// ackedEnd: the offset after the highest acknowledged message.
 	ackedEnd uint64
-	// purgeCarriedOut: the highest purge generation a replica carried out
-	// (partitionShard.purged); purgeOps: the op of each.
+	// purgeCarriedOut: the highest purge generation a replica of the
+	// current incarnation carried out (partitionShard.purged); purgeOps:
+	// the op of each.
 	purgeCarriedOut uint64
 	purgeOps        map[uint64]uint64
 }
@@ -141,7 +144,7 @@ func (w *simWorld) newClients() []*simClient {
 // newRequest builds a client's next request.
 func (w *simWorld) newRequest(c *simClient) (*simRequest, error) {
 	c.nextReq++
-	r := &simRequest{request: c.nextReq | dedupRequestFlag, purgeLo: w.ledger.purgeCarriedOut}
+	r := &simRequest{request: c.nextReq | dedupRequestFlag, epochLo: simEpoch(w.revision, w.ledger.purgeCarriedOut)}
 	if w.rng.Float64() < simOffsetStoreRate {
 		// Close behind the acknowledged end, as a consumer that keeps up
 		// (stored offsets hold retention back below them).
@@ -267,7 +270,7 @@ func (w *simWorld) clientsStep(newRequests bool) {
 // before (offsets are never reused).
 func (w *simWorld) acknowledged(c *simClient, r *simRequest, out partitionOutcome) {
 	w.stats.Acked++
-	epoch, certain := r.purgeLo, r.purgeLo == w.purgeWanted
+	epoch, certain := r.epochLo, r.epochLo == simEpoch(w.revision, w.purgeWanted)
 	if r.kind == simStore {
 		w.debugf("client %d: store %d acknowledged by node %d", c.index, r.value, r.node)
 		w.stats.OffsetStores++
@@ -313,10 +316,50 @@ func (w *simWorld) purgeStep() {
 	}
 }
 
+// simEpoch names an epoch of the partition's offsets: its incarnation
+// (revision) and the purge generation its files reflect.
+func simEpoch(revision, purgeGeneration uint64) uint64 { return revision<<40 | purgeGeneration }
+
+// recreateStep: metadata deletes the topic and creates it again now and
+// then (a seed's recreateRate), under a new revision: every up node
+// removes its partition (files and group) and opens the new incarnation
+// as created while it runs; a node that is down finds the new revision at
+// its boot, sets the old directory aside and rejoins the new group.
+func (w *simWorld) recreateStep() {
+	if !w.faults || w.sc.recreateRate == 0 || w.recreateRng.Float64() >= w.sc.recreateRate {
+		return
+	}
+	w.revision++
+	w.purgeWanted, w.ledger.purgeCarriedOut, w.ledger.purgeOps = 0, 0, map[uint64]uint64{}
+	w.beyondBudget = false // what the earlier incarnation lost is gone with it
+	w.stats.Recreates++
+	w.trace.add("recreate", w.revision)
+	w.debugf("metadata deletes the topic and creates it again: revision %d", w.revision)
+	for _, n := range w.nodes {
+		if !n.up || n.entry == nil {
+			continue
+		}
+		n.plane.remove(n.entry)
+		ne := n.plane.open(w.key, w.desired(true))
+		n.boots++ // a new incarnation for the consumer-offset checker
+		n.entry, n.fencedSince, n.reopenWanted, n.scrub = ne, 0, nil, scrubState{}
+		if ne.log == nil || ne.group == nil {
+			w.debugf("node %d: the new incarnation did not open: %v", n.id, ne.quarantine)
+			w.crash(n, false)
+			n.restartAt = w.now + 1_000_000
+			continue
+		}
+		n.plane.syncWatermarks(ne, w.desired(false).part)
+	}
+}
+
 // purgeApplied (partitionShard.purged) records that node n carried out a
 // purge generation at op: every replica carries it out at the same op.
-func (w *simWorld) purgeApplied(n *simNode, generation, op uint64) {
-	w.debugf("node %d: purge generation %d carried out at op %d", n.id, generation, op)
+func (w *simWorld) purgeApplied(n *simNode, e *partitionEntry, generation, op uint64) {
+	w.debugf("node %d: purge generation %d carried out at op %d (revision %d)", n.id, generation, op, e.revision)
+	if e.revision != w.revision {
+		return // an earlier incarnation's, on its way out
+	}
 	w.ledger.purgeCarriedOut = max(w.ledger.purgeCarriedOut, generation)
 	if prev, ok := w.ledger.purgeOps[generation]; ok && prev != op && !w.beyondBudget {
 		w.fail(fmt.Errorf("node %d carried out purge generation %d at op %d, another replica at op %d", n.id, generation, op, prev))
@@ -355,7 +398,7 @@ func (w *simWorld) pollStep() {
 		w.fail(fmt.Errorf("node %d: poll from %d: %w", n.id, from, err))
 		return
 	}
-	epoch := n.entry.marker.PurgeGeneration // what this replica's log reflects
+	epoch := simEpoch(n.entry.revision, n.entry.marker.PurgeGeneration) // what this replica's log reflects
 	err = forEachMessage(res.Records, func(off uint64, payload []byte) {
 		w.stats.PolledMessages++
 		name := payloadName(payload)

@@ -56,6 +56,7 @@ type simScenario struct {
 	maxTopicBytes uint64
 	expiryMicros  uint64
 	purgeRate     float64 // chance per step that metadata purges the topic
+	recreateRate  float64 // chance per step that metadata deletes the topic and creates it again
 }
 
 func drawScenario(rng *rand.Rand) simScenario {
@@ -159,23 +160,27 @@ type simWorld struct {
 	purgeRng *rand.Rand // purges: whether a seed has them, and when
 	// purgeWanted: the partition's purge generation in (simulated) metadata.
 	purgeWanted uint64
-	sc          simScenario
-	now         uint64 // virtual µs
-	step        uint64
-	log         *slog.Logger
-	codec       *bus.Codec
-	clusterCfg  config.ClusterConfig
-	frameMax    uint64 // record bytes one fetch reply carries
-	topic       metadata.Topic
-	key         partitionKey
-	nodes       []*simNode
-	net         simFrames
-	seq         uint64
-	inFlight    map[[2]uint8]int
-	cut         [][]bool // cut[a][b]: frames from a to b are lost
-	healAt      uint64   // virtual µs when the current partition heals (0: none)
-	alignTo     uint8    // the simulated metadata primary (metaView % nodes)
-	metaView    uint32   // the simulated metadata group's view
+	recreateRng *rand.Rand // topic re-creations: whether a seed has them, and when
+	// revision: the partition's incarnation in (simulated) metadata (its
+	// CreatedRevision; a re-created topic has a new one).
+	revision   uint64
+	sc         simScenario
+	now        uint64 // virtual µs
+	step       uint64
+	log        *slog.Logger
+	codec      *bus.Codec
+	clusterCfg config.ClusterConfig
+	frameMax   uint64 // record bytes one fetch reply carries
+	topic      metadata.Topic
+	key        partitionKey
+	nodes      []*simNode
+	net        simFrames
+	seq        uint64
+	inFlight   map[[2]uint8]int
+	cut        [][]bool // cut[a][b]: frames from a to b are lost
+	healAt     uint64   // virtual µs when the current partition heals (0: none)
+	alignTo    uint8    // the simulated metadata primary (metaView % nodes)
+	metaView   uint32   // the simulated metadata group's view
 	// metaMoveAt: when the simulated metadata group elects a new primary
 	// after losing its own (0: not pending).
 	metaMoveAt uint64
@@ -209,6 +214,7 @@ type simStats struct {
 	BeyondBudget int
 	NoSpace      int // writes refused: disk full
 	Purges       int // purge generations metadata asked for
+	Recreates    int // topic deletions and re-creations
 	// BitRot: stored bytes of segment files flipped; DamageFound: damaged
 	// places a poll or the scrubber found (each repaired from a peer, or
 	// the partition reopened when no copy fits).
@@ -250,22 +256,29 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 	if purgeRng.IntN(3) == 0 {
 		sc.purgeRate = 0.00005
 	}
+	// And topic re-creations: a quarter of the seeds, about one every 30 s.
+	recreateRng := rand.New(rand.NewPCG(seed^0x7265637265617465, seed))
+	if recreateRng.IntN(4) == 0 {
+		sc.recreateRate = 1.0 / 30_000
+	}
 	defaults, err := config.Defaults()
 	if err != nil {
 		return nil, err
 	}
 	w := &simWorld{
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
-		deathRng:   rand.New(rand.NewPCG(seed^0x6d69647772697465, seed)),
-		rotRng:     rotRng,
-		purgeRng:   purgeRng,
-		broken:     broken,
-		log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		clusterCfg: defaults.Cluster,
-		frameMax:   bus.FetchRecordsMax(defaults.MessageBus.MaxMessageSize.Bytes()),
-		key:        partitionKey{1, 1, 0},
-		inFlight:   map[[2]uint8]int{},
-		faults:     true,
+		deathRng:    rand.New(rand.NewPCG(seed^0x6d69647772697465, seed)),
+		rotRng:      rotRng,
+		purgeRng:    purgeRng,
+		recreateRng: recreateRng,
+		revision:    7,
+		broken:      broken,
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		clusterCfg:  defaults.Cluster,
+		frameMax:    bus.FetchRecordsMax(defaults.MessageBus.MaxMessageSize.Bytes()),
+		key:         partitionKey{1, 1, 0},
+		inFlight:    map[[2]uint8]int{},
+		faults:      true,
 	}
 	w.clusterCfg.Name = "nodesim"
 	if *nodeSimDebug {
@@ -356,7 +369,7 @@ func (w *simWorld) boot(n *simNode) error {
 	sh.alignTo = func() (uint8, bool) { return w.alignTo, true }
 	sh.connected = func(r uint8) bool { return w.connected(n.id, r) }
 	sh.restAfterTicks = 3 * clampTicks(w.clusterCfg.Ticks().CommitBroadcastIntervalTicks)
-	sh.purged = func(_ *partitionEntry, generation, op uint64) { w.purgeApplied(n, generation, op) }
+	sh.purged = func(e *partitionEntry, generation, op uint64) { w.purgeApplied(n, e, generation, op) }
 	p.peers.set(&simBus{w: w, from: n.id}, n.id)
 	n.peers = newPeerReturn(func(r uint8) bool { return w.connected(n.id, r) }, n.id, w.sc.nodes, p.wakePartitions)
 	n.plane = p
@@ -400,7 +413,7 @@ func (w *simWorld) noteCompromised() {
 // desired is the simulated partition as metadata describes it; live: it
 // is being created now (a node's first boot).
 func (w *simWorld) desired(live bool) desiredPartition {
-	return desiredPartition{topic: w.topic, part: metadata.Partition{CreatedRevision: 7, PurgeGeneration: w.purgeWanted}, live: live}
+	return desiredPartition{topic: w.topic, part: metadata.Partition{CreatedRevision: w.revision, PurgeGeneration: w.purgeWanted}, live: live}
 }
 
 // crash stops a node without any orderly step: its plane is dropped, its
