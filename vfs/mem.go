@@ -754,6 +754,13 @@ func (m *Mem) syncDirLocked(p, name string, ino *inode) error {
 	for _, op := range m.dirOps {
 		if path.Dir(op.path) == p || (op.kind == opRename && path.Dir(op.newpath) == p) {
 			applyDirOp(m.durable, op)
+			if op.kind == opRename && op.ino.dir {
+				// The entries made in the directory before it moved and
+				// not yet durable are entries of that directory, wherever
+				// it is now (a directory of the old name created later
+				// must not receive them after a crash).
+				movePendingUnder(kept, op.path, op.newpath)
+			}
 			continue
 		}
 		kept = append(kept, op)
@@ -774,6 +781,23 @@ func (m *Mem) syncFails(ino *inode) bool {
 		return true
 	}
 	return false
+}
+
+// movePendingUnder renames, in ops, every path under directory o to the
+// same path under n.
+func movePendingUnder(ops []dirOp, o, n string) {
+	move := func(p string) string {
+		if strings.HasPrefix(p, o+"/") {
+			return n + "/" + strings.TrimPrefix(p, o+"/")
+		}
+		return p
+	}
+	for i := range ops {
+		ops[i].path = move(ops[i].path)
+		if ops[i].kind == opRename {
+			ops[i].newpath = move(ops[i].newpath)
+		}
+	}
 }
 
 func applyDirOp(ns map[string]*inode, op dirOp) {

@@ -579,6 +579,38 @@ func TestMemDirectoryRenameMovesTheSubtreeDurably(t *testing.T) {
 	}
 }
 
+// TestMemDirectoryRenameTakesItsPendingEntries: a file created in a
+// directory and not yet durable belongs to that directory: after the
+// directory is renamed (durably) and a new one made under the old name, a
+// crash never puts the file in the new one (whole-node simulator: a
+// re-created partition's directory got the deleted incarnation's segment
+// back after a power loss).
+func TestMemDirectoryRenameTakesItsPendingEntries(t *testing.T) {
+	for seed := uint64(1); seed <= 50; seed++ {
+		m := NewMem(seed)
+		must(t, m.MkdirAll("/p/0", 0o755))
+		must(t, m.SyncDir("/"))
+		must(t, m.SyncDir("/p"))
+		writeFile(t, m, "/p/0/old", []byte("old"), true) // its entry not durable
+		must(t, m.Rename("/p/0", "/p/0.removing"))
+		must(t, m.SyncDir("/p"))
+		must(t, m.MkdirAll("/p/0", 0o755))
+		writeFile(t, m, "/p/0/new", []byte("new"), true)
+		must(t, m.SyncDir("/p/0"))
+		must(t, m.SyncDir("/p"))
+		m.Crash()
+		if got := readOrNil(m, "/p/0/old"); got != nil {
+			t.Fatalf("seed %d: the renamed directory's pending entry came back in the new one: %q", seed, got)
+		}
+		if got := string(readOrNil(m, "/p/0/new")); got != "new" {
+			t.Fatalf("seed %d: the new directory's durable file: %q", seed, got)
+		}
+		if got := readOrNil(m, "/p/0.removing/old"); got != nil && string(got) != "old" {
+			t.Fatalf("seed %d: the renamed directory's entry holds %q", seed, got)
+		}
+	}
+}
+
 // TestMemFsyncFailure: EIO, the page cache still shows the write, a later
 // sync succeeds but what the failure dropped stays lost (fsyncgate).
 func TestMemFsyncFailure(t *testing.T) {
