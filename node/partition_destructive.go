@@ -21,8 +21,12 @@ import (
 //     per generation, it empties the log and restarts offsets at 0;
 //   - a DeleteSegments watermark (metadata, resolved to an offset by the
 //     metadata primary) and a retention cut (decided by the primary's
-//     clock and sizes) are the op partitionOpCut [before_offset u64]: each
-//     replica deletes the sealed segments below that offset.
+//     clock and sizes) are the op partitionOpCut [before_offset u64]
+//     [purge generation u64]: each replica deletes the sealed segments
+//     below that offset, when its files are of that purge epoch (a cut
+//     decided on the log before a purge that is ordered after it must not
+//     cut the purged log; 8-byte bodies of earlier builds carry no
+//     generation and always apply).
 //
 // The partition marker records what the files reflect, so a replayed op
 // (after a restart or a transfer) is a no-op. A single node takes the same
@@ -41,7 +45,21 @@ func encodePurgeOp(generation, deletedUpTo uint64) []byte {
 	return binary.LittleEndian.AppendUint64(b, deletedUpTo)
 }
 
-func encodeCutOp(before uint64) []byte { return binary.LittleEndian.AppendUint64(nil, before) }
+func encodeCutOp(before, purgeGeneration uint64) []byte {
+	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, before), purgeGeneration)
+}
+
+// decodeCutOp: the offset to cut below and, when the body carries it, the
+// purge epoch the cut was decided in.
+func decodeCutOp(b []byte) (before, purgeGeneration uint64, hasGeneration, ok bool) {
+	switch len(b) {
+	case 8:
+		return binary.LittleEndian.Uint64(b), 0, false, true
+	case 16:
+		return binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), true, true
+	}
+	return 0, 0, false, false
+}
 
 // applyWatermarks (shard goroutine, from reconcile) records what metadata
 // wants of the partition and lets the primary propose it.
@@ -76,7 +94,7 @@ func (s *partitionShard) proposeWatermarks(e *partitionEntry) {
 	}
 	if e.wantPurge <= e.marker.PurgeGeneration && e.wantDeletedUpTo > e.marker.DeletedUpTo && e.wantDeletedUpTo > e.proposedCut {
 		e.proposedCut = e.wantDeletedUpTo
-		s.admit(&partitionProposal{entry: e, op: partitionOpCut, body: encodeCutOp(e.wantDeletedUpTo)})
+		s.admit(&partitionProposal{entry: e, op: partitionOpCut, body: encodeCutOp(e.wantDeletedUpTo, e.marker.PurgeGeneration)})
 	}
 }
 
@@ -125,11 +143,13 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 // applyCut carries out a committed DeleteSegments watermark or retention
 // cut on this replica.
 func (s *partitionShard) applyCut(e *partitionEntry, p *consensus.Prepare) partitionOutcome {
-	body := p.Body
-	if len(body) != 8 {
+	before, gen, hasGen, ok := decodeCutOp(p.Body)
+	if !ok {
 		return partitionOutcome{code: wire.ErrInvalidCommand}
 	}
-	before := binary.LittleEndian.Uint64(body)
+	if hasGen && gen != e.marker.PurgeGeneration {
+		return partitionOutcome{code: wire.OK} // decided before a purge ordered ahead of it: nothing of that log is left
+	}
 	if before <= e.marker.DeletedUpTo {
 		return partitionOutcome{code: wire.OK}
 	}
@@ -181,11 +201,12 @@ func (e *partitionEntry) proposeRetention(nowMicros uint64, t metadata.Topic) {
 	if !e.acceptsWrites() || e.log == nil {
 		return
 	}
+	gen := e.appliedPurge.Load() // the epoch the cut is decided in (a purge meanwhile voids it)
 	before, ok := e.log.RetentionCut(nowMicros, t.MessageExpiry, t.MaxTopicSize)
-	if !ok || before <= e.appliedCut.Load() {
+	if !ok || before <= e.appliedCut.Load() || e.purgeInFlight.Load() || e.appliedPurge.Load() != gen {
 		return
 	}
-	e.shard.submit(&partitionProposal{entry: e, op: partitionOpCut, body: encodeCutOp(before)})
+	e.shard.submit(&partitionProposal{entry: e, op: partitionOpCut, body: encodeCutOp(before, gen)})
 }
 
 // awaitWatermarks (a connection goroutine, after a committed PurgeTopic,

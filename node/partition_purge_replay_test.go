@@ -9,6 +9,7 @@ import (
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -160,5 +161,49 @@ func TestTransferStopsAtALaterPurgeEpoch(t *testing.T) {
 		func(context.Context, int, time.Duration) error { return errTransferPassEnded })
 	if !errors.Is(err, errTransferPassEnded) || lagging.NextOffset() != 0 {
 		t.Fatalf("a transfer of epoch 4 from a peer of epoch 3: %v, next offset %d", err, lagging.NextOffset())
+	}
+}
+
+// TestCutOfAnEarlierEpochLeavesThePurgedLogAlone (whole-node simulator
+// seed 36011): a retention cut decided on the log before a purge but
+// ordered after it deleted the purged log's first segment on one replica.
+// A cut carries the purge generation it was decided in; another epoch's
+// is a no-op, as is any cut the files' purge erased.
+func TestCutOfAnEarlierEpochLeavesThePurgedLogAlone(t *testing.T) {
+	if before, gen, has, ok := decodeCutOp(encodeCutOp(881, 3)); !ok || !has || before != 881 || gen != 3 {
+		t.Fatalf("cut op round trip: %d %d %v %v", before, gen, has, ok)
+	}
+	if before, _, has, ok := decodeCutOp(encodeCutOp(881, 0)[:8]); !ok || has || before != 881 {
+		t.Fatalf("an 8-byte cut op of an earlier build: %d %v %v", before, has, ok)
+	}
+	if _, _, _, ok := decodeCutOp(make([]byte, 12)); ok {
+		t.Fatal("a 12-byte cut op decoded")
+	}
+	s, e, g := reserveTestShard(t)
+	small, err := partitions.Open(t.TempDir(), partitions.Options{SegmentSizeBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = small.Close() })
+	e.log = small
+	s.admit(&partitionProposal{entry: e, op: partitionOpPurge, body: encodePurgeOp(1, 0)})
+	commitAll(t, s, e, g, 0)
+	for range 12 { // about 700 bytes each: sealed segments
+		appendTestBatch(t, small, 1, 1)
+	}
+	e.appliedNext = small.NextOffset()
+	segments := small.Stats().SegmentsCount
+	if segments < 2 {
+		t.Fatalf("%d segments, the test needs a sealed one", segments)
+	}
+	stale := consensus.Prepare{Header: consensus.PrepareHeader{Op: e.appliedOp + 1, Operation: consensus.Operation(partitionOpCut)},
+		Body: encodeCutOp(1000, 0)}
+	if out, _ := s.apply(e, &stale); out.code != wire.OK || small.Stats().SegmentsCount != segments {
+		t.Fatalf("a cut of the epoch before the purge: code %d, %d segments of %d left", out.code, small.Stats().SegmentsCount, segments)
+	}
+	current := consensus.Prepare{Header: consensus.PrepareHeader{Op: e.appliedOp + 2, Operation: consensus.Operation(partitionOpCut)},
+		Body: encodeCutOp(1000, 1)}
+	if out, _ := s.apply(e, &current); out.code != wire.OK || small.Stats().SegmentsCount >= segments {
+		t.Fatalf("a cut of the purge's epoch: code %d, %d segments of %d left", out.code, small.Stats().SegmentsCount, segments)
 	}
 }
