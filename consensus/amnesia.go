@@ -217,9 +217,14 @@ func (r *Replica) adoptedView() {
 // its page cache) those op numbers hold other prepares, and believing them
 // committed would apply ops the view has not committed (a primary would
 // commit new prepares at those numbers on its own ack). Knowing less is
-// safe: heartbeats and the view's commits raise it again.
+// safe: heartbeats and the view's commits raise it again. So does a
+// replica whose storage was lost: its superblock's commit_max may name
+// ops an election beyond the group's budget dropped, and kept, it made
+// every later merge that counted its DVC wait for ops no replica held
+// (whole-node simulator seed 36138: hand-overs to it failed for good).
+// Within the budget the view it adopts holds every committed op anyway.
 func (r *Replica) forgetAmnesiacCommits(viewCommit uint64) {
-	if r.amnesia.on && r.commitMax > viewCommit {
+	if (r.amnesia.on || r.recovery.storageLost) && r.commitMax > viewCommit {
 		r.commitMax = max(r.commitMin, viewCommit)
 	}
 }

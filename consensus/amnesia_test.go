@@ -387,3 +387,30 @@ func TestMergeWaitsBelowAReportedCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageLostForgetsCommitsAboveTheViewItAdopts (whole-node simulator
+// seed 36138): a replica whose WAL was lost keeps the commit_max its
+// superblock recorded. After an election beyond the group's budget dropped
+// those ops, that stale commit_max made every later merge counting its DVC
+// wait for ops no replica held: hand-overs to it failed for good. Adopting
+// a view, it keeps only the view's commit (as an amnesiac does); an
+// intact replica keeps what it knows.
+func TestStorageLostForgetsCommitsAboveTheViewItAdopts(t *testing.T) {
+	log := chainLog(3, 0, 0)
+	for _, lost := range []bool{false, true} {
+		r, err := Restart(DefaultConfig(2, 3), Restored{Superblock: &VsrState{View: 1, LogView: 1, CommitMax: 5},
+			Entries: prepares(log...), StorageLost: lost})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Advance(r.Ready())
+		r.Step(Message{Kind: MsgStartView, From: 0, To: 2, View: 3, HeadOp: 3, CommitOp: 3, Suffix: descending(log, 3, 1)})
+		want := uint64(5)
+		if lost {
+			want = 3
+		}
+		if got := r.CommitMax(); got != want {
+			t.Fatalf("storage lost %v: commit_max %d after adopting a view committed to 3, want %d", lost, got, want)
+		}
+	}
+}

@@ -77,6 +77,7 @@ type replicaWatch struct {
 	snapshotOp           uint64
 	highestCommitted     uint64 // over all incarnations
 	amnesiac             bool   // at the last observation (consensus Amnesiac)
+	storageLost          bool   // at the last observation (consensus StorageLost)
 }
 
 // groupChecker checks one consensus group's invariants.
@@ -233,8 +234,9 @@ func (c *groupChecker) onSuperblock(r int, sb consensus.VsrState) {
 	if w.durableSet {
 		d := w.durable
 		// An amnesiac forgets commit numbers from before its power loss
-		// when it adopts a view (consensus forgetAmnesiacCommits).
-		commitDown := sb.CommitMax < d.CommitMax && !d.Amnesiac
+		// when it adopts a view (consensus forgetAmnesiacCommits), and so
+		// does a replica whose storage was lost.
+		commitDown := sb.CommitMax < d.CommitMax && !d.Amnesiac && !w.storageLost
 		if sb.View < d.View || sb.LogView < d.LogView || commitDown || sb.CheckpointOp < d.CheckpointOp {
 			c.fail(r, checkDurableMonotonic, "superblock went from %+v to %+v", d, sb)
 		}
@@ -277,12 +279,15 @@ func (c *groupChecker) onRestart(r int, g consensus.Group) {
 func (c *groupChecker) observe(r int, g consensus.Group) {
 	w := &c.replicas[r]
 	view, logView, cmin, cmax := g.View(), g.LogView(), g.CommitMin(), g.CommitMax()
-	amnesiac := false
+	amnesiac, storageLost := false, false
 	if a, ok := g.(amnesiacReporter); ok {
 		amnesiac = a.Amnesiac()
 	}
+	if l, ok := g.(storageLostReporter); ok {
+		storageLost = l.StorageLost()
+	}
 	if w.live {
-		commitDown := cmax < w.commitMax && !w.amnesiac // see onSuperblock
+		commitDown := cmax < w.commitMax && !w.amnesiac && !w.storageLost // see onSuperblock
 		if view < w.view || logView < w.logView || cmin < w.commitMin || commitDown {
 			c.fail(r, checkMonotonic, "view/log_view/commit_min/commit_max went from %d/%d/%d/%d to %d/%d/%d/%d",
 				w.view, w.logView, w.commitMin, w.commitMax, view, logView, cmin, cmax)
@@ -295,11 +300,15 @@ func (c *groupChecker) observe(r int, g consensus.Group) {
 		c.fail(r, checkInternal, "commit_min %d > commit_max %d", cmin, cmax)
 	}
 	w.live, w.view, w.logView, w.commitMin, w.commitMax = true, view, logView, cmin, cmax
-	w.amnesiac = amnesiac
+	w.amnesiac, w.storageLost = amnesiac, storageLost
 }
 
 // amnesiacReporter is a core that reports power-loss amnesia.
 type amnesiacReporter interface{ Amnesiac() bool }
+
+// storageLostReporter is a core that reports a replica restarted with its
+// storage lost, until it holds a view's log again.
+type storageLostReporter interface{ StorageLost() bool }
 
 // onRecordReply remembers the first reply body the application produced
 // for a metadata request (every replica must produce the same).
