@@ -11,7 +11,10 @@ type fakeGroup struct {
 	consensus.Group
 	view, logView        uint32
 	commitMin, commitMax uint64
+	storageLost          bool
 }
+
+func (f *fakeGroup) StorageLost() bool { return f.storageLost }
 
 func (f *fakeGroup) View() uint32      { return f.view }
 func (f *fakeGroup) LogView() uint32   { return f.logView }
@@ -118,6 +121,19 @@ func TestCheckerMonotonicWithinIncarnation(t *testing.T) {
 	h.c.observe(0, &fakeGroup{view: 3, logView: 3, commitMin: 5, commitMax: 6})
 	h.c.observe(0, &fakeGroup{view: 2, logView: 2, commitMin: 5, commitMax: 6})
 	h.expect(t, checkMonotonic)
+
+	// commit_max drops: a violation, unless the replica reported its
+	// storage lost (it forgets commits above the view it adopts).
+	h = newHarness(1, false)
+	h.c.observe(0, &fakeGroup{view: 3, logView: 3, commitMin: 5, commitMax: 9})
+	h.c.observe(0, &fakeGroup{view: 4, logView: 4, commitMin: 5, commitMax: 7})
+	h.expect(t, checkMonotonic)
+	h = newHarness(1, false)
+	h.c.observe(0, &fakeGroup{view: 3, logView: 3, commitMin: 5, commitMax: 9, storageLost: true})
+	h.c.observe(0, &fakeGroup{view: 4, logView: 4, commitMin: 5, commitMax: 7})
+	if len(h.got) != 0 {
+		t.Fatalf("a storage-lost replica's commit_max drop was flagged: %+v", h.got)
+	}
 }
 
 func TestCheckerRestartMayResumeFromSnapshotButNotBelowRevealedView(t *testing.T) {
