@@ -578,9 +578,6 @@ func (w *simWorld) check() error {
 		// Every purge metadata asked for, carried out; what the log holds
 		// is the last purge epoch's.
 		epoch := simEpoch(n.entry.revision, n.entry.marker.PurgeGeneration)
-		if n.entry.revision != w.revision {
-			errs = append(errs, fmt.Errorf("node %d serves revision %d of the partition, metadata wants %d", n.id, n.entry.revision, w.revision))
-		}
 		if g := n.entry.marker.PurgeGeneration; g != w.purgeWanted {
 			errs = append(errs, fmt.Errorf("node %d carried out purge generation %d, metadata wants %d", n.id, g, w.purgeWanted))
 		}
