@@ -114,26 +114,14 @@ func (s *partitionShard) applyPurge(e *partitionEntry, p *consensus.Prepare) par
 		}
 		return partitionOutcome{code: wire.OK} // applied before (a replay)
 	}
-	// Reads and fetches are refused until the purge is carried out: one
-	// that failed half way (retried under the fence) left a log neither
-	// epoch describes.
-	e.purgeInFlight.Store(true)
-	if _, err := e.log.Purge(); err != nil {
+	purgeOp := uint64(0)
+	if e.superblock != nil {
+		purgeOp = p.Header.Op // the ops below it were erased (partition_purge_replay.go)
+	}
+	if err := s.purgeFiles(e, gen, purgeOp, upTo); err != nil {
 		s.log.Error("purge partition", "dir", e.dir, "generation", gen, "err", err)
 		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
 	}
-	e.lastTimestamp = 0
-	e.appliedNext = e.log.NextOffset()
-	m := e.marker
-	m.PurgeGeneration, m.DeletedUpTo = gen, upTo
-	m.OffsetsReserved = 0 // the offset space restarts (partition_reserve.go)
-	if e.superblock != nil {
-		m.PurgeOp = p.Header.Op // the ops below it were erased (partition_purge_replay.go)
-	}
-	if err := s.recordMarker(e, m); err != nil {
-		return e.storageFailure(wire.ErrCannotDeletePartitionDirectory, p, err)
-	}
-	e.purgeInFlight.Store(false)
 	if s.purged != nil {
 		s.purged(e, gen, p.Header.Op)
 	}

@@ -115,20 +115,33 @@ func (s *partitionShard) adoptPurge(e *partitionEntry, op uint64, cp partitionCh
 // of generation carried out at op did on its peers, and records it: the
 // files are of that purge's epoch from here on.
 func (s *partitionShard) purgeTo(e *partitionEntry, generation, op uint64, why string) error {
-	e.purgeInFlight.Store(true) // until recorded (applyPurge)
-	if _, err := e.log.Purge(); err != nil {
-		return fmt.Errorf("purge as the peers did (generation %d): %w", generation, err)
+	if err := s.purgeFiles(e, generation, op, 0); err != nil {
+		return fmt.Errorf("purge as the peers did: %w", err)
 	}
+	// The consumer offsets are the purge op's (none): a snapshot of an
+	// earlier epoch does not bring its own back.
+	e.offsetsAppliedOp = max(e.offsetsAppliedOp, op)
+	s.log.Info("partition purged as its peers did", "dir", e.dir, "generation", generation, "purge_op", op, "why", why)
+	return nil
+}
+
+// purgeFiles empties the log and its consumer offsets and records the
+// purge of generation (carried out at op; 0: a single node's) with the
+// DeleteSegments watermark deletedUpTo; the offset space restarts, and so
+// does the reservation (partition_reserve.go). Reads and fetches are
+// refused until both are done: a purge that failed half way (retried
+// under the fence) left a log neither epoch describes.
+func (s *partitionShard) purgeFiles(e *partitionEntry, generation, op, deletedUpTo uint64) error {
+	e.purgeInFlight.Store(true)
+	if _, err := e.log.Purge(); err != nil {
+		return fmt.Errorf("purge generation %d: %w", generation, err)
+	}
+	e.appliedNext, e.lastTimestamp = 0, 0
 	m := e.marker
-	m.PurgeGeneration, m.PurgeOp, m.DeletedUpTo, m.OffsetsReserved = generation, op, 0, 0
+	m.PurgeGeneration, m.PurgeOp, m.DeletedUpTo, m.OffsetsReserved = generation, op, deletedUpTo, 0
 	if err := s.recordMarker(e, m); err != nil {
 		return fmt.Errorf("record the purge of generation %d: %w", generation, err)
 	}
 	e.purgeInFlight.Store(false)
-	// The consumer offsets are the purge op's (none): a snapshot of an
-	// earlier epoch does not bring its own back.
-	e.offsetsAppliedOp = max(e.offsetsAppliedOp, op)
-	e.appliedNext, e.lastTimestamp = 0, 0
-	s.log.Info("partition purged as its peers did", "dir", e.dir, "generation", generation, "purge_op", op, "why", why)
 	return nil
 }

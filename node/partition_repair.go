@@ -85,6 +85,7 @@ func (p *partitionPlane) repairFromPeers(src recordSource, e *partitionEntry, ce
 	if err != nil {
 		return true, err
 	}
+	epoch := e.appliedPurge.Load() // the damaged records' purge epoch
 	var errs []error
 	for r := uint8(0); r < p.topo.count; r++ {
 		if r == p.topo.self {
@@ -92,7 +93,6 @@ func (p *partitionPlane) repairFromPeers(src recordSource, e *partitionEntry, ce
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), transferFetchTimeout)
 		// A run of records: damage may reach into the batches after it.
-		epoch := e.appliedPurge.Load() // the damaged records' purge epoch
 		chunk, err := src.fetchRecords(ctx, r, e.groupID(), epoch, offset, math.MaxUint64, transferChunkBytes)
 		cancel()
 		if err == nil && chunk.status == fetchUnavailable {
