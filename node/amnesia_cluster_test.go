@@ -180,8 +180,18 @@ func (mc *memCluster) holdsEveryAcked(i int) {
 	mc.t.Helper()
 	direct := loggedIn(mc.ctx, mc.t, mc.addrs[i])
 	defer direct.Close()
+	lastErr := ""
 	waitFor(mc.t, fmt.Sprintf("node %d to hold every acknowledged message", i), 30*time.Second, func() bool {
-		stored := pollAll(mc.ctx, mc.t, direct)
+		// A follower that has not applied the CreateTopic yet answers
+		// TopicIdNotFound: that is lag, not loss, so poll again.
+		stored, err := tryPollAll(mc.ctx, direct)
+		if err != nil {
+			if err.Error() != lastErr {
+				mc.t.Logf("node %d not serving yet: %v", i, err)
+				lastErr = err.Error()
+			}
+			return false
+		}
 		for _, a := range mc.acked {
 			if stored[a.offset] != a.payload {
 				return false
