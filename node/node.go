@@ -74,6 +74,11 @@ type Node struct {
 	// clock paces every loop and background job (system clock in
 	// production; a virtual clock in a whole-node simulator).
 	clock loopClock
+	// random, when set, replaces the crypto source of the metadata
+	// group's seed and incarnation (the simulator's seeded draws).
+	random func() uint64
+	// metaBroken: the metadata simulator's deliberate bugs (zero: none).
+	metaBroken metadataBreakage
 	// scheduler runs the periodic background jobs (jobs.go).
 	scheduler jobScheduler
 	bus       bus.Bus // nil on a single node
@@ -172,7 +177,9 @@ func Run(ctx context.Context, opts Options) error {
 		fsys = vfs.OS
 	}
 	n.fsys = fsys
-	store, recovered, err := openMetaStorage(fsys, filepath.Join(n.dataDir, "metadata"), identity)
+	// A cluster replica sets a damaged WAL aside and rejoins as storage
+	// lost (storage_damaged.go); the marker it writes is read below.
+	store, recovered, _, err := openMetaStorageSettingAside(fsys, n.dataDir, identity, topo.clustered, nowMicros(), log)
 	if err != nil {
 		return err
 	}
@@ -478,7 +485,14 @@ func (n *Node) groupConfig(replicaID uint8) consensus.Config {
 	n.topo.applyTimings(&cfg, n.cfg.Cluster)
 	cfg.GroupID = metadataGroupID
 	cfg.PrepareQueueDepth, cfg.JournalSlots, cfg.ClientTableMax = depth, slots, table
-	cfg.Seed = randomUint64()
-	cfg.Incarnation = consensus.Uint128{Lo: randomUint64() | 1, Hi: randomUint64()}
+	random := randomUint64
+	if n.random != nil {
+		random = n.random
+	}
+	cfg.Seed = random()
+	cfg.Incarnation = consensus.Uint128{Lo: random() | 1, Hi: random()}
+	if n.metaBroken.quorumOfOne {
+		cfg.TestingReplicationQuorum = 1
+	}
 	return cfg
 }
