@@ -7,7 +7,7 @@ RACE_PKGS ?= ./transport/... ./node/... ./httpapi/... ./client/... ./integration
 SEEDS     ?= 50
 FUZZTIME  ?= 60s
 
-.PHONY: sim-nodes build run test test-unit test-race sim sim-ci powerloss lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
+.PHONY: sim-nodes sim-meta build run test test-unit test-race sim sim-ci powerloss lint bench fuzz clean cluster-up cluster-down cluster-status cluster-idle cluster-align cluster-allkill crash client-failover nemesis soak
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -114,6 +114,15 @@ sim-nodes:
 	$(GO) test -count=1 -timeout 0 ./node/ -run 'TestNodeSim$$' -nodesim.seeds=$(SEEDS) \
 		-nodesim.first=$(NODESIM_FIRST) -nodesim.steps=$(NODESIM_STEPS) -v
 
+# The metadata simulator (node/metasim_*_test.go, docs/simulator.md
+# "Metadata simulator"): SEEDS seeds from METASIM_FIRST, METASIM_STEPS
+# faulty steps each.
+METASIM_FIRST ?= 1
+METASIM_STEPS ?= 100000
+sim-meta:
+	$(GO) test -count=1 -timeout 0 ./node/ -run 'TestMetaSim$$' -metasim.seeds=$(SEEDS) \
+		-metasim.first=$(METASIM_FIRST) -metasim.steps=$(METASIM_STEPS) -v
+
 # CI slice of the simulator. The regression seeds (every seed that ever
 # failed, consensus/sim/testdata/regression_seeds.txt) run with the unit
 # tests. Fixed ranges: 2,000 default seeds, 500 crash-heavy ones, 300
@@ -136,6 +145,7 @@ sim-ci:
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=1500 -sim.first=$(SIM_FRESH_FIRST)
 	$(GO) test -count=1 -timeout 10m ./consensus/sim/ -run TestSimSweep -sim.seeds=500 -sim.first=$$(($(SIM_FRESH_FIRST) + 1500)) -sim.profile=crashy
 	$(GO) test -count=1 -timeout 10m ./node/ -run 'TestNodeSim$$' -nodesim.seeds=40 -nodesim.first=6000 -nodesim.steps=100000
+	$(GO) test -count=1 -timeout 10m ./node/ -run 'TestMetaSim$$' -metasim.seeds=40 -metasim.first=5000 -metasim.steps=100000
 
 lint:
 	$(GO) vet $(PKGS)

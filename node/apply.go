@@ -93,6 +93,9 @@ func (n *Node) applyCommitted(p consensus.Prepare, local *proposal) []byte {
 		}
 		return nil
 	}
+	if n.metaBroken.skips(n, h.Operation) {
+		return wire.AppendResultOK(nil)
+	}
 	res, err := n.state.ApplyEncoded(ctx, p.Body)
 	if err != nil {
 		n.log.Error("committed metadata op does not decode; committed as InvalidCommand", "op", h.Op, "err", err)

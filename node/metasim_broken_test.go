@@ -1,0 +1,72 @@
+package node
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestMetaSimCheckersCatchBrokenBuilds shows that the metadata
+// simulator's checkers fail on a build broken on purpose
+// (metadata_broken.go): for each deliberate bug, seeds from 1 run with
+// every complaint kept until each checker the bug must trip has fired, at
+// most seedsMax seeds.
+func TestMetaSimCheckersCatchBrokenBuilds(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("about 5 s, one goroutine: not under -short or -race")
+	}
+	cases := []struct {
+		name     string
+		broken   metadataBreakage
+		seedsMax uint64
+		checkers map[string]*regexp.Regexp
+	}{
+		{
+			name: "the metadata group commits on the primary alone", broken: metadataBreakage{quorumOfOne: true}, seedsMax: 60,
+			checkers: map[string]*regexp.Regexp{
+				"replicas apply one op under one number": regexp.MustCompile(`replicas applied different ops \d+`),
+				"an acknowledged op is the client's":     regexp.MustCompile(`acknowledged at op \d+, which holds client`),
+			},
+		},
+		{
+			name: "backups answer CreateUser without applying it", broken: metadataBreakage{backupsSkipUsers: true}, seedsMax: 10,
+			checkers: map[string]*regexp.Regexp{
+				"every replica answers an op alike":        regexp.MustCompile(`answered \S+ on node \d+ but \S+ on node \d+`),
+				"the replicas converge on one state":       regexp.MustCompile(`metadata state \(\d+ bytes\) differs`),
+				"the state is what the committed ops give": regexp.MustCompile(`is not the one the \d+ committed ops give`),
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fired := map[string]uint64{}
+			for seed := uint64(1); seed <= tc.seedsMax && len(fired) < len(tc.checkers); seed++ {
+				w, err := newMetaSimWorld(seed, tc.broken)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.keepGoing = true
+				err = w.run(20_000, metaSimHealSteps)
+				if err == nil {
+					continue
+				}
+				for name, re := range tc.checkers {
+					if _, ok := fired[name]; !ok && re.MatchString(err.Error()) {
+						fired[name] = seed
+					}
+				}
+			}
+			var missing []string
+			for name := range tc.checkers {
+				if seed, ok := fired[name]; ok {
+					t.Logf("%q fired (seed %d)", name, seed)
+				} else {
+					missing = append(missing, name)
+				}
+			}
+			if len(missing) > 0 {
+				t.Fatalf("within %d seeds these checkers never fired: %s", tc.seedsMax, strings.Join(missing, "; "))
+			}
+		})
+	}
+}

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"flag"
+	"testing"
+)
+
+// make sim-meta SEEDS=N runs a sweep; a failing seed prints its repro.
+var (
+	metaSimSeeds = flag.Int("metasim.seeds", 6, "seeds of the metadata simulator (TestMetaSim)")
+	metaSimFirst = flag.Uint64("metasim.first", 1, "first seed of TestMetaSim")
+	metaSimSteps = flag.Uint64("metasim.steps", 20_000, "faulty steps (1 ms of virtual time each) per seed")
+)
+
+// metaSimHealSteps bounds the run after the heal (60 s of virtual time).
+const metaSimHealSteps = 60_000
+
+// TestMetaSim runs the metadata simulator over a range of seeds.
+func TestMetaSim(t *testing.T) {
+	var total metaSimStats
+	clean := 0
+	for seed := *metaSimFirst; seed < *metaSimFirst+uint64(*metaSimSeeds); seed++ {
+		w, err := newMetaSimWorld(seed, metadataBreakage{})
+		if err == nil {
+			err = w.run(*metaSimSteps, metaSimHealSteps)
+		}
+		if err != nil {
+			t.Errorf("seed %d (%+v): %v\nrepro: go test ./node/ -run 'TestMetaSim$' -metasim.first=%d -metasim.seeds=1 -metasim.steps=%d -v",
+				seed, w.scenario(), err, seed, *metaSimSteps)
+			continue
+		}
+		total.add(w.stats)
+		clean++
+		if testing.Verbose() {
+			t.Logf("seed %d: %+v", seed, w.stats)
+		}
+	}
+	t.Logf("total over the %d clean seeds of %d: %+v", clean, *metaSimSeeds, total)
+}
+
+func (w *metaSimWorld) scenario() any {
+	if w == nil {
+		return nil
+	}
+	return w.sc
+}
+
+func (s *metaSimStats) add(o metaSimStats) {
+	s.Steps += o.Steps
+	s.Ticks += o.Ticks
+	s.Crashes += o.Crashes
+	s.PowerLosses += o.PowerLosses
+	s.Partitions += o.Partitions
+	s.FramesSent += o.FramesSent
+	s.FramesDropped += o.FramesDropped
+	s.Proposals += o.Proposals
+	s.Committed += o.Committed
+	s.Retries += o.Retries
+	s.Ambiguous += o.Ambiguous
+	s.Evictions += o.Evictions
+	s.Registers += o.Registers
+	s.Applies += o.Applies
+	s.Installs += o.Installs
+	s.Checkpoints += o.Checkpoints
+	s.FencedSteps += o.FencedSteps
+	s.Wedged += o.Wedged
+	s.WALsSetAside += o.WALsSetAside
+}
+
+// TestMetaSimIsDeterministic: the same seed gives the same trace.
+func TestMetaSimIsDeterministic(t *testing.T) {
+	for _, seed := range []uint64{2, 3, 64} {
+		hash := func() (uint64, uint64) {
+			w, err := newMetaSimWorld(seed, metadataBreakage{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.run(20_000, metaSimHealSteps); err != nil {
+				t.Fatal(err)
+			}
+			return w.trace.sum(), w.trace.n
+		}
+		h1, n1 := hash()
+		h2, n2 := hash()
+		if h1 != h2 || n1 != n2 {
+			t.Fatalf("seed %d gave traces %x (%d events) and %x (%d events)", seed, h1, n1, h2, n2)
+		}
+		t.Logf("seed %d: trace %x, %d events", seed, h1, n1)
+	}
+}
+
+// metaSimRegressionSeeds: every seed the metadata simulator failed
+// (docs/simulator.md, "Metadata simulator"), replayed at the sweep's length.
+var metaSimRegressionSeeds = []uint64{62, 64, 97, 218, 222, 267, 286, 291, 300}
+
+func TestMetaSimRegressionSeeds(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("a few seconds, one goroutine: not under -short or -race")
+	}
+	for _, seed := range metaSimRegressionSeeds {
+		w, err := newMetaSimWorld(seed, metadataBreakage{})
+		if err == nil {
+			err = w.run(100_000, metaSimHealSteps)
+		}
+		if err != nil {
+			t.Errorf("seed %d (%+v): %v\nrepro: go test ./node/ -run 'TestMetaSim$' -metasim.first=%d -metasim.seeds=1 -metasim.steps=100000 -v",
+				seed, w.scenario(), err, seed)
+		}
+	}
+}

@@ -1,0 +1,432 @@
+package node
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/transport/bus"
+	"github.com/lodestream/lodestream/vfs"
+)
+
+// The metadata simulator (issue 13 point 1, second slice): the real
+// metadata plane of N nodes in one goroutine. Each node runs the real
+// driver (inline: the simulator steps, ticks and proposes to it), the real
+// metadata storage (WAL, superblock, snapshots) on its own vfs.Mem and the
+// real state machine (Node.applyCommitted). Replica messages go through the
+// real codec over a simulated network with latency, loss and partitions;
+// time is virtual. Clients register sessions and propose stream, topic,
+// user and consumer-group commands with stable identities, retrying an
+// ambiguous outcome under the same request number. Not simulated here:
+// the partition plane (node/nodesim_*_test.go runs that), storage lost
+// (a wiped or damaged metadata directory settles with its peers over the
+// bus's status fetch, which this world does not serve), forwarding from
+// backups (clients propose to the node they take for the primary).
+
+// metaSimScenario is what a seed draws.
+type metaSimScenario struct {
+	nodes         int
+	latencyMinUs  uint64
+	latencyMaxUs  uint64
+	dropRate      float64
+	crashEvery    uint64  // mean steps between crashes (0: none)
+	powerLoss     float64 // share of crashes that are power losses
+	partitionRate float64 // chance per step that a network partition starts
+	syncFailRate  float64 // Mem fsync failure chance
+	noSpaceRate   float64 // Mem chance that a write finds the disk full
+	orderedCrash  bool    // unsynced writes survive as an ordered prefix
+	clients       int
+	proposeRate   float64 // chance per step that an idle client proposes
+	journalSlots  uint32  // small journals checkpoint (and transfer state) often
+	// wedgedTimeout: superblock_wedged_fatal_timeout, after which a node
+	// whose metadata storage keeps failing (a poisoned WAL does until the
+	// restart rescans it) exits with status 4, to be restarted.
+	wedgedTimeout time.Duration
+}
+
+func drawMetaScenario(rng *rand.Rand) metaSimScenario {
+	sc := metaSimScenario{
+		nodes:         3,
+		latencyMinUs:  100,
+		latencyMaxUs:  uint64(500 + rng.IntN(5000)),
+		dropRate:      []float64{0, 0.01, 0.05}[rng.IntN(3)],
+		crashEvery:    uint64([]int{0, 2000, 6000}[rng.IntN(3)]),
+		powerLoss:     []float64{0, 0.5}[rng.IntN(2)],
+		partitionRate: []float64{0, 0.0005, 0.002}[rng.IntN(3)],
+		orderedCrash:  rng.IntN(2) == 0,
+		clients:       1 + rng.IntN(4),
+		proposeRate:   []float64{0.01, 0.05, 0.2}[rng.IntN(3)],
+		journalSlots:  uint32(64 << rng.IntN(3)),
+		wedgedTimeout: []time.Duration{5 * time.Second, 20 * time.Second}[rng.IntN(2)],
+	}
+	if rng.IntN(4) == 0 {
+		sc.nodes = 5
+	}
+	if rng.IntN(4) == 0 {
+		sc.syncFailRate = 0.0005
+	}
+	if rng.IntN(4) == 0 {
+		sc.noSpaceRate = 0.0005
+	}
+	return sc
+}
+
+// metaSimNode is one node: its disk survives crashes, its loop does not.
+type metaSimNode struct {
+	id     uint8
+	mem    *vfs.Mem
+	dir    string
+	node   *Node
+	driver *driver
+	store  *metaStorage
+	up     bool
+	boots  int
+	// restartAt: virtual µs when a crashed node boots again.
+	restartAt uint64
+	// lastApplied: the op this incarnation applied last (its snapshot's
+	// at boot); every apply must be the next op.
+	lastApplied uint64
+}
+
+// metaSimCommitted is the first apply of one op anywhere: every other
+// apply of that op, on any replica, must match it.
+type metaSimCommitted struct {
+	prepare consensus.Prepare
+	reply   []byte
+	by      uint8
+}
+
+// metaSimStats counts what a run did.
+type metaSimStats struct {
+	Steps, Ticks, Crashes, PowerLosses, Partitions, FramesSent, FramesDropped uint64
+	Proposals, Committed, Retries, Ambiguous, Evictions, Registers            uint64
+	Applies, Installs, Checkpoints                                            uint64
+	FencedSteps, Wedged, WALsSetAside                                         uint64
+}
+
+// metaSimWorld is one seed's run.
+type metaSimWorld struct {
+	seed     uint64
+	rng      *rand.Rand
+	sc       metaSimScenario
+	now      uint64
+	step     uint64
+	log      *slog.Logger
+	codec    *bus.Codec
+	cfg      *config.Config
+	identity func(self uint8) journal.Identity
+	nodes    []*metaSimNode
+	net      simFrames
+	seq      uint64
+	inFlight map[[2]uint8]int
+	cut      [][]bool
+	healAt   uint64
+	faults   bool
+	clients  []*metaSimClient
+	// committed: op → its first apply; appliedAt: (client, request) → op.
+	committed map[uint64]metaSimCommitted
+	appliedAt map[[3]uint64]uint64
+	// streams, users: names the workload knows were created (acknowledged).
+	streams, users []string
+	names          uint64
+	stats          metaSimStats
+	trace          traceHash
+	failure        error
+	broken         metadataBreakage
+	keepGoing      bool
+	caught         []error
+}
+
+// metaSimRootPassword: every simulated cluster's root credentials; the
+// hash is computed once (argon2id is slow) and reused for created users.
+const metaSimRootPassword = "iggy-sim"
+
+var metaSimRootHash = sync.OnceValues(func() (string, error) {
+	return metadata.RootPasswordHash(metaSimClusterName, "iggy", metaSimRootPassword)
+})
+
+const metaSimClusterName = "metasim"
+
+func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x6d65746173696d))
+	sc := drawMetaScenario(rng)
+	cfg, err := config.Defaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Cluster.Name = metaSimClusterName
+	cfg.Metadata.JournalSlots = uint64(sc.journalSlots)
+	w := &metaSimWorld{
+		seed: seed, rng: rng, sc: sc, now: simStartMicros,
+		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		codec:     bus.NewCodec(bus.ClusterID(metaSimClusterName)),
+		cfg:       cfg,
+		inFlight:  map[[2]uint8]int{},
+		faults:    true,
+		committed: map[uint64]metaSimCommitted{},
+		appliedAt: map[[3]uint64]uint64{},
+		broken:    broken,
+	}
+	if *nodeSimDebug {
+		w.log = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	w.identity = func(self uint8) journal.Identity {
+		return journal.Identity{ReplicaID: self, ReplicaCount: uint8(sc.nodes), Cluster: bus.ClusterID(metaSimClusterName)}
+	}
+	w.cut = make([][]bool, sc.nodes)
+	for i := range w.cut {
+		w.cut[i] = make([]bool, sc.nodes)
+	}
+	for i := 0; i < sc.nodes; i++ {
+		mem := vfs.NewMem(seed*37 + uint64(i))
+		if sc.orderedCrash {
+			mem.SetCrashModel(vfs.CrashModel{Ordered: true, Torn: 0.5})
+		}
+		w.nodes = append(w.nodes, &metaSimNode{id: uint8(i), mem: mem, dir: fmt.Sprintf("/node%d", i)})
+	}
+	for _, n := range w.nodes {
+		if err := w.boot(n); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range w.nodes { // faulty disks once every first boot wrote its files
+		n.mem.SetFaults(w.diskFaults())
+	}
+	for i := 0; i < sc.clients; i++ {
+		w.clients = append(w.clients, &metaSimClient{
+			id: consensus.Uint128{Lo: w.rng.Uint64() | 1, Hi: w.rng.Uint64() &^ (1 << 63)}, target: uint8(w.rng.IntN(sc.nodes))})
+	}
+	return w, nil
+}
+
+func (w *metaSimWorld) diskFaults() vfs.Faults {
+	if !w.faults {
+		return vfs.Faults{}
+	}
+	return vfs.Faults{SyncFail: w.sc.syncFailRate, NoSpace: w.sc.noSpaceRate}
+}
+
+// boot opens a node's metadata storage and recovers its group and state,
+// as Run does (minus the settle of empty storage: a seed's first boot is
+// a new cluster's, and storage is never lost here).
+func (w *metaSimWorld) boot(n *metaSimNode) error {
+	topo := topology{clustered: true, self: n.id, count: uint8(w.sc.nodes)}
+	nd := &Node{cfg: w.cfg, log: w.log, topo: topo, random: w.rng.Uint64, metaBroken: w.broken, fsys: n.mem, dataDir: n.dir}
+	store, rec, setAside, err := openMetaStorageSettingAside(n.mem, n.dir, w.identity(n.id), true, w.now, w.log)
+	if err != nil {
+		return fmt.Errorf("node %d (boot %d): open metadata storage: %w", n.id, n.boots+1, err)
+	}
+	if setAside {
+		w.stats.WALsSetAside++
+		w.trace.add("wal-set-aside", uint64(n.id))
+		w.debugf("node %d: damaged metadata WAL set aside", n.id)
+	}
+	settled, _, err := readMetadataSettle(n.mem, n.dir)
+	if err != nil {
+		return fmt.Errorf("node %d: %w", n.id, err)
+	}
+	rec.storageLost = settled == metadataLost
+	var group *consensus.Replica
+	if rec.snapshot == nil {
+		if len(rec.entries) > 0 {
+			return fmt.Errorf("node %d: %w", n.id, errJournalWithoutSnapshot)
+		}
+		hash, err := metaSimRootHash()
+		if err != nil {
+			return err
+		}
+		nd.state = metadata.NewState()
+		if err := nd.state.SeedRoot("iggy", hash); err != nil {
+			return err
+		}
+		if group, err = consensus.New(nd.groupConfig(n.id)); err != nil {
+			return err
+		}
+		if err := nd.writeBootCheckpoint(store); err != nil {
+			// A first boot's write failed (a faulty disk): boot again later.
+			return fmt.Errorf("node %d: %w", n.id, err)
+		}
+	} else {
+		g, state, err := nd.recover(rec, Options{ReplicaID: n.id})
+		if err != nil {
+			return fmt.Errorf("node %d (boot %d): %w", n.id, n.boots+1, err)
+		}
+		group, nd.state = g, state
+	}
+	n.lastApplied = 0
+	if rec.snapshot != nil {
+		n.lastApplied = rec.snapshot.Op
+	}
+	appliedOp, _ := nd.state.LastApplied()
+	d := newDriver(w.log, group, store, &metaSimApplier{w: w, n: n, node: nd}, appliedOp)
+	d.clock = metaSimClock{w}
+	d.fence.timeout = w.sc.wedgedTimeout
+	if rec.storageLost {
+		d.rejoined = nd.metadataRejoined
+	}
+	d.peers = &metaSimBus{w: w, from: n.id}
+	nd.driver = d
+	n.node, n.driver, n.store, n.up = nd, d, store, true
+	n.boots++
+	w.trace.add("boot", uint64(n.id), uint64(n.boots))
+	w.debugf("boot node %d (boot %d) snapshot op %d, journal to op %d", n.id, n.boots, n.lastApplied, group.Op())
+	w.guard(n, func() { w.ready(n) }) // the recovered journal tail, before anything is served
+	return nil
+}
+
+// crash drops a node's loop without any orderly step. A power loss also
+// loses (or tears) what its disk had not synced.
+func (w *metaSimWorld) crash(n *metaSimNode, powerLoss bool) {
+	n.up, n.node, n.driver, n.store = false, nil, nil, nil
+	w.stats.Crashes++
+	n.restartAt = w.now + 200_000 + w.rng.Uint64N(2_000_000)
+	if powerLoss {
+		w.stats.PowerLosses++
+		n.mem.Crash()
+		n.mem.SetFaults(w.diskFaults())
+	} else {
+		n.mem.ProcessDied()
+	}
+	w.trace.add("crash", uint64(n.id), b2u(powerLoss))
+	w.debugf("crash node %d power=%v", n.id, powerLoss)
+}
+
+// ready carries out the node's pending Readys (driver.processReady). A
+// fence that outlived superblock_wedged_fatal_timeout stops the process
+// (exit status 4); it is restarted a second later, as a supervisor would.
+func (w *metaSimWorld) ready(n *metaSimNode) {
+	err := n.driver.processReady()
+	var wedged *wedgedError
+	switch {
+	case err == nil:
+	case errors.As(err, &wedged):
+		w.stats.Wedged++
+		w.debugf("node %d exits: %v", n.id, err)
+		w.crash(n, false)
+		n.restartAt = w.now + 1_000_000
+	default:
+		w.fail(fmt.Errorf("node %d: metadata driver stopped: %w", n.id, err))
+	}
+}
+
+// guard runs one node's work; a panic fails the seed (a complaint in a
+// keepGoing run, and the node crashes as its process would).
+func (w *metaSimWorld) guard(n *metaSimNode, work func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.fail(fmt.Errorf("node %d panicked: %v", n.id, r))
+			if n.up {
+				w.crash(n, false)
+			}
+		}
+	}()
+	work()
+}
+
+func (w *metaSimWorld) fail(err error) {
+	err = fmt.Errorf("step %d (virtual %s): %w", w.step, time.Duration(w.now-simStartMicros)*time.Microsecond, err)
+	if w.keepGoing {
+		if len(w.caught) < caughtMax {
+			w.caught = append(w.caught, err)
+		}
+		return
+	}
+	if w.failure == nil {
+		w.failure = err
+	}
+}
+
+func (w *metaSimWorld) debugf(format string, args ...any) {
+	if *nodeSimDebug {
+		fmt.Printf("%8d %s\n", w.step, fmt.Sprintf(format, args...))
+	}
+}
+
+// connected: whether from's frames reach to now.
+func (w *metaSimWorld) connected(from, to uint8) bool {
+	if int(to) >= len(w.nodes) || from == to {
+		return false
+	}
+	return w.nodes[to].up && !w.cut[from][to]
+}
+
+// send queues a frame with a drawn latency (or drops it).
+func (w *metaSimWorld) send(from, to uint8, frame []byte) {
+	w.stats.FramesSent++
+	key := [2]uint8{from, to}
+	if !w.connected(from, to) || w.inFlight[key] >= simQueuePerPair || (w.faults && w.rng.Float64() < w.sc.dropRate) {
+		w.stats.FramesDropped++
+		return
+	}
+	w.inFlight[key]++
+	w.seq++
+	lat := w.sc.latencyMinUs + w.rng.Uint64N(w.sc.latencyMaxUs-w.sc.latencyMinUs+1)
+	heap.Push(&w.net, simFrame{at: w.now + lat, seq: w.seq, from: from, to: to, frame: frame})
+}
+
+// deliverDue steps every frame due by now into its node's group.
+func (w *metaSimWorld) deliverDue() {
+	for len(w.net) > 0 && w.net[0].at <= w.now {
+		f := heap.Pop(&w.net).(simFrame)
+		w.inFlight[[2]uint8{f.from, f.to}]--
+		if !w.connected(f.from, f.to) {
+			w.stats.FramesDropped++
+			continue
+		}
+		m, err := w.codec.Decode(f.frame)
+		if err != nil {
+			w.fail(fmt.Errorf("frame %d->%d does not decode: %w", f.from, f.to, err))
+			continue
+		}
+		if m.Group != metadataGroupID {
+			w.fail(fmt.Errorf("frame %d->%d is for group %d, not the metadata group", f.from, f.to, m.Group))
+			continue
+		}
+		m.To = f.to
+		n := w.nodes[f.to]
+		w.guard(n, func() {
+			n.driver.step(m)
+			w.ready(n)
+		})
+		w.trace.add("deliver", uint64(f.from)<<8|uint64(f.to), uint64(m.Kind))
+	}
+}
+
+// metaSimClock is the drivers' virtual clock.
+type metaSimClock struct{ w *metaSimWorld }
+
+func (c metaSimClock) NowMicros() uint64 { return c.w.now }
+func (c metaSimClock) NewTicker(time.Duration) loopTicker {
+	panic("an inline driver has no ticker: the simulator ticks it")
+}
+
+// metaSimBus is one node's end of the simulated network (the real codec).
+type metaSimBus struct {
+	w    *metaSimWorld
+	from uint8
+}
+
+func (b *metaSimBus) Send(to uint8, m *consensus.Message) {
+	frame, err := b.w.codec.Encode(nil, m)
+	if err != nil {
+		b.w.fail(fmt.Errorf("node %d: encode %v: %w", b.from, m.Kind, err))
+		return
+	}
+	b.w.send(b.from, to, frame)
+}
+
+func (b *metaSimBus) SendShared(to []uint8, m *consensus.Message) {
+	for _, t := range to {
+		b.Send(t, m)
+	}
+}
