@@ -76,7 +76,11 @@ func (w *metaSimWorld) injectFaults() {
 	}
 	if w.sc.crashEvery > 0 && w.rng.Uint64N(w.sc.crashEvery) == 0 {
 		if n := w.nodes[w.rng.IntN(len(w.nodes))]; n.up {
+			wipe := w.sc.wipeShare > 0 && w.rng.Float64() < w.sc.wipeShare && w.wipeAllowed(n)
 			w.crash(n, w.rng.Float64() < w.sc.powerLoss)
+			if wipe {
+				w.wipe(n)
+			}
 		}
 	}
 	if w.healAt == 0 && w.sc.partitionRate > 0 && w.rng.Float64() < w.sc.partitionRate {

@@ -65,6 +65,8 @@ func (s *metaSimStats) add(o metaSimStats) {
 	s.FencedSteps += o.FencedSteps
 	s.Wedged += o.Wedged
 	s.WALsSetAside += o.WALsSetAside
+	s.Wipes += o.Wipes
+	s.LostRejoins += o.LostRejoins
 }
 
 // TestMetaSimIsDeterministic: the same seed gives the same trace.

@@ -52,6 +52,7 @@ type metaSimScenario struct {
 	// whose metadata storage keeps failing (a poisoned WAL does until the
 	// restart rescans it) exits with status 4, to be restarted.
 	wedgedTimeout time.Duration
+	wipeShare     float64 // share of crashes that replace the node's disk (when allowed)
 }
 
 func drawMetaScenario(rng *rand.Rand) metaSimScenario {
@@ -111,7 +112,7 @@ type metaSimStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, FramesSent, FramesDropped uint64
 	Proposals, Committed, Retries, Ambiguous, Evictions, Registers            uint64
 	Applies, Installs, Checkpoints                                            uint64
-	FencedSteps, Wedged, WALsSetAside                                         uint64
+	FencedSteps, Wedged, WALsSetAside, Wipes, LostRejoins                     uint64
 }
 
 // metaSimWorld is one seed's run.
@@ -160,6 +161,11 @@ const metaSimClusterName = "metasim"
 func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x6d65746173696d))
 	sc := drawMetaScenario(rng)
+	// Wiped disks from a stream of their own, so other seeds keep their
+	// scenario and trace.
+	if rand.New(rand.NewPCG(seed^0x77697065, seed)).IntN(3) == 0 {
+		sc.wipeShare = 0.2
+	}
 	cfg, err := config.Defaults()
 	if err != nil {
 		return nil, err
@@ -241,6 +247,14 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 		if len(rec.entries) > 0 {
 			return fmt.Errorf("node %d: %w", n.id, errJournalWithoutSnapshot)
 		}
+		if n.boots > 0 {
+			// Empty storage after the cluster's first boot (a wiped disk):
+			// as Run does, unsettled until the peers tell (storage_lost.go).
+			if err := writeMetadataSettle(n.mem, n.dir, metadataUnsettled); err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
+			settled = metadataUnsettled
+		}
 		hash, err := metaSimRootHash()
 		if err != nil {
 			return err
@@ -276,12 +290,96 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 	}
 	d.peers = &metaSimBus{w: w, from: n.id}
 	nd.driver = d
+	if settled == metadataUnsettled {
+		switch w.peersTell(n) {
+		case peersUndecided:
+			// settleFreshStorage would keep asking: the node waits, its
+			// group not running; the simulator boots it again shortly.
+			w.debugf("node %d: empty metadata storage, peers undecided", n.id)
+			n.restartAt = w.now + 200_000
+			return nil
+		case peersHaveHistory:
+			g, err := nd.rejoinLostStorage()
+			if err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
+			d.group = g
+			w.stats.LostRejoins++
+			w.trace.add("rejoin-lost", uint64(n.id))
+			w.debugf("node %d: storage lost, rejoining Recovering", n.id)
+		case peersFresh:
+			if err := writeMetadataSettle(n.mem, n.dir, metadataSettled); err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
+		}
+	}
 	n.node, n.driver, n.store, n.up = nd, d, store, true
 	n.boots++
 	w.trace.add("boot", uint64(n.id), uint64(n.boots))
 	w.debugf("boot node %d (boot %d) snapshot op %d, journal to op %d", n.id, n.boots, n.lastApplied, group.Op())
 	w.guard(n, func() { w.ready(n) }) // the recovered journal tail, before anything is served
 	return nil
+}
+
+// peersTell is what settleFreshStorage learns from the peers reachable
+// both ways: one with history (a view, op or commit above zero) means the
+// storage was lost; a view-change quorum of fresh ones (the node
+// included) means a new cluster.
+func (w *metaSimWorld) peersTell(n *metaSimNode) peersVerdict {
+	fresh := 0
+	for _, p := range w.nodes {
+		if p == n || !p.up || w.cut[n.id][p.id] || w.cut[p.id][n.id] { // n itself is not up yet
+			continue
+		}
+		view, op, commitMax := p.driver.position()
+		if view > 0 || op > 0 || commitMax > 0 {
+			return peersHaveHistory
+		}
+		fresh++
+	}
+	if fresh >= consensus.ViewChangeQuorum(len(w.nodes))-1 {
+		return peersFresh
+	}
+	return peersUndecided
+}
+
+type peersVerdict int
+
+const (
+	peersUndecided peersVerdict = iota
+	peersHaveHistory
+	peersFresh
+)
+
+// wipeAllowed: a node's disk may be replaced only while every other node
+// is up, normal and not itself rejoining after lost storage. Lost storage
+// on more replicas than the group tolerates may lose acknowledged ops,
+// which no protocol prevents.
+func (w *metaSimWorld) wipeAllowed(n *metaSimNode) bool {
+	for _, o := range w.nodes {
+		if o == n {
+			continue
+		}
+		if !o.up || o.driver.group.Status() != statusNormal {
+			return false
+		}
+		if s, _, err := readMetadataSettle(o.mem, o.dir); err != nil || s != metadataSettled {
+			return false
+		}
+	}
+	return true
+}
+
+// wipe replaces a crashed node's disk with an empty one.
+func (w *metaSimWorld) wipe(n *metaSimNode) {
+	n.mem = vfs.NewMem(w.seed*37 + uint64(n.id) + 1000*uint64(w.stats.Wipes+1))
+	if w.sc.orderedCrash {
+		n.mem.SetCrashModel(vfs.CrashModel{Ordered: true, Torn: 0.5})
+	}
+	n.mem.SetFaults(w.diskFaults())
+	w.stats.Wipes++
+	w.trace.add("wipe", uint64(n.id))
+	w.debugf("wipe node %d", n.id)
 }
 
 // crash drops a node's loop without any orderly step. A power loss also

@@ -116,6 +116,14 @@ func (n *Node) settleMetadataGroup(ctx context.Context) (metadataGroup, error) {
 	if !lost {
 		return nil, writeMetadataSettle(n.fsys, n.dataDir, metadataSettled)
 	}
+	return n.rejoinLostStorage()
+}
+
+// rejoinLostStorage (driver goroutine, before the group first runs): the
+// storage was lost; it records that, then returns the group that rejoins
+// Recovering. The metadata simulator calls it once it decided as
+// settleFreshStorage does.
+func (n *Node) rejoinLostStorage() (metadataGroup, error) {
 	// Recorded before the group runs: a restart rejoins the same way.
 	if err := writeMetadataSettle(n.fsys, n.dataDir, metadataLost); err != nil {
 		return nil, err
@@ -126,7 +134,9 @@ func (n *Node) settleMetadataGroup(ctx context.Context) (metadataGroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rejoin after lost storage: %w", err)
 	}
-	n.plane.storageLost = true // read by the openers only after the gate opens (after this)
+	if n.plane != nil {
+		n.plane.storageLost = true // read by the openers only after the gate opens (after this)
+	}
 	return group, nil
 }
 
