@@ -56,6 +56,9 @@ func WriteSnapshot(dir string, s consensus.Snapshot, opts ...Option) error {
 	return nil
 }
 
+// ErrSnapshotDamaged marks a snapshot file that fails verification.
+var ErrSnapshotDamaged = errors.New("snapshot damaged")
+
 // ReadSnapshot loads dir/snapshot.bin; nil, nil when none exists. Any
 // verification failure is an error (the caller refuses to boot).
 func ReadSnapshot(dir string, opts ...Option) (*consensus.Snapshot, error) {
@@ -80,7 +83,7 @@ func readSnapshot(fsys vfs.FS, dir string) (*consensus.Snapshot, error) {
 	}
 	snap, err := decodeSnapshotFile(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrSnapshotDamaged, path, err)
 	}
 	return snap, nil
 }

@@ -80,6 +80,8 @@ func (w *metaSimWorld) injectFaults() {
 			w.crash(n, w.rng.Float64() < w.sc.powerLoss)
 			if wipe {
 				w.wipe(n)
+			} else if w.sc.rotShare > 0 && w.rotRng.Float64() < w.sc.rotShare && w.wipeAllowed(n) {
+				w.rot(n)
 			}
 		}
 	}

@@ -67,6 +67,7 @@ func (s *metaSimStats) add(o metaSimStats) {
 	s.WALsSetAside += o.WALsSetAside
 	s.Wipes += o.Wipes
 	s.LostRejoins += o.LostRejoins
+	s.BitRot += o.BitRot
 }
 
 // TestMetaSimIsDeterministic: the same seed gives the same trace.

@@ -53,6 +53,7 @@ type metaSimScenario struct {
 	// restart rescans it) exits with status 4, to be restarted.
 	wedgedTimeout time.Duration
 	wipeShare     float64 // share of crashes that replace the node's disk (when allowed)
+	rotShare      float64 // share of crashes after which a byte of the node's metadata WAL flips (when allowed)
 }
 
 func drawMetaScenario(rng *rand.Rand) metaSimScenario {
@@ -112,7 +113,7 @@ type metaSimStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, FramesSent, FramesDropped uint64
 	Proposals, Committed, Retries, Ambiguous, Evictions, Registers            uint64
 	Applies, Installs, Checkpoints                                            uint64
-	FencedSteps, Wedged, WALsSetAside, Wipes, LostRejoins                     uint64
+	FencedSteps, Wedged, WALsSetAside, Wipes, LostRejoins, BitRot             uint64
 }
 
 // metaSimWorld is one seed's run.
@@ -144,6 +145,7 @@ type metaSimWorld struct {
 	trace          traceHash
 	failure        error
 	broken         metadataBreakage
+	rotRng         *rand.Rand // where bit rot lands
 	keepGoing      bool
 	caught         []error
 }
@@ -166,6 +168,11 @@ func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error
 	if rand.New(rand.NewPCG(seed^0x77697065, seed)).IntN(3) == 0 {
 		sc.wipeShare = 0.2
 	}
+	// And bit rot of the metadata WAL, with its draws.
+	rotRng := rand.New(rand.NewPCG(seed^0x6d657461726f74, seed))
+	if rotRng.IntN(4) == 0 {
+		sc.rotShare = 0.2
+	}
 	cfg, err := config.Defaults()
 	if err != nil {
 		return nil, err
@@ -182,6 +189,7 @@ func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error
 		committed: map[uint64]metaSimCommitted{},
 		appliedAt: map[[3]uint64]uint64{},
 		broken:    broken,
+		rotRng:    rotRng,
 	}
 	if *nodeSimDebug {
 		w.log = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -380,6 +388,39 @@ func (w *metaSimWorld) wipe(n *metaSimNode) {
 	w.stats.Wipes++
 	w.trace.add("wipe", uint64(n.id))
 	w.debugf("wipe node %d", n.id)
+}
+
+// rot flips a random stored byte of one of a crashed node's metadata
+// files (bit rot): a WAL segment (its restart sets the WAL aside and
+// rejoins as storage lost), a superblock copy (the other stands in when it
+// is provably newer, else the directory goes aside) or the snapshot (the
+// directory goes aside and the node settles as on a replaced disk;
+// storage_damaged.go).
+func (w *metaSimWorld) rot(n *metaSimNode) {
+	var segs []string
+	for _, pattern := range []string{"journal-*.wal", "superblock*", "snapshot.bin"} {
+		found, err := vfs.Glob(n.mem, n.dir+"/metadata/"+pattern)
+		if err != nil {
+			return
+		}
+		segs = append(segs, found...)
+	}
+	if len(segs) == 0 {
+		return
+	}
+	f := segs[w.rotRng.IntN(len(segs))]
+	fi, err := n.mem.Stat(f)
+	if err != nil || fi.Size() == 0 {
+		return
+	}
+	at := w.rotRng.Int64N(fi.Size())
+	if err := n.mem.FlipByte(f, at); err != nil {
+		w.fail(fmt.Errorf("node %d: flip a byte of %s: %w", n.id, f, err))
+		return
+	}
+	w.stats.BitRot++
+	w.trace.add("rot", uint64(n.id), uint64(at))
+	w.debugf("rot node %d %s byte %d", n.id, f, at)
 }
 
 // crash drops a node's loop without any orderly step. A power loss also

@@ -35,7 +35,28 @@ func openMetaStorageSettingAside(fsys vfs.FS, dataDir string, id journal.Identit
 	log *slog.Logger) (st *metaStorage, rec recovered, setAside bool, err error) {
 	dir := filepath.Join(dataDir, "metadata")
 	st, rec, err = openMetaStorage(fsys, dir, id)
-	if err == nil || !clustered || !errors.Is(err, journal.ErrWALCorrupt) {
+	if err == nil || !clustered {
+		return st, rec, false, err
+	}
+	if errors.Is(err, journal.ErrSnapshotDamaged) || errors.Is(err, journal.ErrSuperblockUnreadable) {
+		// Without its checkpoint or its superblock (the views it promised)
+		// the storage is as good as lost: the whole directory goes aside,
+		// and the boot settles with the peers as on a wiped disk
+		// (storage_lost.go).
+		aside := fmt.Sprintf("%s.damaged-%d", dir, nowMicros)
+		log.Error("metadata storage damaged: set aside; the replica settles with its peers as on a replaced disk "+
+			"(rejoining without a vote, then state transfer)", "set_aside", aside, "damage", err)
+		if rerr := fsys.Rename(dir, aside); rerr != nil {
+			return nil, recovered{}, false, fmt.Errorf("%w; setting the metadata directory aside failed: %w", err, rerr)
+		}
+		if serr := fsys.SyncDir(filepath.Dir(dir)); serr != nil {
+			return nil, recovered{}, false, fmt.Errorf("%w; setting the metadata directory aside failed: %w", err, serr)
+		}
+		pruneSetAside(fsys, dir+".damaged-*")
+		st, rec, err = openMetaStorage(fsys, dir, id)
+		return st, rec, err == nil, err
+	}
+	if !errors.Is(err, journal.ErrWALCorrupt) {
 		return st, rec, false, err
 	}
 	aside := filepath.Join(dir, fmt.Sprintf("%s%d", metaWALDamagedPrefix, nowMicros))
@@ -74,10 +95,16 @@ func setAsideMetaWAL(fsys vfs.FS, dir, aside string) error {
 	if err := fsys.SyncDir(dir); err != nil {
 		return err
 	}
-	older, _ := vfs.Glob(fsys, filepath.Join(dir, metaWALDamagedPrefix+"*"))
+	pruneSetAside(fsys, filepath.Join(dir, metaWALDamagedPrefix+"*"))
+	return nil
+}
+
+// pruneSetAside keeps the newest metaDamagedKeep set-aside copies matching
+// pattern.
+func pruneSetAside(fsys vfs.FS, pattern string) {
+	older, _ := vfs.Glob(fsys, pattern)
 	for len(older) > metaDamagedKeep { // Glob sorts: oldest first (microsecond stamps of one width)
 		_ = fsys.RemoveAll(older[0])
 		older = older[1:]
 	}
-	return nil
 }

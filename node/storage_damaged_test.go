@@ -77,3 +77,51 @@ func TestDamagedMetadataWALIsSetAsideOnAClusterReplica(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedMetadataSnapshotSetsTheDirectoryAside: a cluster replica
+// whose snapshot fails verification sets the whole metadata directory
+// aside and opens empty storage (the boot then settles with its peers as
+// on a replaced disk); a single node refuses.
+func TestDamagedMetadataSnapshotSetsTheDirectoryAside(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, clustered := range []bool{false, true} {
+		m := vfs.NewMem(2)
+		const dataDir = "/data"
+		id := journal.Identity{ReplicaID: 0, ReplicaCount: 1}
+		if clustered {
+			id = journal.Identity{ReplicaID: 1, ReplicaCount: 3}
+		}
+		st, _, err := openMetaStorage(m, filepath.Join(dataDir, "metadata"), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := consensus.Snapshot{Op: 0, Data: []byte("state")}
+		snap.Checksum = snapshotChecksum(snap.Data)
+		if err := st.WriteSnapshot(snap); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.FlipByte(filepath.Join(dataDir, "metadata", "snapshot.bin"), 26); err != nil {
+			t.Fatal(err)
+		}
+		st, rec, setAside, err := openMetaStorageSettingAside(m, dataDir, id, clustered, 2_000, log)
+		if !clustered {
+			if !errors.Is(err, journal.ErrSnapshotDamaged) || setAside {
+				t.Fatalf("single node: %v (set aside %v), want ErrSnapshotDamaged", err, setAside)
+			}
+			continue
+		}
+		if err != nil || !setAside {
+			t.Fatalf("cluster replica: %v (set aside %v)", err, setAside)
+		}
+		st.Close()
+		if rec.snapshot != nil || len(rec.entries) != 0 {
+			t.Fatalf("after the set-aside the storage is not empty: snapshot %v, %d entries", rec.snapshot, len(rec.entries))
+		}
+		if _, err := m.Stat(filepath.Join(dataDir, "metadata.damaged-2000", "snapshot.bin")); err != nil {
+			t.Fatalf("the damaged directory is not kept for inspection: %v", err)
+		}
+	}
+}
