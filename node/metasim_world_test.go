@@ -1,7 +1,6 @@
 package node
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -128,9 +127,7 @@ type metaSimWorld struct {
 	cfg      *config.Config
 	identity func(self uint8) journal.Identity
 	nodes    []*metaSimNode
-	net      simFrames
-	seq      uint64
-	inFlight map[[2]uint8]int
+	links    simLinks
 	cut      [][]bool
 	healAt   uint64
 	faults   bool
@@ -184,7 +181,6 @@ func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error
 		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		codec:     bus.NewCodec(bus.ClusterID(metaSimClusterName)),
 		cfg:       cfg,
-		inFlight:  map[[2]uint8]int{},
 		faults:    true,
 		committed: map[uint64]metaSimCommitted{},
 		appliedAt: map[[3]uint64]uint64{},
@@ -502,22 +498,21 @@ func (w *metaSimWorld) connected(from, to uint8) bool {
 // send queues a frame with a drawn latency (or drops it).
 func (w *metaSimWorld) send(from, to uint8, frame []byte) {
 	w.stats.FramesSent++
-	key := [2]uint8{from, to}
-	if !w.connected(from, to) || w.inFlight[key] >= simQueuePerPair || (w.faults && w.rng.Float64() < w.sc.dropRate) {
+	if !w.connected(from, to) || w.links.full(from, to) || (w.faults && w.rng.Float64() < w.sc.dropRate) {
 		w.stats.FramesDropped++
 		return
 	}
-	w.inFlight[key]++
-	w.seq++
 	lat := w.sc.latencyMinUs + w.rng.Uint64N(w.sc.latencyMaxUs-w.sc.latencyMinUs+1)
-	heap.Push(&w.net, simFrame{at: w.now + lat, seq: w.seq, from: from, to: to, frame: frame})
+	w.links.push(w.now+lat, from, to, frame)
 }
 
 // deliverDue steps every frame due by now into its node's group.
 func (w *metaSimWorld) deliverDue() {
-	for len(w.net) > 0 && w.net[0].at <= w.now {
-		f := heap.Pop(&w.net).(simFrame)
-		w.inFlight[[2]uint8{f.from, f.to}]--
+	for {
+		f, ok := w.links.due(w.now)
+		if !ok {
+			return
+		}
 		if !w.connected(f.from, f.to) {
 			w.stats.FramesDropped++
 			continue

@@ -117,6 +117,40 @@ func (q *simFrames) Pop() any {
 	return f
 }
 
+// simLinks is the frames in flight between simulated nodes (the whole-node
+// and the metadata simulators): delivered by time, then in send order,
+// with a bound per directed pair.
+type simLinks struct {
+	net      simFrames
+	seq      uint64
+	inFlight map[[2]uint8]int
+}
+
+// full: the pair's queue is at its bound.
+func (l *simLinks) full(from, to uint8) bool {
+	return l.inFlight[[2]uint8{from, to}] >= simQueuePerPair
+}
+
+// push queues a frame for delivery at virtual µs at.
+func (l *simLinks) push(at uint64, from, to uint8, frame []byte) {
+	if l.inFlight == nil {
+		l.inFlight = map[[2]uint8]int{}
+	}
+	l.inFlight[[2]uint8{from, to}]++
+	l.seq++
+	heap.Push(&l.net, simFrame{at: at, seq: l.seq, from: from, to: to, frame: frame})
+}
+
+// due takes the next frame due by now, if any.
+func (l *simLinks) due(now uint64) (simFrame, bool) {
+	if len(l.net) == 0 || l.net[0].at > now {
+		return simFrame{}, false
+	}
+	f := heap.Pop(&l.net).(simFrame)
+	l.inFlight[[2]uint8{f.from, f.to}]--
+	return f, true
+}
+
 // simNode is one node: its disk survives crashes, its plane does not.
 type simNode struct {
 	id    uint8
@@ -174,9 +208,7 @@ type simWorld struct {
 	topic      metadata.Topic
 	key        partitionKey
 	nodes      []*simNode
-	net        simFrames
-	seq        uint64
-	inFlight   map[[2]uint8]int
+	links      simLinks
 	cut        [][]bool // cut[a][b]: frames from a to b are lost
 	healAt     uint64   // virtual µs when the current partition heals (0: none)
 	alignTo    uint8    // the simulated metadata primary (metaView % nodes)
@@ -277,7 +309,6 @@ func newBrokenSimWorld(seed uint64, broken partitionBreakage) (*simWorld, error)
 		clusterCfg:  defaults.Cluster,
 		frameMax:    bus.FetchRecordsMax(defaults.MessageBus.MaxMessageSize.Bytes()),
 		key:         partitionKey{1, 1, 0},
-		inFlight:    map[[2]uint8]int{},
 		faults:      true,
 	}
 	w.clusterCfg.Name = "nodesim"
@@ -549,22 +580,21 @@ func (w *simWorld) connected(from, to uint8) bool {
 // send queues a frame from one node to another with a drawn latency.
 func (w *simWorld) send(from, to uint8, frame []byte) {
 	w.stats.FramesSent++
-	key := [2]uint8{from, to}
-	if !w.connected(from, to) || w.inFlight[key] >= simQueuePerPair || w.rng.Float64() < w.sc.dropRate {
+	if !w.connected(from, to) || w.links.full(from, to) || w.rng.Float64() < w.sc.dropRate {
 		w.stats.FramesDropped++
 		return
 	}
-	w.inFlight[key]++
-	w.seq++
 	lat := w.sc.latencyMinUs + w.rng.Uint64N(w.sc.latencyMaxUs-w.sc.latencyMinUs+1)
-	heap.Push(&w.net, simFrame{at: w.now + lat, seq: w.seq, from: from, to: to, frame: frame})
+	w.links.push(w.now+lat, from, to, frame)
 }
 
 // deliverDue hands every frame due by now to its node's shard.
 func (w *simWorld) deliverDue() {
-	for len(w.net) > 0 && w.net[0].at <= w.now {
-		f := heap.Pop(&w.net).(simFrame)
-		w.inFlight[[2]uint8{f.from, f.to}]--
+	for {
+		f, ok := w.links.due(w.now)
+		if !ok {
+			return
+		}
 		if !w.connected(f.from, f.to) {
 			w.stats.FramesDropped++
 			continue
