@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/lodestream/lodestream/vfs"
 )
@@ -58,6 +59,10 @@ func (w *metaSimWorld) stepOnce(propose bool) {
 				w.guard(n, func() {
 					n.driver.setNow()
 					n.driver.group.Tick()
+					if n.driver.primaryGone.check(n.driver.group, time.UnixMicro(int64(w.now))) {
+						w.stats.PrimaryGone++
+						w.trace.add("primary-gone", uint64(n.id))
+					}
 					w.ready(n)
 				})
 				if n.up && n.driver.fence.fenced() {

@@ -68,6 +68,7 @@ func (s *metaSimStats) add(o metaSimStats) {
 	s.Wipes += o.Wipes
 	s.LostRejoins += o.LostRejoins
 	s.BitRot += o.BitRot
+	s.PrimaryGone += o.PrimaryGone
 }
 
 // TestMetaSimIsDeterministic: the same seed gives the same trace.

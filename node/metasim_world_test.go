@@ -113,6 +113,7 @@ type metaSimStats struct {
 	Proposals, Committed, Retries, Ambiguous, Evictions, Registers            uint64
 	Applies, Installs, Checkpoints                                            uint64
 	FencedSteps, Wedged, WALsSetAside, Wipes, LostRejoins, BitRot             uint64
+	PrimaryGone                                                               uint64 // backups that suspected a primary whose connection dropped
 }
 
 // metaSimWorld is one seed's run.
@@ -293,6 +294,10 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 		d.rejoined = nd.metadataRejoined
 	}
 	d.peers = &metaSimBus{w: w, from: n.id}
+	// As Run wires it: a backup suspects a primary whose connection
+	// dropped (here: the primary down or cut off from it).
+	d.primaryGone = newPrimaryWatch(func(r uint8) bool { return w.connected(n.id, r) }, w.sc.nodes,
+		w.cfg.Cluster.HeartbeatTimeout.Duration)
 	nd.driver = d
 	if settled == metadataUnsettled {
 		switch w.peersTell(n) {
