@@ -151,7 +151,26 @@ func (l *SuperblockLog) load() error {
 		off += n
 	}
 	l.size = int64(off)
-	return nil
+	return l.resync(data[:off])
+}
+
+// resync writes what load read again in place, fdatasyncs it and fsyncs
+// the directory, before anything is appended after it: a process whose
+// fdatasync failed poisoned the log and stopped, and the kernel may have
+// dropped those pages while reads still show them (fsyncgate); appending
+// synced records after them would leave a hole that a power loss reveals
+// (a damaged log, and a node that no longer boots). As journal.WAL's
+// resyncLocked; found by the metadata simulator (seed 286).
+func (l *SuperblockLog) resync(data []byte) error {
+	if len(data) > 0 {
+		if _, err := l.f.WriteAt(data, 0); err != nil {
+			return fmt.Errorf("resync %s: %w", l.path, err)
+		}
+		if err := datasync(l.f); err != nil {
+			return fmt.Errorf("resync %s: %w", l.path, err)
+		}
+	}
+	return syncDir(l.fs, filepath.Dir(l.path))
 }
 
 // nextValidRecord is the offset of the first record after from that
