@@ -17,23 +17,35 @@ func TestMetaSimCheckersCatchBrokenBuilds(t *testing.T) {
 	}
 	cases := []struct {
 		name     string
-		broken   metadataBreakage
+		broken   metaSimBreakage
 		seedsMax uint64
 		checkers map[string]*regexp.Regexp
 	}{
 		{
-			name: "the metadata group commits on the primary alone", broken: metadataBreakage{quorumOfOne: true}, seedsMax: 60,
+			name: "the metadata group commits on the primary alone", broken: metaSimBreakage{meta: metadataBreakage{quorumOfOne: true}}, seedsMax: 60,
 			checkers: map[string]*regexp.Regexp{
 				"replicas apply one op under one number": regexp.MustCompile(`replicas applied different ops \d+`),
 				"an acknowledged op is the client's":     regexp.MustCompile(`acknowledged at op \d+, which holds client`),
 			},
 		},
 		{
-			name: "backups answer CreateUser without applying it", broken: metadataBreakage{backupsSkipUsers: true}, seedsMax: 10,
+			name: "backups answer CreateUser without applying it", broken: metaSimBreakage{meta: metadataBreakage{backupsSkipUsers: true}}, seedsMax: 10,
 			checkers: map[string]*regexp.Regexp{
 				"every replica answers an op alike":        regexp.MustCompile(`answered \S+ on node \d+ but \S+ on node \d+`),
 				"the replicas converge on one state":       regexp.MustCompile(`metadata state \(\d+ bytes\) differs`),
 				"the state is what the committed ops give": regexp.MustCompile(`is not the one the \d+ committed ops give`),
+			},
+		},
+		{
+			name: "removed partitions keep their files", broken: metaSimBreakage{part: partitionBreakage{removeKeepsFiles: true}}, seedsMax: 20,
+			checkers: map[string]*regexp.Regexp{
+				"no partition directory metadata does not hold": regexp.MustCompile(`holds partition directories metadata does not \(/`),
+			},
+		},
+		{
+			name: "backups skip purges", broken: metaSimBreakage{part: partitionBreakage{backupsSkipPurge: true}}, seedsMax: 30,
+			checkers: map[string]*regexp.Regexp{
+				"every purge carried out": regexp.MustCompile(`purge generation \d+, metadata says \d+ and \d+`),
 			},
 		},
 	}

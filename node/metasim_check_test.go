@@ -108,6 +108,7 @@ func (w *metaSimWorld) checkConverged() {
 				n.id, len(t), first.id, len(table)))
 		}
 	}
+	w.checkPartitions()
 	reference, err := w.replayCommitted(first.driver.group.CommitMax())
 	if err != nil {
 		w.fail(err)

@@ -20,7 +20,7 @@ func TestMetaSim(t *testing.T) {
 	var total metaSimStats
 	clean := 0
 	for seed := *metaSimFirst; seed < *metaSimFirst+uint64(*metaSimSeeds); seed++ {
-		w, err := newMetaSimWorld(seed, metadataBreakage{})
+		w, err := newMetaSimWorld(seed, metaSimBreakage{})
 		if err == nil {
 			err = w.run(*metaSimSteps, metaSimHealSteps)
 		}
@@ -69,13 +69,16 @@ func (s *metaSimStats) add(o metaSimStats) {
 	s.LostRejoins += o.LostRejoins
 	s.BitRot += o.BitRot
 	s.PrimaryGone += o.PrimaryGone
+	s.Reopens += o.Reopens
+	s.PartitionOpens += o.PartitionOpens
+	s.PartitionsAtEnd += o.PartitionsAtEnd
 }
 
 // TestMetaSimIsDeterministic: the same seed gives the same trace.
 func TestMetaSimIsDeterministic(t *testing.T) {
 	for _, seed := range []uint64{2, 3, 64} {
 		hash := func() (uint64, uint64) {
-			w, err := newMetaSimWorld(seed, metadataBreakage{})
+			w, err := newMetaSimWorld(seed, metaSimBreakage{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +105,7 @@ func TestMetaSimRegressionSeeds(t *testing.T) {
 		t.Skip("a few seconds, one goroutine: not under -short or -race")
 	}
 	for _, seed := range metaSimRegressionSeeds {
-		w, err := newMetaSimWorld(seed, metadataBreakage{})
+		w, err := newMetaSimWorld(seed, metaSimBreakage{})
 		if err == nil {
 			err = w.run(100_000, metaSimHealSteps)
 		}

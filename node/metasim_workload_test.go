@@ -178,6 +178,8 @@ func (w *metaSimWorld) drawCommand(c *metaSimClient) metadata.Command {
 	switch r := w.rng.IntN(100); {
 	case r < 25 || len(w.streams) == 0:
 		return metadata.CreateStream{Name: name}
+	case r < 45 && w.sc.partitions && w.partitionCount() >= metaSimPartitionsMax:
+		return metadata.DeleteTopic{Stream: stream, Topic: topic}
 	case r < 45:
 		return metadata.CreateTopic{Stream: stream, Name: topic.Name, PartitionsCount: 1 + uint32(w.rng.IntN(3)),
 			MessageExpiry: metadata.Never, Compression: metadata.CompressionNone, MaxTopicSize: metadata.Never,
@@ -189,8 +191,10 @@ func (w *metaSimWorld) drawCommand(c *metaSimClient) metadata.Command {
 		return metadata.DeleteStream{Stream: stream}
 	case r < 56:
 		return metadata.PurgeTopic{Stream: stream, Topic: topic}
-	case r < 62:
+	case r < 62 && (!w.sc.partitions || w.partitionCount() < metaSimPartitionsMax):
 		return metadata.CreatePartitions{Stream: stream, Topic: topic, Count: 1}
+	case r < 62:
+		return metadata.DeletePartitions{Stream: stream, Topic: topic, Count: 1}
 	case r < 72:
 		hash, _ := metaSimRootHash()
 		return metadata.CreateUser{Username: name, PasswordHash: hash, Status: metadata.UserActive}

@@ -53,6 +53,9 @@ type metaSimScenario struct {
 	wedgedTimeout time.Duration
 	wipeShare     float64 // share of crashes that replace the node's disk (when allowed)
 	rotShare      float64 // share of crashes after which a byte of the node's metadata WAL flips (when allowed)
+	// partitions: the nodes run their partition planes too
+	// (metasim_partitions_test.go).
+	partitions bool
 }
 
 func drawMetaScenario(rng *rand.Rand) metaSimScenario {
@@ -97,6 +100,11 @@ type metaSimNode struct {
 	// lastApplied: the op this incarnation applied last (its snapshot's
 	// at boot); every apply must be the next op.
 	lastApplied uint64
+	// plane, reopenWanted, peerReturn: the partition plane of a
+	// partitions seed (metasim_partitions_test.go).
+	plane        *partitionPlane
+	reopenWanted []*partitionEntry
+	peerReturn   *peerReturn
 }
 
 // metaSimCommitted is the first apply of one op anywhere: every other
@@ -112,8 +120,11 @@ type metaSimStats struct {
 	Steps, Ticks, Crashes, PowerLosses, Partitions, FramesSent, FramesDropped uint64
 	Proposals, Committed, Retries, Ambiguous, Evictions, Registers            uint64
 	Applies, Installs, Checkpoints                                            uint64
-	FencedSteps, Wedged, WALsSetAside, Wipes, LostRejoins, BitRot             uint64
+	FencedSteps, Wedged, WALsSetAside, Wipes, LostRejoins, BitRot, Reopens    uint64
 	PrimaryGone                                                               uint64 // backups that suspected a primary whose connection dropped
+	// PartitionOpens: partitions opened by the planes (partitions seeds);
+	// PartitionsAtEnd: partitions metadata holds after the heal.
+	PartitionOpens, PartitionsAtEnd uint64
 }
 
 // metaSimWorld is one seed's run.
@@ -129,6 +140,7 @@ type metaSimWorld struct {
 	identity func(self uint8) journal.Identity
 	nodes    []*metaSimNode
 	links    simLinks
+	frameMax uint64 // record bytes one fetch reply carries
 	cut      [][]bool
 	healAt   uint64
 	faults   bool
@@ -142,7 +154,7 @@ type metaSimWorld struct {
 	stats          metaSimStats
 	trace          traceHash
 	failure        error
-	broken         metadataBreakage
+	broken         metaSimBreakage
 	rotRng         *rand.Rand // where bit rot lands
 	keepGoing      bool
 	caught         []error
@@ -158,13 +170,23 @@ var metaSimRootHash = sync.OnceValues(func() (string, error) {
 
 const metaSimClusterName = "metasim"
 
-func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error) {
+// metaSimBreakage: the deliberate bugs of a broken build's run (zero: none).
+type metaSimBreakage struct {
+	meta metadataBreakage
+	part partitionBreakage
+}
+
+func newMetaSimWorld(seed uint64, broken metaSimBreakage) (*metaSimWorld, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x6d65746173696d))
 	sc := drawMetaScenario(rng)
 	// Wiped disks from a stream of their own, so other seeds keep their
 	// scenario and trace.
 	if rand.New(rand.NewPCG(seed^0x77697065, seed)).IntN(3) == 0 {
 		sc.wipeShare = 0.2
+	}
+	// And partition planes.
+	if rand.New(rand.NewPCG(seed^0x706c616e6573, seed)).IntN(2) == 0 {
+		sc.partitions = true
 	}
 	// And bit rot of the metadata WAL, with its draws.
 	rotRng := rand.New(rand.NewPCG(seed^0x6d657461726f74, seed))
@@ -181,6 +203,7 @@ func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
 		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		codec:     bus.NewCodec(bus.ClusterID(metaSimClusterName)),
+		frameMax:  bus.FetchRecordsMax(cfg.MessageBus.MaxMessageSize.Bytes()),
 		cfg:       cfg,
 		faults:    true,
 		committed: map[uint64]metaSimCommitted{},
@@ -202,6 +225,9 @@ func newMetaSimWorld(seed uint64, broken metadataBreakage) (*metaSimWorld, error
 		mem := vfs.NewMem(seed*37 + uint64(i))
 		if sc.orderedCrash {
 			mem.SetCrashModel(vfs.CrashModel{Ordered: true, Torn: 0.5})
+		}
+		if err := simWriteBootID(mem, 1); err != nil {
+			return nil, err
 		}
 		w.nodes = append(w.nodes, &metaSimNode{id: uint8(i), mem: mem, dir: fmt.Sprintf("/node%d", i)})
 	}
@@ -232,7 +258,7 @@ func (w *metaSimWorld) diskFaults() vfs.Faults {
 // a new cluster's, and storage is never lost here).
 func (w *metaSimWorld) boot(n *metaSimNode) error {
 	topo := topology{clustered: true, self: n.id, count: uint8(w.sc.nodes)}
-	nd := &Node{cfg: w.cfg, log: w.log, topo: topo, random: w.rng.Uint64, metaBroken: w.broken, fsys: n.mem, dataDir: n.dir}
+	nd := &Node{cfg: w.cfg, log: w.log, topo: topo, random: w.rng.Uint64, metaBroken: w.broken.meta, fsys: n.mem, dataDir: n.dir}
 	store, rec, setAside, err := openMetaStorageSettingAside(n.mem, n.dir, w.identity(n.id), true, w.now, w.log)
 	if err != nil {
 		return fmt.Errorf("node %d (boot %d): open metadata storage: %w", n.id, n.boots+1, err)
@@ -293,7 +319,9 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 	if rec.storageLost {
 		d.rejoined = nd.metadataRejoined
 	}
-	d.peers = &metaSimBus{w: w, from: n.id}
+	sb := &metaSimBus{w: w, from: n.id}
+	d.peers = sb
+	nd.bus = sb
 	// As Run wires it: a backup suspects a primary whose connection
 	// dropped (here: the primary down or cut off from it).
 	d.primaryGone = newPrimaryWatch(func(r uint8) bool { return w.connected(n.id, r) }, w.sc.nodes,
@@ -320,6 +348,11 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 			if err := writeMetadataSettle(n.mem, n.dir, metadataSettled); err != nil {
 				return fmt.Errorf("node %d: %w", n.id, err)
 			}
+		}
+	}
+	if w.sc.partitions {
+		if err := w.bootPlane(n, nd, d, rec.storageLost || d.rejoined != nil); err != nil {
+			return err
 		}
 	}
 	n.node, n.driver, n.store, n.up = nd, d, store, true
@@ -385,6 +418,9 @@ func (w *metaSimWorld) wipe(n *metaSimNode) {
 	if w.sc.orderedCrash {
 		n.mem.SetCrashModel(vfs.CrashModel{Ordered: true, Torn: 0.5})
 	}
+	if err := simWriteBootID(n.mem, 1000+int(w.stats.Wipes)); err != nil {
+		w.fail(fmt.Errorf("node %d: write boot id: %w", n.id, err))
+	}
 	n.mem.SetFaults(w.diskFaults())
 	w.stats.Wipes++
 	w.trace.add("wipe", uint64(n.id))
@@ -427,12 +463,16 @@ func (w *metaSimWorld) rot(n *metaSimNode) {
 // crash drops a node's loop without any orderly step. A power loss also
 // loses (or tears) what its disk had not synced.
 func (w *metaSimWorld) crash(n *metaSimNode, powerLoss bool) {
-	n.up, n.node, n.driver, n.store = false, nil, nil, nil
+	n.up, n.node, n.driver, n.store, n.plane, n.reopenWanted = false, nil, nil, nil, nil, nil
 	w.stats.Crashes++
 	n.restartAt = w.now + 200_000 + w.rng.Uint64N(2_000_000)
 	if powerLoss {
 		w.stats.PowerLosses++
 		n.mem.Crash()
+		n.mem.SetFaults(vfs.Faults{}) // the kernel's boot id, not the node's write
+		if err := simWriteBootID(n.mem, 1+int(w.stats.Crashes)); err != nil {
+			w.fail(fmt.Errorf("node %d: write boot id: %w", n.id, err))
+		}
 		n.mem.SetFaults(w.diskFaults())
 	} else {
 		n.mem.ProcessDied()
@@ -527,12 +567,12 @@ func (w *metaSimWorld) deliverDue() {
 			w.fail(fmt.Errorf("frame %d->%d does not decode: %w", f.from, f.to, err))
 			continue
 		}
-		if m.Group != metadataGroupID {
-			w.fail(fmt.Errorf("frame %d->%d is for group %d, not the metadata group", f.from, f.to, m.Group))
-			continue
-		}
 		m.To = f.to
 		n := w.nodes[f.to]
+		if m.Group != metadataGroupID {
+			w.deliverPartitionFrame(n, m)
+			continue
+		}
 		w.guard(n, func() {
 			n.driver.step(m)
 			w.ready(n)
@@ -569,3 +609,11 @@ func (b *metaSimBus) SendShared(to []uint8, m *consensus.Message) {
 		b.Send(t, m)
 	}
 }
+
+var _ bus.Bus = (*metaSimBus)(nil)
+
+func (b *metaSimBus) SendForward(uint8, *bus.Forward) {}
+func (b *metaSimBus) SendFetch(uint8, *bus.Fetch)     {}
+func (b *metaSimBus) Connected(to uint8) bool         { return b.w.connected(b.from, to) }
+func (b *metaSimBus) Stats() bus.Stats                { return bus.Stats{} }
+func (b *metaSimBus) Close() error                    { return nil }

@@ -34,6 +34,9 @@ type partitionBreakage struct {
 	backupsFlipAByte bool
 	// backupsSkipPurge: a backup answers a purge op without carrying it out.
 	backupsSkipPurge bool
+	// removeKeepsFiles: a partition metadata removed stops being served,
+	// but its files stay.
+	removeKeepsFiles bool
 }
 
 // flipLastByte flips the last byte of the batch at loc in its segment

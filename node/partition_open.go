@@ -49,6 +49,20 @@ func (q *openQueue) push(j openJob) {
 	}
 }
 
+// tryPop takes the next job without waiting (the metadata simulator runs
+// the openers inline).
+func (q *openQueue) tryPop() (openJob, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.jobs) == 0 {
+		return openJob{}, false
+	}
+	j := q.jobs[0]
+	q.jobs[0] = openJob{}
+	q.jobs = q.jobs[1:]
+	return j, true
+}
+
 func (q *openQueue) pop(ctx context.Context) (openJob, bool) {
 	for {
 		q.mu.Lock()

@@ -372,6 +372,9 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 	e.shard.do(func() {
 		e.shard.dropGroup(e, wire.ErrResourceNotFound)
 		_ = e.closeWAL()
+		if e.shard.cfg.broken.removeKeepsFiles {
+			return
+		}
 		if e.log != nil {
 			if err := e.log.Delete(); err != nil {
 				p.log.Error("delete partition log", "dir", e.dir, "err", err)
