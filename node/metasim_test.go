@@ -76,6 +76,9 @@ func (s *metaSimStats) add(o metaSimStats) {
 
 // TestMetaSimIsDeterministic: the same seed gives the same trace.
 func TestMetaSimIsDeterministic(t *testing.T) {
+	if raceEnabled {
+		t.Skip("one goroutine, about 5 s: not under -race")
+	}
 	for _, seed := range []uint64{2, 3, 64} {
 		hash := func() (uint64, uint64) {
 			w, err := newMetaSimWorld(seed, metaSimBreakage{})
