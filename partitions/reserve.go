@@ -205,6 +205,21 @@ func (l *Log) lostMarker(offset uint64) bool {
 	return err == nil
 }
 
+// lostMarkerBelow is the highest offset a hole marker names in [lo, hi).
+func (l *Log) lostMarkerBelow(lo, hi uint64) (uint64, bool) {
+	entries, err := l.opts.FS.ReadDir(l.dir)
+	if err != nil {
+		return 0, false
+	}
+	best, found := uint64(0), false
+	for _, e := range entries {
+		if m, ok := parseSegmentName(e.Name(), lostSuffix); ok && m >= lo && m < hi && (!found || m > best) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
 // removeLostMarkers deletes the hole markers below offset (retention or a reset removed what they
 // separated); all of them when below is ^0.
 func (l *Log) removeLostMarkers(below uint64) error { return l.removeLostMarkersIn(0, below) }

@@ -43,6 +43,16 @@ func (l *Log) CutTail(offset uint64) error {
 	if err := l.syncDirIfDirty(); err != nil {
 		return fmt.Errorf("cut the tail of %s at offset %d: %w", l.dir, offset, err)
 	}
+	if s := l.active(); s.nextOffset >= offset {
+		// At open, a sealed segment followed by a recorded hole ends where the next segment starts
+		// (recovery.go); its records end at the hole's marker. A cut in that hole or at its end must
+		// continue the log in a segment of its own, as SkipTo left it: records appended after the
+		// segment's own, past the hole, would sit in one file across offsets it never held, which
+		// the next open reads as damage (whole-node simulator seed 1097).
+		if m, ok := l.lostMarkerBelow(s.startOffset, offset); ok {
+			s.nextOffset = m
+		}
+	}
 	if s := l.active(); s.nextOffset > offset {
 		pos, _, err := s.batchBoundary(offset, true)
 		if err != nil {

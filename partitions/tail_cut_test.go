@@ -85,16 +85,32 @@ func TestCutTailThenAnotherHistoryMatchesALogThatOnlyHadIt(t *testing.T) {
 	dropped := []logStep{{time: 200}, {time: 201}, {skipTo: 40}, {time: 202}, {time: 203}, {skipTo: 90}, {time: 204},
 		{time: 205}, {time: 206}, {time: 207}, {time: 208}}
 	kept := []logStep{{time: 300}, {skipTo: 30}, {time: 301}, {time: 302}, {time: 303}, {time: 304}, {time: 305}}
-	for _, tc := range []struct {
-		name   string
-		before []logStep // the common history up to the cut
-		at     uint64
-	}{
-		{"inside a segment", common[:3], 9},
-		{"at the end of the common history", common, 15},
-		{"in a hole", append(append([]logStep{}, common...), logStep{skipTo: 20}), 20},
-		{"in a hole the dropped history extended", append(append([]logStep{}, common...), logStep{skipTo: 20}, logStep{skipTo: 25}), 25},
-	} {
+	extending := append([]logStep{{skipTo: 40}}, dropped...) // the dropped history first extends the hole
+	type cutCase struct {
+		name    string
+		before  []logStep // the common history up to the cut
+		dropped []logStep // nil: dropped
+		at      uint64
+		reopen  bool // the log is reopened between the dropped history and the cut
+	}
+	var cases []cutCase
+	for _, reopen := range []bool{false, true} {
+		suffix := ""
+		if reopen {
+			// At open a segment followed by a recorded hole ends where the next one starts
+			// (whole-node simulator seed 1097: the cut at a hole's end appended into it).
+			suffix = ", reopened before the cut"
+		}
+		cases = append(cases,
+			cutCase{"inside a segment" + suffix, common[:3], nil, 9, reopen},
+			cutCase{"at the end of the common history" + suffix, common, nil, 15, reopen},
+			cutCase{"in a hole" + suffix, append(append([]logStep{}, common...), logStep{skipTo: 20}), nil, 20, reopen},
+			cutCase{"in a hole the dropped history extended" + suffix,
+				append(append([]logStep{}, common...), logStep{skipTo: 20}, logStep{skipTo: 25}), nil, 25, reopen},
+			cutCase{"inside a hole that goes on past the cut" + suffix,
+				append(append([]logStep{}, common...), logStep{skipTo: 17}), extending, 17, reopen})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cutDir, onlyDir := t.TempDir(), t.TempDir()
 			cut, only := openLog(t, cutDir, opts), openLog(t, onlyDir, opts)
@@ -103,7 +119,17 @@ func TestCutTailThenAnotherHistoryMatchesALogThatOnlyHadIt(t *testing.T) {
 			if cut.NextOffset() != tc.at {
 				t.Fatalf("the common history ends at %d, the test cuts at %d", cut.NextOffset(), tc.at)
 			}
-			runSteps(t, cut, dropped)
+			if tc.dropped != nil {
+				runSteps(t, cut, tc.dropped)
+			} else {
+				runSteps(t, cut, dropped)
+			}
+			if tc.reopen {
+				if err := cut.Close(); err != nil {
+					t.Fatal(err)
+				}
+				cut = openLog(t, cutDir, opts)
+			}
 			if err := cut.CutTail(tc.at); err != nil {
 				t.Fatalf("CutTail(%d): %v", tc.at, err)
 			}
