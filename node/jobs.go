@@ -70,6 +70,8 @@ func (n *Node) backgroundJobs() []backgroundJob {
 		jobs = append(jobs, backgroundJob{name: "scrub", every: scrubInterval,
 			run: func(context.Context, time.Time) { n.plane.scrubTurn(&s, budget) }})
 	}
+	jobs = append(jobs, backgroundJob{name: "partition-reopen", every: reopenRetryMin,
+		run: func(_ context.Context, now time.Time) { n.plane.retryFailedOpens(now) }})
 	if n.topo.clustered {
 		g := newGhostSweeper()
 		ghostAfter := 2 * n.cfg.Cluster.HeartbeatTimeout.Duration

@@ -37,7 +37,7 @@ func TestMetaSimCheckersCatchBrokenBuilds(t *testing.T) {
 			},
 		},
 		{
-			name: "removed partitions keep their files", broken: metaSimBreakage{part: partitionBreakage{removeKeepsFiles: true}}, seedsMax: 20,
+			name: "removed partitions keep their files", broken: metaSimBreakage{part: partitionBreakage{removeKeepsFiles: true}}, seedsMax: 60,
 			checkers: map[string]*regexp.Regexp{
 				"no partition directory metadata does not hold": regexp.MustCompile(`holds partition directories metadata does not \(/`),
 			},

@@ -92,6 +92,17 @@ func (w *metaSimWorld) planeWork() {
 			}
 			sh.pump()
 			w.reopenWanted(n)
+			select {
+			case err := <-p.fatal:
+				// A partition fence outlived superblock_wedged_fatal_timeout
+				// (a poisoned superblock log fences every group until a
+				// restart): the process exits, a supervisor restarts it.
+				w.stats.Wedged++
+				w.debugf("node %d exits: %v", n.id, err)
+				w.crash(n, false)
+				n.restartAt = w.now + 1_000_000
+			default:
+			}
 		})
 	}
 }
@@ -194,6 +205,59 @@ func (w *metaSimWorld) partitionsSettled() bool {
 		}
 	}
 	return true
+}
+
+// describePartitions says, for a liveness failure, what keeps the
+// partitions from settling (the first few differences).
+func (w *metaSimWorld) describePartitions() string {
+	var out []string
+	for _, n := range w.nodes {
+		if n.plane == nil || !n.up {
+			continue
+		}
+		p := n.plane
+		if !p.gateOpen.Load() {
+			out = append(out, fmt.Sprintf("node %d: gate closed", n.id))
+			continue
+		}
+		want := w.desiredPartitions(n)
+		for k, d := range want {
+			e := p.entries[k]
+			switch {
+			case e == nil:
+				_, opening := p.opening[k]
+				out = append(out, fmt.Sprintf("node %d %v: not served (opening %v)", n.id, k, opening))
+			case e.revision != d.part.CreatedRevision:
+				out = append(out, fmt.Sprintf("node %d %v: revision %d, metadata %d", n.id, k, e.revision, d.part.CreatedRevision))
+			case e.log == nil || e.group == nil:
+				out = append(out, fmt.Sprintf("node %d %v: quarantined: %v", n.id, k, e.quarantine))
+			case e.marker.PurgeGeneration != d.part.PurgeGeneration:
+				out = append(out, fmt.Sprintf("node %d %v: purge generation %d, metadata %d (view %d %v primary %v commit %d/%d op %d fenced %v)",
+					n.id, k, e.marker.PurgeGeneration, d.part.PurgeGeneration, e.group.View(), e.group.Status(), e.group.IsPrimary(),
+					e.group.CommitMin(), e.group.CommitMax(), e.group.Op(), e.fence.fenced()))
+			default:
+				g := e.group
+				if g.Status() != statusNormal || g.CommitMin() != g.CommitMax() || g.Op() != g.CommitMax() || e.fence.fenced() {
+					amnesiac := false
+					if a, ok := g.(interface{ Amnesiac() bool }); ok {
+						amnesiac = a.Amnesiac()
+					}
+					out = append(out, fmt.Sprintf("node %d %v: view %d lv %d %v commit %d/%d op %d fenced %v lost %v/%v amnesiac %v", n.id, k, g.View(),
+						g.LogView(), g.Status(), g.CommitMin(), g.CommitMax(), g.Op(), e.fence.fenced(), e.storageLost, g.StorageLost(), amnesiac))
+				}
+			}
+		}
+		for k := range p.entries {
+			if _, ok := want[k]; !ok {
+				out = append(out, fmt.Sprintf("node %d %v: served, metadata does not hold it", n.id, k))
+			}
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 12 {
+		out = append(out[:12], fmt.Sprintf("(%d more)", len(out)-12))
+	}
+	return strings.Join(out, "; ")
 }
 
 // desiredPartitions is what node n's metadata holds.

@@ -80,6 +80,13 @@ func (w *metaSimWorld) stepOnce(propose bool) {
 		}
 	}
 	w.driveClients(propose)
+	if w.step%1000 == 0 { // the partition-reopen job, every second
+		for _, n := range w.nodes {
+			if n.up && n.plane != nil {
+				w.guard(n, func() { n.plane.retryFailedOpens(time.UnixMicro(int64(w.now))) })
+			}
+		}
+	}
 	w.planeWork()
 }
 
@@ -195,6 +202,9 @@ func (w *metaSimWorld) describe() string {
 			fmt.Fprintf(&b, "client %x request %d (%v) pending after %d attempts; ", c.id.Lo, c.pending.req.Request,
 				c.pending.req.Operation, c.pending.attempts)
 		}
+	}
+	if w.sc.partitions {
+		b.WriteString("partitions: " + w.describePartitions())
 	}
 	return b.String()
 }

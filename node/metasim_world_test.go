@@ -199,6 +199,9 @@ func newMetaSimWorld(seed uint64, broken metaSimBreakage) (*metaSimWorld, error)
 	}
 	cfg.Cluster.Name = metaSimClusterName
 	cfg.Metadata.JournalSlots = uint64(sc.journalSlots)
+	// One superblock_wedged_fatal_timeout for the metadata driver and the
+	// partition shards, as a node's configuration gives both.
+	cfg.Cluster.SuperblockWedgedFatalTimeout.Duration = sc.wedgedTimeout
 	w := &metaSimWorld{
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
 		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -407,6 +410,13 @@ func (w *metaSimWorld) wipeAllowed(n *metaSimNode) bool {
 		}
 		if s, _, err := readMetadataSettle(o.mem, o.dir); err != nil || s != metadataSettled {
 			return false
+		}
+		if o.plane != nil { // nor any of its partition groups
+			for _, e := range o.plane.entries {
+				if e.log == nil || e.storageLost {
+					return false
+				}
+			}
 		}
 	}
 	return true

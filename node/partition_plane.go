@@ -369,6 +369,9 @@ type partitionPlane struct {
 	// instead of reopen (a simulator's inline shards).
 	forgetBoot   func() error
 	reopenInline func(*partitionEntry)
+	// openRetries: the backoff of partitions whose open failed on a
+	// storage error (partition_open_retry.go; under mu).
+	openRetries map[partitionKey]reopenBackoff
 	// setAsideOnOpen: partitions whose next open sets damage aside instead
 	// of serving around it (reopenDamaged).
 	setAsideOnOpen sync.Map // partitionKey → true
@@ -389,6 +392,7 @@ func newPartitionPlane(log *slog.Logger, dataDir string, shardCount int, cfg par
 		log:             log,
 		root:            filepath.Join(dataDir, "streams"),
 		entries:         make(map[partitionKey]*partitionEntry),
+		openRetries:     make(map[partitionKey]reopenBackoff),
 		opening:         make(map[partitionKey]chan struct{}),
 		opens:           newOpenQueue(),
 		topicPartitions: make(map[topicKey]int),
