@@ -452,8 +452,15 @@ func singletonCrashLoops(t *testing.T, rng *rand.Rand, loops int, tally *crashTa
 			srv.start()
 			checkSingleton(t, srv, m, fmt.Sprintf("loop %d %s", loop, kind)) // opens every partition
 			tornGot := strings.Count(srv.logs.String(), "truncating torn tail") - tornBefore
-			if tornGot != tornWant {
+			// A SIGKILL can stop a write(2) part way, between two pages
+			// (Linux checks for a fatal signal per page copied), so a torn
+			// tail more than the test made is possible; one fewer is not.
+			if tornGot < tornWant {
 				t.Fatalf("loop %d %s: %d torn tails cut at the restart, want %d", loop, kind, tornGot, tornWant)
+			}
+			if tornGot > tornWant {
+				t.Logf("loop %d %s: %d torn tails cut at the restart, %d made by the test (the kill stopped a write part way)",
+					loop, kind, tornGot, tornWant)
 			}
 			tally.tornCut += tornGot
 			if kind == "power-loss" {
