@@ -35,7 +35,7 @@ type partitionBreakage struct {
 	// backupsSkipPurge: a backup answers a purge op without carrying it out.
 	backupsSkipPurge bool
 	// removeKeepsFiles: a partition metadata removed stops being served,
-	// but its files stay.
+	// but its files stay (and the sweep of unknown directories is off).
 	removeKeepsFiles bool
 }
 

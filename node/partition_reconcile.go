@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/lodestream/lodestream/journal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,12 +57,15 @@ func (p *partitionPlane) reconcileLocked(state *metadata.State) {
 	}
 
 	desired := make(map[partitionKey]desiredPartition)
+	var order []partitionKey // metadata's order: opens and removals in a stable order (a simulator's seed replays them)
 	streams := state.Streams()
 	clear(p.topicPartitions)
 	for _, s := range streams {
 		for _, t := range s.Topics {
 			for _, part := range t.Partitions {
-				desired[partitionKey{s.ID, t.ID, part.ID}] = p.desiredPartitionOf(t, part)
+				k := partitionKey{s.ID, t.ID, part.ID}
+				desired[k] = p.desiredPartitionOf(t, part)
+				order = append(order, k)
 			}
 			p.reconcileVisits += uint64(len(t.Partitions))
 			if len(t.Partitions) > 0 {
@@ -78,11 +82,13 @@ func (p *partitionPlane) reconcileLocked(state *metadata.State) {
 		}
 	}
 	p.mu.RUnlock()
+	slices.SortFunc(gone, func(a, b *partitionEntry) int { return a.key.compare(b.key) })
 	for _, e := range gone {
 		p.remove(e)
 	}
 
-	for k, d := range desired {
+	for _, k := range order {
+		d := desired[k]
 		e := p.entry(k)
 		if e == nil {
 			p.scheduleOpen(k, d) // partition_open.go: off this (metadata) loop
@@ -390,6 +396,9 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 // sweep removes stream, topic and partition directories metadata no longer
 // knows (deleted while the node was down, or emptied by deletes).
 func (p *partitionPlane) sweep(streams []metadata.Stream) {
+	if p.shards[0].cfg.broken.removeKeepsFiles {
+		return
+	}
 	known := make(map[string]bool)
 	for _, s := range streams {
 		sd := filepath.Join(p.root, strconv.FormatUint(uint64(s.ID), 10))

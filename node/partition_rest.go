@@ -2,6 +2,7 @@ package node
 
 import (
 	"math"
+	"slices"
 
 	"github.com/lodestream/lodestream/consensus"
 )
@@ -136,7 +137,14 @@ func (s *partitionShard) wakeAll() {
 	if s.deposed != nil {
 		deposed = s.deposed.Load()
 	}
+	// In key order, not the map's: the frames the wake sends leave in a
+	// stable order (a simulator's seed replays them).
+	groups := make([]*partitionEntry, 0, len(s.groups))
 	for e := range s.groups {
+		groups = append(groups, e)
+	}
+	slices.SortFunc(groups, func(a, b *partitionEntry) int { return a.key.compare(b.key) })
+	for _, e := range groups {
 		if e.resting {
 			s.wake(e)
 		} else {
