@@ -134,10 +134,18 @@ type driver struct {
 	// group restarted with StorageLost rejoined (maybeRejoined).
 	rejoined func()
 	// view, head op and commit_max as of the last Ready round, for peers
-	// asking where this replica stands (FetchStatus).
+	// asking where this replica stands (FetchStatus), and whether it is
+	// newborn then (see newborn).
 	posView      atomic.Uint32
 	posOp        atomic.Uint64
 	posCommitMax atomic.Uint64
+	posNewborn   atomic.Bool
+	// newborn: the settle found a new cluster and this group joined it
+	// fresh in this process. Its status replies say so while it is the
+	// primary of view 0 with nothing committed and no view change done
+	// (storage_lost.go, peerHasHistory). Never set after a restart: a
+	// restarted primary's commit_max may lag what it acknowledged.
+	newborn bool
 	// viewChanged, when set, runs on the driver goroutine after the group's
 	// view or status changed (wakes resting partition groups).
 	viewChanged func(old, cur groupStatus)
@@ -313,8 +321,8 @@ func (d *driver) run(ctx context.Context) error {
 
 // position is the group's view, head op and commit_max as of the last
 // Ready round (any goroutine; all zero before the first).
-func (d *driver) position() (view uint32, op, commitMax uint64) {
-	return d.posView.Load(), d.posOp.Load(), d.posCommitMax.Load()
+func (d *driver) position() (view uint32, op, commitMax uint64, newborn bool) {
+	return d.posView.Load(), d.posOp.Load(), d.posCommitMax.Load(), d.posNewborn.Load()
 }
 
 // step hands a replica message to the group and notes, until the group
@@ -448,6 +456,7 @@ func (d *driver) publishStatus() {
 	d.posView.Store(cur.view)
 	d.posOp.Store(d.group.Op())
 	d.posCommitMax.Store(cur.commitMax)
+	d.posNewborn.Store(d.newborn && d.group.ReplicaID() == 0 && d.group.LogView() == 0 && cur.commitMax == 0)
 	if d.caughtUp != nil && cur.status == statusNormal && cur.commitMin == cur.commitMax &&
 		(cur.primary || d.heardPrimary && d.heardPrimaryView == cur.view) {
 		f := d.caughtUp

@@ -351,6 +351,7 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 			if err := writeMetadataSettle(n.mem, n.dir, metadataSettled); err != nil {
 				return fmt.Errorf("node %d: %w", n.id, err)
 			}
+			d.newborn = true
 		}
 	}
 	if w.sc.partitions {
@@ -366,35 +367,22 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 	return nil
 }
 
-// peersTell is what settleFreshStorage learns from the peers reachable
-// both ways: one with history (a view, op or commit above zero) means the
-// storage was lost; a view-change quorum of fresh ones (the node
-// included) means a new cluster.
+// peersTell is what a round of settleFreshStorage learns from the peers
+// reachable both ways (settleVerdict on peerHasHistory).
 func (w *metaSimWorld) peersTell(n *metaSimNode) peersVerdict {
-	fresh := 0
+	fresh, histories := 0, 0
 	for _, p := range w.nodes {
 		if p == n || !p.up || w.cut[n.id][p.id] || w.cut[p.id][n.id] { // n itself is not up yet
 			continue
 		}
-		view, op, commitMax := p.driver.position()
-		if view > 0 || op > 0 || commitMax > 0 {
-			return peersHaveHistory
+		if peerHasHistory(p.driver.position()) {
+			histories++
+		} else {
+			fresh++
 		}
-		fresh++
 	}
-	if fresh >= consensus.ViewChangeQuorum(len(w.nodes))-1 {
-		return peersFresh
-	}
-	return peersUndecided
+	return settleVerdict(histories, fresh, consensus.ViewChangeQuorum(len(w.nodes))-1)
 }
-
-type peersVerdict int
-
-const (
-	peersUndecided peersVerdict = iota
-	peersHaveHistory
-	peersFresh
-)
 
 // wipeAllowed: a node's disk may be replaced only while every other node
 // is up, normal and not itself rejoining after lost storage. Lost storage

@@ -18,9 +18,9 @@ import (
 // committed ops. So before its metadata group runs, such a node asks its
 // peers where they stand in the metadata group (FetchStatus frames):
 //
-//   - a peer with history (a view, op or commit above zero) means the
-//     storage was lost: the group restarts Recovering with
-//     consensus.Restored.StorageLost (no vote until the view's primary
+//   - a peer with history (a view, op or commit above zero, unless the
+//     peer is newborn: see peerHasHistory) means the storage was lost:
+//     the group restarts Recovering with consensus.Restored.StorageLost (no vote until the view's primary
 //     answers, and never an election on its empty log), and partition
 //     groups created before this boot do the same;
 //   - a view-change quorum of fresh replicas (this node included) means
@@ -28,7 +28,8 @@ import (
 //     replication quorum, which intersects every view-change quorum. The
 //     node joins as a fresh replica, as before.
 //
-// It asks every statusProbeInterval until one of the two holds.
+// It asks every statusProbeInterval and decides on each round's replies
+// (settleVerdict) until one of the two holds.
 
 const (
 	statusProbeInterval = 200 * time.Millisecond
@@ -43,9 +44,9 @@ func (n *Node) onFetchStatus(f bus.Fetch) {
 	if f.Group != metadataGroupID || n.bus == nil {
 		return
 	}
-	view, op, commitMax := n.driver.position()
+	view, op, commitMax, newborn := n.driver.position()
 	n.bus.SendFetch(f.From, &bus.Fetch{Kind: bus.FetchStatusReply, From: n.topo.self, Group: f.Group, Nonce: f.Nonce,
-		View: view, Op: op, CommitMax: commitMax})
+		View: view, Op: op, CommitMax: commitMax, Newborn: newborn})
 }
 
 // onFetchStatusReply hands a reply to settleFreshStorage, if it waits.
@@ -56,22 +57,64 @@ func (n *Node) onFetchStatusReply(f bus.Fetch) {
 	}
 }
 
+// peerHasHistory reports whether a peer's FetchStatusReply shows metadata
+// history this node could have lost. A newborn peer (the view-0 primary
+// of a cluster born in its process, nothing committed, no view change
+// since) does not: the ops it prepared since no backup acknowledged yet
+// — the asker among them, were it one — so it counts as fresh. Without
+// that a view-0 primary that prepares its first op (a client's login)
+// before its other peers settled makes every one of them decide its
+// storage was lost, and a new cluster waits for ever on Recovering
+// replicas (seen in TestClusterWipedNodeThatCrashedWhileSettlingRejoinsLost
+// on a loaded machine).
+func peerHasHistory(view uint32, op, commitMax uint64, newborn bool) bool {
+	if newborn {
+		return false
+	}
+	return view > 0 || op > 0 || commitMax > 0
+}
+
+// settleVerdict is what one probe round's replies tell: history wins over
+// fresh replies of the same round (a peer's answer may be late, not
+// absent); otherwise enough fresh peers (need, this node excluded) make a
+// new cluster; otherwise ask again.
+func settleVerdict(histories, fresh, need int) peersVerdict {
+	switch {
+	case histories > 0:
+		return peersHaveHistory
+	case fresh >= need:
+		return peersFresh
+	}
+	return peersUndecided
+}
+
+type peersVerdict int
+
+const (
+	peersUndecided peersVerdict = iota
+	peersHaveHistory
+	peersFresh
+)
+
 // settleFreshStorage (clustered, empty metadata storage, before the
 // metadata group runs) decides whether this node's storage was lost; see
 // above. It returns ctx's error when cancelled first.
 func (n *Node) settleFreshStorage(ctx context.Context) (lost bool, err error) {
 	need := consensus.ViewChangeQuorum(int(n.topo.count)) - 1 // fresh peers besides this node
-	nonce := consensus.Uint128{Lo: randomUint64(), Hi: randomUint64()}
-	fresh := make(map[uint8]bool)
 	ticker := time.NewTicker(statusProbeInterval)
 	defer ticker.Stop()
 	started, lastLog := time.Now(), time.Now()
 	for {
+		// A round: ask every peer, then take the replies until the next
+		// tick; a reply of an earlier round (another nonce) is dropped.
+		nonce := consensus.Uint128{Lo: randomUint64(), Hi: randomUint64()}
 		for id := uint8(0); id < n.topo.count; id++ {
 			if id != n.topo.self {
 				n.bus.SendFetch(id, &bus.Fetch{Kind: bus.FetchStatus, From: n.topo.self, Group: metadataGroupID, Nonce: nonce})
 			}
 		}
+		fresh := make(map[uint8]bool)
+		var history *bus.Fetch
 	wait:
 		for {
 			select {
@@ -81,21 +124,29 @@ func (n *Node) settleFreshStorage(ctx context.Context) (lost bool, err error) {
 				if r.Nonce != nonce || r.Group != metadataGroupID || r.From >= n.topo.count || r.From == n.topo.self {
 					continue
 				}
-				if r.View > 0 || r.Op > 0 || r.CommitMax > 0 {
-					n.log.Warn("empty metadata storage, but the cluster has history: this replica's storage was lost; "+
-						"rejoining Recovering (no vote until the primary answers, then repair or state transfer)",
-						"peer", r.From, "peer_view", r.View, "peer_op", r.Op, "peer_commit", r.CommitMax)
-					return true, nil
-				}
-				fresh[r.From] = true
-				if len(fresh) >= need {
-					n.log.Info("empty metadata storage and a quorum of fresh replicas: joining a new cluster",
-						"fresh_peers", len(fresh))
-					return false, nil
+				if peerHasHistory(r.View, r.Op, r.CommitMax, r.Newborn) {
+					history = &r
+				} else {
+					fresh[r.From] = true
 				}
 			case <-ticker.C:
 				break wait
 			}
+		}
+		histories := 0
+		if history != nil {
+			histories = 1
+		}
+		switch settleVerdict(histories, len(fresh), need) {
+		case peersHaveHistory:
+			n.log.Warn("empty metadata storage, but the cluster has history: this replica's storage was lost; "+
+				"rejoining Recovering (no vote until the primary answers, then repair or state transfer)",
+				"peer", history.From, "peer_view", history.View, "peer_op", history.Op, "peer_commit", history.CommitMax)
+			return true, nil
+		case peersFresh:
+			n.log.Info("empty metadata storage and a quorum of fresh replicas: joining a new cluster",
+				"fresh_peers", len(fresh))
+			return false, nil
 		}
 		if time.Since(lastLog) >= statusWaitLogEvery {
 			lastLog = time.Now()
@@ -114,6 +165,7 @@ func (n *Node) settleMetadataGroup(ctx context.Context) (metadataGroup, error) {
 		return nil, err
 	}
 	if !lost {
+		n.driver.newborn = true
 		return nil, writeMetadataSettle(n.fsys, n.dataDir, metadataSettled)
 	}
 	return n.rejoinLostStorage()

@@ -24,7 +24,7 @@ const (
 	// FetchStatus asks a peer where it stands in Group (a node whose
 	// storage is empty asks whether the group has history elsewhere).
 	FetchStatus      FetchKind = 32
-	FetchStatusReply FetchKind = 33 // peer → replica: View, Op, CommitMax
+	FetchStatusReply FetchKind = 33 // peer → replica: View, Op, CommitMax, Newborn
 )
 
 func (k FetchKind) String() string {
@@ -120,6 +120,12 @@ type Fetch struct {
 	View      uint32
 	Op        uint64
 	CommitMax uint64
+	// Newborn (FetchStatusReply only): the peer is the primary of view 0
+	// of a cluster it joined as a fresh replica in this process, and has
+	// committed nothing and never changed view since. Its log (ops it
+	// prepared that no backup acknowledged yet) is then no history a
+	// peer could have lost (node/storage_lost.go).
+	Newborn bool
 }
 
 // StatusName is the status's name for logs ("" on a request).
@@ -158,6 +164,7 @@ func FetchRecordsMax(maxMessageBytes uint64) uint64 {
 //	| 176 | first_offset | u64  | reply   | FirstOffset |
 //	| 184 | next_offset  | u64  | reply   | NextOffset  |
 //	| 192 | status ≤ 4   | u8   | reply   | Status      |
+//	| 193 | newborn ≤ 1  | u8   | status_reply | Newborn |
 //	| 196 | view         | u32  | status_reply | View   |
 //	| 200 | op           | u64  | status_reply | Op     |
 //	| 208 | commit_max   | u64  | status_reply | CommitMax |
@@ -165,7 +172,7 @@ func FetchRecordsMax(maxMessageBytes uint64) uint64 {
 //	| 224 | purge_op     | u64  | reply   | PurgeOp     |
 //
 // FetchStatus carries nonce and group only; FetchStatusReply nonce,
-// group, view, op and commit_max. Neither has a body.
+// group, newborn, view, op and commit_max. Neither has a body.
 //
 // Common header: checksum = seal, checksum_body = XXH3-64(Records) widened
 // (0 when there are none), cluster, size = 256 + len(Records), view 0,
@@ -179,6 +186,7 @@ const (
 	offFetchFirstOffset = 176 // u64: FetchReply
 	offFetchNextOffset  = 184 // u64: FetchReply
 	offFetchStatus      = 192 // u8: FetchReply
+	offFetchNewborn     = 193 // u8: FetchStatusReply
 	offFetchView        = 196 // u32: FetchStatusReply
 	offFetchOp          = 200 // u64: FetchStatusReply
 	offFetchCommitMax   = 208 // u64: FetchStatusReply
@@ -279,7 +287,7 @@ func fetchFields(f *Fetch) Fetch {
 			g.Records = f.Records
 		}
 	case FetchStatusReply:
-		g.View, g.Op, g.CommitMax = f.View, f.Op, f.CommitMax
+		g.View, g.Op, g.CommitMax, g.Newborn = f.View, f.Op, f.CommitMax, f.Newborn
 	}
 	return g
 }
@@ -314,6 +322,9 @@ func (c *Codec) putFetchHeader(h []byte, f *Fetch, bodyBytes int, bodySum uint64
 		le.PutUint64(h[offFetchPurgeGen:], f.PurgeGeneration)
 		le.PutUint64(h[offFetchPurgeOp:], f.PurgeOp)
 	case FetchStatusReply:
+		if f.Newborn {
+			h[offFetchNewborn] = 1
+		}
 		le.PutUint32(h[offFetchView:], f.View)
 		le.PutUint64(h[offFetchOp:], f.Op)
 		le.PutUint64(h[offFetchCommitMax:], f.CommitMax)
@@ -378,6 +389,10 @@ func (c *Codec) DecodeFetch(frame []byte) (Fetch, error) {
 		f.BytesMax = le.Uint32(h[offFetchBytesMax:])
 		f.PurgeGeneration = le.Uint64(h[offFetchPurgeGen:])
 	case FetchStatusReply:
+		if h[offFetchNewborn] > 1 {
+			return Fetch{}, invalid("%s: newborn %d (max 1)", kind, h[offFetchNewborn])
+		}
+		f.Newborn = h[offFetchNewborn] == 1
 		f.View, f.Op, f.CommitMax = le.Uint32(h[offFetchView:]), le.Uint64(h[offFetchOp:]), le.Uint64(h[offFetchCommitMax:])
 	case FetchReply:
 		f.Offset, f.EndOffset = le.Uint64(h[offFetchOffset:]), le.Uint64(h[offFetchEndOffset:])

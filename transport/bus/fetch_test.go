@@ -114,11 +114,12 @@ func fetchCases() []fetchCase {
 				return s.frame(true, false)
 			}},
 		{"fetch_status_reply", Fetch{Kind: FetchStatusReply, From: 2, Group: 1 << 63, Nonce: sampleFetchNonce,
-			View: 7, Op: 0x0102_0304_0506_0708, CommitMax: 4242},
+			View: 7, Op: 0x0102_0304_0506_0708, CommitMax: 4242, Newborn: true},
 			func() []byte {
 				var s spec
 				s.u128(128, sampleFetchNonce.Lo, sampleFetchNonce.Hi)
 				s.u64(144, 1<<63)
+				s.u8(193, 1)
 				s.u32(196, 7)
 				s.u64(200, 0x0102_0304_0506_0708)
 				s.u64(208, 4242)
