@@ -43,6 +43,31 @@ func TestMetaSimCheckersCatchBrokenBuilds(t *testing.T) {
 			},
 		},
 		{
+			name: "partition groups commit on their primary alone", broken: metaSimBreakage{part: partitionBreakage{quorumOfOne: true}}, seedsMax: 60,
+			checkers: map[string]*regexp.Regexp{
+				"every acknowledged message at its offset": regexp.MustCompile(`acknowledged c\d+/r\d+/m\d+/ at offset \d+, the log holds`),
+				"polls see one message per offset":         regexp.MustCompile(`a poll saw "?c\d+/r\d+/m\d+/"? at offset \d+, (an earlier poll|the log holds)`),
+			},
+		},
+		{
+			name: "a retried send is applied again", broken: metaSimBreakage{part: partitionBreakage{ignoreRetries: true}}, seedsMax: 60,
+			checkers: map[string]*regexp.Regexp{
+				"no message twice": regexp.MustCompile(`message c\d+/r\d+/m\d+/ at offsets \d+ and \d+ \(applied twice\)`),
+			},
+		},
+		{
+			name: "a recognised retry is answered one offset off", broken: metaSimBreakage{part: partitionBreakage{replayOffByOne: true}}, seedsMax: 60,
+			checkers: map[string]*regexp.Regexp{
+				"an acknowledged offset holds the acknowledged message": regexp.MustCompile(`(offset \d+ acknowledged for \S+ and for \S+|acknowledged c\d+/r\d+/m\d+/ at offset \d+, the log holds)`),
+			},
+		},
+		{
+			name: "backups restamp batches", broken: metaSimBreakage{part: partitionBreakage{backupsRestamp: true}}, seedsMax: 30,
+			checkers: map[string]*regexp.Regexp{
+				"byte-identical segment files": regexp.MustCompile(`node \d+'s segment files differ from node \d+'s`),
+			},
+		},
+		{
 			name: "backups skip purges", broken: metaSimBreakage{part: partitionBreakage{backupsSkipPurge: true}}, seedsMax: 30,
 			checkers: map[string]*regexp.Regexp{
 				"every purge carried out": regexp.MustCompile(`purge generation \d+, metadata says \d+ and \d+`),

@@ -109,6 +109,7 @@ func (w *metaSimWorld) checkConverged() {
 		}
 	}
 	w.checkPartitions()
+	w.checkMessages()
 	reference, err := w.replayCommitted(first.driver.group.CommitMax())
 	if err != nil {
 		w.fail(err)

@@ -50,6 +50,11 @@ func (w *metaSimWorld) bootPlane(n *metaSimNode, nd *Node, d *driver, storageLos
 	sh.clock = metaSimClock{w}
 	sh.records = metaSimRecords{w: w, self: n.id}
 	sh.alignTo = nd.metadataAlignTarget
+	sh.purged = func(*partitionEntry, uint64, uint64) {
+		if w.msgs != nil {
+			w.msgs.events++ // an epoch moved under the sends in flight
+		}
+	}
 	sh.connected = func(r uint8) bool { return w.connected(n.id, r) }
 	sh.restAfterTicks = 3 * clampTicks(w.cfg.Cluster.Ticks().CommitBroadcastIntervalTicks)
 	p.peers.set(&metaSimBus{w: w, from: n.id}, n.id)

@@ -80,6 +80,8 @@ func (w *metaSimWorld) stepOnce(propose bool) {
 		}
 	}
 	w.driveClients(propose)
+	w.driveProducers(propose)
+	w.pollMessages()
 	if w.step%1000 == 0 { // the partition-reopen job, every second
 		for _, n := range w.nodes {
 			if n.up && n.plane != nil {
@@ -172,7 +174,7 @@ func (w *metaSimWorld) settled() bool {
 			return false
 		}
 	}
-	return w.partitionsSettled()
+	return w.producersIdle() && w.partitionsSettled()
 }
 
 // allUp: every node is up.

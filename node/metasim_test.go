@@ -72,6 +72,7 @@ func (s *metaSimStats) add(o metaSimStats) {
 	s.Reopens += o.Reopens
 	s.PartitionOpens += o.PartitionOpens
 	s.PartitionsAtEnd += o.PartitionsAtEnd
+	s.Messages.add(o.Messages)
 }
 
 // TestMetaSimIsDeterministic: the same seed gives the same trace.

@@ -138,6 +138,9 @@ func (w *metaSimWorld) attempt(c *metaSimClient) {
 	}
 	p.attempts++
 	p.node, p.sentAt = n.id, w.now
+	if w.msgs != nil && p.cmd != nil && changesPartitions(p.cmd) {
+		w.msgs.events++ // an epoch may move under the sends in flight
+	}
 	p.proposal = &proposal{req: p.req, done: make(chan outcome, 1)}
 	w.stats.Proposals++
 	w.trace.add("propose", c.id.Lo, p.req.Request, uint64(n.id))
@@ -184,7 +187,7 @@ func (w *metaSimWorld) drawCommand(c *metaSimClient) metadata.Command {
 		return metadata.CreateTopic{Stream: stream, Name: topic.Name, PartitionsCount: 1 + uint32(w.rng.IntN(3)),
 			MessageExpiry: metadata.Never, Compression: metadata.CompressionNone, MaxTopicSize: metadata.Never,
 			Options: metadata.TopicOptions{SegmentSize: 1 << 20, MessagesRequiredToSave: metadata.DefaultMessagesRequiredToSave,
-				Durability: metadata.DurabilityReplicated, ConsumerOffsetDurability: metadata.DurabilityReplicated}}
+				Durability: w.drawDurability(), ConsumerOffsetDurability: metadata.DurabilityReplicated}}
 	case r < 50:
 		return metadata.DeleteTopic{Stream: stream, Topic: topic}
 	case r < 53:
@@ -240,4 +243,14 @@ func removeName(names []string, name string) []string {
 		}
 	}
 	return names
+}
+
+// drawDurability: half the topics are persisted (an acknowledged message
+// survives any power loss), half replicated (a majority's power loss may
+// take it: metasim_messages_test.go checks those only in seeds without).
+func (w *metaSimWorld) drawDurability() metadata.Durability {
+	if w.rng.IntN(2) == 0 {
+		return metadata.DurabilityPersisted
+	}
+	return metadata.DurabilityReplicated
 }

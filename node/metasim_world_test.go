@@ -125,6 +125,9 @@ type metaSimStats struct {
 	// PartitionOpens: partitions opened by the planes (partitions seeds);
 	// PartitionsAtEnd: partitions metadata holds after the heal.
 	PartitionOpens, PartitionsAtEnd uint64
+	// Messages: the producers and readers of a partitions seed
+	// (metasim_messages_test.go).
+	Messages metaSimMessageStats
 }
 
 // metaSimWorld is one seed's run.
@@ -158,6 +161,8 @@ type metaSimWorld struct {
 	rotRng         *rand.Rand // where bit rot lands
 	keepGoing      bool
 	caught         []error
+	// msgs: the message workload and its ledger (partitions seeds).
+	msgs *metaSimMessages
 }
 
 // metaSimRootPassword: every simulated cluster's root credentials; the
@@ -245,6 +250,9 @@ func newMetaSimWorld(seed uint64, broken metaSimBreakage) (*metaSimWorld, error)
 	for i := 0; i < sc.clients; i++ {
 		w.clients = append(w.clients, &metaSimClient{
 			id: consensus.Uint128{Lo: w.rng.Uint64() | 1, Hi: w.rng.Uint64() &^ (1 << 63)}, target: uint8(w.rng.IntN(sc.nodes))})
+	}
+	if sc.partitions {
+		w.newProducers()
 	}
 	return w, nil
 }

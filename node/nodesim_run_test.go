@@ -83,6 +83,16 @@ func (w *simWorld) run(steps, healSteps uint64) error {
 			w.stats.QuorumLost++
 			return nil
 		}
+		if w.onlyCopyRotted() {
+			// Two faults on one range: rot damaged a replica's copy, and no
+			// other replica holds it intact (a power loss took unsynced
+			// records of a replicated topic, an amnesiac gave back the
+			// records past its checkpoint, cutPastCheckpoint). No replica
+			// can repair it or transfer it; waiting for an operator is the
+			// safe outcome.
+			w.stats.OnlyCopyRotted++
+			return nil
+		}
 		err := fmt.Errorf("no convergence %d steps after the heal: %s", healSteps, w.describe())
 		if w.keepGoing {
 			// A broken build's test wants every checker's word, the final
@@ -510,6 +520,50 @@ func (w *simWorld) converged() bool {
 	return true
 }
 
+// onlyCopyRotted: some up replica's log holds damage after the heal that
+// no other up replica holds an intact copy of.
+func (w *simWorld) onlyCopyRotted() bool {
+	found := false
+	for _, n := range w.nodes {
+		if !n.up {
+			continue
+		}
+		var cursor partitions.ScrubCursor
+		for {
+			res, err := n.entry.log.Scrub(cursor, 1<<30)
+			if err != nil || res.Wrapped && res.Damage == nil {
+				break
+			}
+			if d := res.Damage; d != nil {
+				if w.intactElsewhere(n, d.Offset) {
+					return false // repairable: a real stall
+				}
+				found = true
+			}
+			if res.Wrapped {
+				break
+			}
+			cursor = res.Next
+		}
+	}
+	return found
+}
+
+// intactElsewhere: another up replica of the same epoch serves offset
+// intact.
+func (w *simWorld) intactElsewhere(n *simNode, offset uint64) bool {
+	for _, o := range w.nodes {
+		if o == n || !o.up || o.entry.log == nil || o.entry.revision != n.entry.revision ||
+			o.entry.marker.PurgeGeneration != n.entry.marker.PurgeGeneration {
+			continue
+		}
+		if records, _, err := o.entry.log.ReadRecords(nil, offset, offset+1, 1); err == nil && len(records) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // damagedLog scrubs node n's whole log; damage it finds is repaired, as
 // the scrub job's would be.
 func (w *simWorld) damagedLog(n *simNode) bool {
@@ -651,9 +705,19 @@ func readWholeLog(l partitionStore) ([]byte, error) {
 // segmentFiles reads a replica's segment and index files (what must be
 // identical on every replica) by name.
 func (w *simWorld) segmentFiles(n *simNode) (map[string][]byte, error) {
-	entries, err := n.mem.ReadDir(n.entry.dir)
+	files, err := segmentFilesIn(n.mem, n.entry.dir)
 	if err != nil {
-		return nil, fmt.Errorf("node %d: list %s: %w", n.id, n.entry.dir, err)
+		return nil, fmt.Errorf("node %d: %w", n.id, err)
+	}
+	return files, nil
+}
+
+// segmentFilesIn reads the segment, index and lost-range files of a
+// partition directory by name.
+func segmentFilesIn(fsys *vfs.Mem, dir string) (map[string][]byte, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	files := map[string][]byte{}
 	for _, de := range entries {
@@ -661,9 +725,9 @@ func (w *simWorld) segmentFiles(n *simNode) (map[string][]byte, error) {
 		if !strings.HasSuffix(name, ".log") && !strings.HasSuffix(name, ".index") && !strings.HasSuffix(name, ".lost") {
 			continue
 		}
-		b, err := n.mem.ReadFile(path.Join(n.entry.dir, name))
+		b, err := fsys.ReadFile(path.Join(dir, name))
 		if err != nil {
-			return nil, fmt.Errorf("node %d: read %s: %w", n.id, name, err)
+			return nil, fmt.Errorf("read %s: %w", path.Join(dir, name), err)
 		}
 		files[name] = b
 	}

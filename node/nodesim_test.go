@@ -109,6 +109,7 @@ func (s *simStats) add(o simStats) {
 	s.BootFailures += o.BootFailures
 	s.Wipes += o.Wipes
 	s.QuorumLost += o.QuorumLost
+	s.OnlyCopyRotted += o.OnlyCopyRotted
 	s.BeyondBudget += o.BeyondBudget
 	s.BitRot += o.BitRot
 	s.DamageFound += o.DamageFound

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/partitions"
@@ -154,26 +155,36 @@ func (w *simWorld) newRequest(c *simClient) (*simRequest, error) {
 		w.ledger.storeAsked[c.index] = c.stored
 		return r, nil
 	}
-	r.messages = 1 + w.rng.IntN(4)
-	in := make([]wire.BatchMessageInput, r.messages)
-	for m := range in {
-		payload := []byte(simPayloadName(c.index, r.request, m))
-		for pad := w.rng.IntN(200); pad > 0; pad-- {
-			payload = append(payload, byte('a'+w.rng.IntN(26)))
-		}
-		in[m] = wire.BatchMessageInput{OriginTimestamp: w.now, Payload: payload}
-		in[m].ID[0], in[m].ID[1] = byte(c.index), byte(m)
-	}
-	body, err := wire.AppendBatch(nil, in)
+	body, sum, messages, err := simBatch(w.rng, c.index, r.request, w.now)
 	if err != nil {
 		return nil, err
+	}
+	r.kind, r.body, r.sum, r.messages = simSend, body, sum, messages
+	return r, nil
+}
+
+// simBatch draws a send of 1-4 messages whose payloads name the client,
+// the request and the message ("c/r/m/", then padding): the batch and its
+// checksum as the client computes it.
+func simBatch(rng *rand.Rand, client uint32, request, now uint64) (body []byte, sum uint64, messages int, err error) {
+	messages = 1 + rng.IntN(4)
+	in := make([]wire.BatchMessageInput, messages)
+	for m := range in {
+		payload := []byte(simPayloadName(client, request, m))
+		for pad := rng.IntN(200); pad > 0; pad-- {
+			payload = append(payload, byte('a'+rng.IntN(26)))
+		}
+		in[m] = wire.BatchMessageInput{OriginTimestamp: now, Payload: payload}
+		in[m].ID[0], in[m].ID[1] = byte(client), byte(m)
+	}
+	if body, err = wire.AppendBatch(nil, in); err != nil {
+		return nil, 0, 0, err
 	}
 	h, err := wire.DecodeBatchHeader(body)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
-	r.kind, r.body, r.sum = simSend, body, h.BatchChecksum
-	return r, nil
+	return body, h.BatchChecksum, messages, nil
 }
 
 // attempt proposes r on the client's target node (another up node if it

@@ -244,9 +244,12 @@ type simStats struct {
 	// BeyondBudget: runs in which more replicas than the group tolerates
 	// were compromised at once (simWorld.noteCompromised).
 	BeyondBudget int
-	NoSpace      int // writes refused: disk full
-	Purges       int // purge generations metadata asked for
-	Recreates    int // topic deletions and re-creations
+	// OnlyCopyRotted: runs that stalled on damage no replica could
+	// repair: rot damaged the last intact copy of a range.
+	OnlyCopyRotted int
+	NoSpace        int // writes refused: disk full
+	Purges         int // purge generations metadata asked for
+	Recreates      int // topic deletions and re-creations
 	// BitRot: stored bytes of segment files flipped; DamageFound: damaged
 	// places a poll or the scrubber found (each repaired from a peer, or
 	// the partition reopened when no copy fits).

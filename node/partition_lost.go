@@ -74,38 +74,42 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 // findings 20 and 26).
 func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) error {
 	next := e.log.NextOffset()
+	first := e.log.Stats().FirstOffset
 	why := "amnesiac"
 	if storageLost {
 		why = "lost its prepare WAL"
 	}
-	if e.appliedOp != 0 && e.marker.PurgeOp > e.appliedOp {
-		// A purge after the checkpoint: every record is of its epoch, past
-		// the checkpoint (partition_purge_replay.go).
-		first := e.log.Stats().FirstOffset
+	switch {
+	case e.marker.PurgeOp > e.appliedOp:
+		// A purge after the checkpoint (or with none): every record is of
+		// its epoch, past the checkpoint (partition_purge_replay.go).
 		if first == next {
 			return nil
 		}
 		p.log.Warn("partition replica takes back the records it applied after a purge past its checkpoint; the group applies their ops again",
 			"dir", e.dir, "why", why, "from_offset", first, "next_offset", next, "checkpoint_op", e.appliedOp, "purge_op", e.marker.PurgeOp)
-		if _, err := e.log.ResetTo(first); err != nil {
-			return fmt.Errorf("take back the records of the purge past the checkpoint: %w", err)
+	case e.appliedNext >= next:
+		return nil // nothing past the checkpoint
+	case e.appliedNext <= first:
+		// No checkpoint (every op is applied again from the first), or a
+		// cut applied past the checkpoint removed everything up to its
+		// frontier: every record is past the checkpoint. Kept, the records
+		// of ops an election dropped stayed past the end of what the
+		// group's ops give (metadata simulator finding M7).
+		p.log.Warn("partition replica takes back every record: all were applied past its checkpoint; the group applies their ops again",
+			"dir", e.dir, "why", why, "checkpoint_op", e.appliedOp, "checkpoint_frontier", e.appliedNext, "first_offset", first, "next_offset", next)
+	default:
+		p.log.Warn("partition replica takes back the records it applied past its checkpoint; the group applies their ops again",
+			"dir", e.dir, "why", why, "from_offset", e.appliedNext, "next_offset", next, "checkpoint_op", e.appliedOp)
+		if err := e.log.CutTail(e.appliedNext); err != nil {
+			return fmt.Errorf("take back the records past the checkpoint: %w", err)
 		}
 		return nil
 	}
-	if e.appliedOp == 0 || e.appliedNext >= next {
-		return nil // no checkpoint (everything is applied again), or nothing past it
-	}
-	if first := e.log.Stats().FirstOffset; e.appliedNext <= first {
-		// A cut applied past the checkpoint removed everything up to its
-		// frontier: what remains is compared when its ops are applied again.
-		p.log.Warn("partition replica restarts with its retention past its checkpoint: its records are kept",
-			"dir", e.dir, "why", why, "checkpoint_frontier", e.appliedNext, "first_offset", first, "next_offset", next)
-		return nil
-	}
-	p.log.Warn("partition replica takes back the records it applied past its checkpoint; the group applies their ops again",
-		"dir", e.dir, "why", why, "from_offset", e.appliedNext, "next_offset", next, "checkpoint_op", e.appliedOp)
-	if err := e.log.CutTail(e.appliedNext); err != nil {
-		return fmt.Errorf("take back the records past the checkpoint: %w", err)
+	// Ops of records below first apply again as applied (replayedSend);
+	// the others append again, from the peers.
+	if _, err := e.log.ResetTo(first); err != nil {
+		return fmt.Errorf("take back the records past the checkpoint (from offset %d): %w", first, err)
 	}
 	return nil
 }

@@ -153,15 +153,22 @@ func TestAmnesiacRestartTakesBackRecordsPastItsCheckpoint(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
 	key := partitionKey{1, 1, 0}
-	const frontier = 6 // two batches of three below the checkpoint, one above
 	for _, tc := range []struct {
 		name     string
 		amnesiac bool
+		frontier uint64 // 6: two batches of three below the checkpoint, one above
 		wantNext uint64
 	}{
-		{"amnesiac", true, frontier},
-		{"intact", false, 9},
+		{"amnesiac", true, 6, 6},
+		{"intact", false, 6, 9},
+		// A checkpoint where the log starts (taken after a purge, or before
+		// any send): every record is past it. Kept, the records of ops an
+		// election dropped outlived the group's ops (metadata simulator
+		// finding M7).
+		{"amnesiac, checkpoint at the log's start", true, 0, 0},
+		{"intact, checkpoint at the log's start", false, 0, 9},
 	} {
+		frontier := tc.frontier
 		t.Run(tc.name, func(t *testing.T) {
 			defaults, err := config.Defaults()
 			if err != nil {
