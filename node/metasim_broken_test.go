@@ -62,6 +62,18 @@ func TestMetaSimCheckersCatchBrokenBuilds(t *testing.T) {
 			},
 		},
 		{
+			name: "offset stores apply one more than asked", broken: metaSimBreakage{part: partitionBreakage{storeMore: true}}, seedsMax: 30,
+			checkers: map[string]*regexp.Regexp{
+				"no consumer offset nobody asked for": regexp.MustCompile(`consumer \d+'s offset \d+ was never asked for`),
+			},
+		},
+		{
+			name: "offset stores of even values apply five less", broken: metaSimBreakage{part: partitionBreakage{storeLess: true}}, seedsMax: 30,
+			checkers: map[string]*regexp.Regexp{
+				"consumer offsets never go back": regexp.MustCompile(`consumer \d+'s offset (went back from \d+ to \d+|\d+, below the acknowledged \d+)`),
+			},
+		},
+		{
 			name: "backups restamp batches", broken: metaSimBreakage{part: partitionBreakage{backupsRestamp: true}}, seedsMax: 30,
 			checkers: map[string]*regexp.Regexp{
 				"byte-identical segment files": regexp.MustCompile(`node \d+'s segment files differ from node \d+'s`),

@@ -13,18 +13,22 @@ import (
 
 // Messages in the metadata simulator (partitions seeds): producers with
 // stable identities (the leader-aware client's client id and request ids)
-// send batches to the partitions the metadata group holds, through the
-// node they take for the partition's primary, while the metadata clients
-// create, purge and delete the topics under them. Readers poll random
-// replicas. The checkers:
+// send batches to the partitions the metadata group holds, and now and
+// then store a consumer offset there, through the node they take for the
+// partition's primary, while the metadata clients create, purge and
+// delete the topics under them. Readers poll random replicas. The
+// checkers:
 //   - an offset is acknowledged for one message only, per epoch (the
 //     partition, its incarnation and purge generation);
 //   - a poll sees at an offset what every other poll of that epoch saw;
+//   - a replica's consumer offset never goes back within one boot and
+//     epoch, and is never a value no producer asked to store;
 //   - after the heal, on every replica: no message twice in a partition's
 //     log, every acknowledged message at its offset (unless the seed lost
 //     power under a `replicated` topic: a majority's unsynced memory is
-//     allowed to go), every polled message where the poll saw it, and the
-//     replicas' segment files byte-identical.
+//     allowed to go), every polled message where the poll saw it, each
+//     consumer offset at least the last store acknowledged in its epoch,
+//     and the replicas' segment files byte-identical.
 //
 // A send's epoch is certain when no command that purges, deletes or
 // creates partitions was pending, and no replica carried out a purge,
@@ -38,6 +42,7 @@ const (
 	metaSimPollRate        = 0.05 // chance per step of a poll
 	metaSimSendWaitMicros  = 3_000_000
 	metaSimSendAttemptsMax = 200
+	metaSimStoreShare      = 0.15 // share of requests that store a consumer offset
 )
 
 type metaSimProducer struct {
@@ -48,9 +53,12 @@ type metaSimProducer struct {
 	pending *metaSimSend
 }
 
-// metaSimSend is a producer's send waiting for its outcome.
+// metaSimSend is a producer's send (or consumer-offset store) waiting for
+// its outcome.
 type metaSimSend struct {
 	key      partitionKey
+	store    bool   // a consumer-offset store of value, not a send
+	value    uint64 // the offset a store asks for
 	request  uint64 // with dedupRequestFlag
 	body     []byte
 	sum      uint64
@@ -73,6 +81,17 @@ type metaSimEpochOffset struct {
 	revision, generation, position uint64
 }
 
+// metaSimObserved names a consumer offset (at.position: the producer) as
+// one incarnation of a group on one node reports it. A restart or a
+// reopen (a failed fsync, damage set aside) starts a new incarnation: its
+// consumer offsets start from its checkpoint's again, and the replay of
+// the ops above it moves them on, as the whole-node simulator allows.
+type metaSimObserved struct {
+	node        uint8
+	incarnation uint64
+	at          metaSimEpochOffset
+}
+
 // metaSimMessages is the producers and what the checkers compare with.
 type metaSimMessages struct {
 	producers []*metaSimProducer
@@ -82,12 +101,22 @@ type metaSimMessages struct {
 	events uint64
 	owner  map[metaSimEpochOffset]string
 	polled map[metaSimEpochOffset]string
+	// Consumer offsets, per producer (its consumer id is its index+1):
+	// stored, the last value each asked for per partition; asked, the
+	// highest ever per partition; acked, the highest acknowledged per
+	// certain epoch (position: the consumer id); observed, the last value
+	// a replica reported per node, boot and epoch.
+	stored, asked map[[2]uint64]uint64
+	acked         map[metaSimEpochOffset]uint64
+	observed      map[metaSimObserved]uint64
+	// incarnations numbers the group entries the checkers have seen.
+	incarnations map[*partitionEntry]uint64
 }
 
 // metaSimMessageStats counts the message workload of a run.
 type metaSimMessageStats struct {
 	Sends, SendsAcked, SendsCertain, SendsRefused, SendsAmbiguous, SendsAbandoned uint64
-	Polls, PolledMessages, MessagesAtEnd                                          uint64
+	Polls, PolledMessages, MessagesAtEnd, OffsetStores, OffsetStoresAcked         uint64
 }
 
 func (s *metaSimMessageStats) add(o metaSimMessageStats) {
@@ -100,14 +129,27 @@ func (s *metaSimMessageStats) add(o metaSimMessageStats) {
 	s.Polls += o.Polls
 	s.PolledMessages += o.PolledMessages
 	s.MessagesAtEnd += o.MessagesAtEnd
+	s.OffsetStores += o.OffsetStores
+	s.OffsetStoresAcked += o.OffsetStoresAcked
 }
 
 func (w *metaSimWorld) newProducers() {
-	w.msgs = &metaSimMessages{owner: map[metaSimEpochOffset]string{}, polled: map[metaSimEpochOffset]string{}}
+	w.msgs = &metaSimMessages{owner: map[metaSimEpochOffset]string{}, polled: map[metaSimEpochOffset]string{},
+		stored: map[[2]uint64]uint64{}, asked: map[[2]uint64]uint64{}, acked: map[metaSimEpochOffset]uint64{},
+		observed: map[metaSimObserved]uint64{}, incarnations: map[*partitionEntry]uint64{}}
 	for i := 0; i < metaSimProducers; i++ {
 		w.msgs.producers = append(w.msgs.producers, &metaSimProducer{index: uint32(i),
 			id: consensus.Uint128{Lo: w.seed*16 + uint64(i) + 1, Hi: 0x6d736773}, target: uint8(w.rng.IntN(w.sc.nodes))})
 	}
+}
+
+// consumerKind: a consumer for even producer indexes, a consumer group for
+// odd ones, so both kinds of offset files go through the faults.
+func (pr *metaSimProducer) consumerKind() wire.ConsumerKind {
+	if pr.index%2 == 1 {
+		return wire.ConsumerKindGroup
+	}
+	return wire.ConsumerKindSingle
 }
 
 // changesPartitions: whether a metadata command may purge, delete or
@@ -201,6 +243,14 @@ func (w *metaSimWorld) newSend(pr *metaSimProducer) *metaSimSend {
 	pr.nextReq++
 	s := &metaSimSend{key: keys[w.rng.IntN(len(keys))], request: pr.nextReq | dedupRequestFlag,
 		events: w.msgs.events, uncertain: w.partitionCommandPending()}
+	if w.rng.Float64() < metaSimStoreShare {
+		k := [2]uint64{s.key.groupID(), uint64(pr.index)}
+		w.msgs.stored[k] += 1 + w.rng.Uint64N(5)
+		s.store, s.value = true, w.msgs.stored[k]
+		w.msgs.asked[k] = max(w.msgs.asked[k], s.value)
+		w.stats.Messages.OffsetStores++
+		return s
+	}
 	var err error
 	if s.body, s.sum, s.messages, err = simBatch(w.rng, pr.index+metaSimProducerBase, s.request, w.now); err != nil {
 		w.fail(err)
@@ -251,6 +301,10 @@ func (w *metaSimWorld) sendAttempt(pr *metaSimProducer, s *metaSimSend) {
 	s.attempts++
 	p := &partitionProposal{entry: e, op: wire.OpSendMessages, body: append([]byte(nil), s.body...), bodyOwned: true,
 		done: make(chan partitionOutcome, 1), user: rootUserID, client: pr.id, request: s.request, sum: s.sum}
+	if s.store {
+		p = &partitionProposal{entry: e, op: wire.OpStoreConsumerOffset, body: encodeOffsetOp(pr.consumerKind(), pr.index+1, s.value, true),
+			done: make(chan partitionOutcome, 1)}
+	}
 	s.prop, s.node, s.boot, s.sentAt = p, n.id, n.boots, w.now
 	w.guard(n, func() {
 		if !e.shard.submit(p) {
@@ -281,12 +335,21 @@ func (w *metaSimWorld) holdsPartition(n *metaSimNode, k partitionKey) bool {
 // sendAcknowledged records an OK: within a certain epoch an offset is
 // acknowledged for one message only.
 func (w *metaSimWorld) sendAcknowledged(pr *metaSimProducer, s *metaSimSend, out partitionOutcome) {
-	w.stats.Messages.SendsAcked++
+	if s.store {
+		w.stats.Messages.OffsetStoresAcked++
+	} else {
+		w.stats.Messages.SendsAcked++
+	}
 	if s.uncertain || s.events != w.msgs.events || w.partitionCommandPending() {
 		return
 	}
-	w.stats.Messages.SendsCertain++
 	e := s.prop.entry
+	if s.store {
+		k := metaSimEpochOffset{key: s.key, revision: e.revision, generation: e.marker.PurgeGeneration, position: uint64(pr.index)}
+		w.msgs.acked[k] = max(w.msgs.acked[k], s.value)
+		return
+	}
+	w.stats.Messages.SendsCertain++
 	for m := 0; m < s.messages; m++ {
 		name := simPayloadName(pr.index+metaSimProducerBase, s.request, m)
 		k := metaSimEpochOffset{key: s.key, revision: e.revision, generation: e.marker.PurgeGeneration, position: out.baseOffset + uint64(m)}
@@ -344,6 +407,31 @@ func (w *metaSimWorld) pollMessages() {
 	if err != nil {
 		w.fail(fmt.Errorf("node %d partition %v: polled records: %w", n.id, e.key, err))
 	}
+	w.observeConsumerOffsets(n, e)
+}
+
+// observeConsumerOffsets reads every producer's consumer offset on a
+// replica: never back within one boot and epoch, never a value no producer
+// asked for.
+func (w *metaSimWorld) observeConsumerOffsets(n *metaSimNode, e *partitionEntry) {
+	for _, pr := range w.msgs.producers {
+		v, _ := e.log.ConsumerOffset(pr.consumerKind(), pr.index+1)
+		if asked := w.msgs.asked[[2]uint64{e.key.groupID(), uint64(pr.index)}]; v > asked {
+			w.fail(fmt.Errorf("node %d partition %v: consumer %d's offset %d was never asked for (highest %d)", n.id, e.key, pr.index+1, v, asked))
+		}
+		inc, ok := w.msgs.incarnations[e]
+		if !ok {
+			inc = uint64(len(w.msgs.incarnations) + 1)
+			w.msgs.incarnations[e] = inc
+		}
+		k := metaSimObserved{node: n.id, incarnation: inc,
+			at: metaSimEpochOffset{key: e.key, revision: e.revision, generation: e.marker.PurgeGeneration, position: uint64(pr.index)}}
+		if prev := w.msgs.observed[k]; v < prev {
+			w.fail(fmt.Errorf("node %d (group incarnation %d) partition %v (revision %d, purge generation %d): consumer %d's offset went back from %d to %d",
+				n.id, inc, e.key, e.revision, e.marker.PurgeGeneration, pr.index+1, prev, v))
+		}
+		w.msgs.observed[k] = v
+	}
 }
 
 // producersIdle: no send waits for its outcome.
@@ -384,17 +472,7 @@ func (w *metaSimWorld) checkMessages() {
 			if f, ok := first[k]; !ok {
 				first[k], firstNode[k] = files, n.id
 			} else if !maps2Equal(f, files) {
-				if *nodeSimDebug {
-					for _, m := range w.nodes {
-						me := m.plane.entry(k)
-						recs, _ := readWholeLog(me.log)
-						var names []string
-						_ = forEachMessage(recs, func(off uint64, payload []byte) {
-							names = append(names, fmt.Sprintf("%d=%s", off, payloadName(payload)))
-						})
-						w.debugf("DEBUG node %d partition %v rev %d gen %d op %d commit %d first %d next %d: %v", m.id, k, me.revision, me.marker.PurgeGeneration, me.group.Op(), me.group.CommitMax(), me.log.Stats().FirstOffset, me.log.NextOffset(), names)
-					}
-				}
+				w.dumpPartition(k)
 				w.fail(fmt.Errorf("partition %v: node %d's segment files differ from node %d's: %s", k, n.id, firstNode[k], diffFiles(f, files)))
 			}
 		}
@@ -433,6 +511,7 @@ func (w *metaSimWorld) checkPartitionLog(n *metaSimNode, e *partitionEntry) {
 				continue
 			}
 			if got := atOffset[k.position]; got != name {
+				w.dumpPartition(e.key)
 				w.fail(fmt.Errorf("node %d partition %v (revision %d, purge generation %d): %s %s at offset %d, the log holds %q",
 					n.id, e.key, e.revision, k.generation, what, name, k.position, got))
 			}
@@ -441,5 +520,40 @@ func (w *metaSimWorld) checkPartitionLog(n *metaSimNode, e *partitionEntry) {
 	if !mayLose {
 		check("acknowledged", w.msgs.owner)
 		check("a poll saw", w.msgs.polled)
+	}
+	w.observeConsumerOffsets(n, e)
+	mayLoseOffsets := !e.offsetsPersisted && w.stats.PowerLosses > 0
+	for _, pr := range w.msgs.producers {
+		v, _ := e.log.ConsumerOffset(pr.consumerKind(), pr.index+1)
+		acked := w.msgs.acked[metaSimEpochOffset{key: e.key, revision: e.revision, generation: e.marker.PurgeGeneration, position: uint64(pr.index)}]
+		if v < acked && !mayLoseOffsets {
+			w.fail(fmt.Errorf("node %d partition %v (revision %d, purge generation %d): consumer %d's offset %d, below the acknowledged %d",
+				n.id, e.key, e.revision, e.marker.PurgeGeneration, pr.index+1, v, acked))
+		}
+	}
+}
+
+// dumpPartition prints every replica's log of a partition (-nodesim.debug).
+func (w *metaSimWorld) dumpPartition(k partitionKey) {
+	if !*nodeSimDebug {
+		return
+	}
+	for _, m := range w.nodes {
+		if !m.up || m.plane == nil {
+			continue
+		}
+		me := m.plane.entry(k)
+		if me == nil || me.log == nil || me.group == nil {
+			w.debugf("node %d partition %v: not served", m.id, k)
+			continue
+		}
+		recs, _ := readWholeLog(me.log)
+		var names []string
+		_ = forEachMessage(recs, func(off uint64, payload []byte) {
+			names = append(names, fmt.Sprintf("%d=%s", off, payloadName(payload)))
+		})
+		w.debugf("node %d partition %v revision %d purge generation %d persisted %v: view %d op %d commit %d, log %d..%d: %v", m.id, k,
+			me.revision, me.marker.PurgeGeneration, me.persisted, me.group.View(), me.group.Op(), me.group.CommitMax(),
+			me.log.Stats().FirstOffset, me.log.NextOffset(), names)
 	}
 }

@@ -175,8 +175,15 @@ func (w *metaSimWorld) partitionCount() int {
 
 // partitionsSettled: every node serves exactly the partitions its
 // metadata holds, each group normal with everything committed applied,
-// nothing queued to open or reopen.
+// nothing queued to open or reopen, and every replica of a group at one
+// view and op (a backup an idle group's primary left behind catches up:
+// a resting group wakes when a peer's connection returns).
 func (w *metaSimWorld) partitionsSettled() bool {
+	type at struct {
+		view uint32
+		op   uint64
+	}
+	groups := map[partitionKey]at{}
 	for _, n := range w.nodes {
 		if n.plane == nil {
 			continue
@@ -207,6 +214,10 @@ func (w *metaSimWorld) partitionsSettled() bool {
 			if e.marker.PurgeGeneration != d.part.PurgeGeneration {
 				return false
 			}
+			if prev, ok := groups[k]; ok && prev != (at{g.View(), g.Op()}) {
+				return false
+			}
+			groups[k] = at{g.View(), g.Op()}
 		}
 	}
 	return true

@@ -29,8 +29,10 @@ func (w *metaSimWorld) run(steps, healSteps uint64) error {
 		w.checkConverged()
 	} else if w.keepGoing && w.allUp() {
 		// A broken build's test wants every checker's word: the
-		// partitions' files are compared even when the run did not settle.
+		// partitions' files and messages are compared even when the run
+		// did not settle.
 		w.checkPartitions()
+		w.checkMessages()
 	}
 	if w.keepGoing {
 		return errors.Join(w.caught...)

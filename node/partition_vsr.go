@@ -86,6 +86,20 @@ func (p *partitionPlane) startGroup(e *partitionEntry, d desiredPartition) error
 	return nil
 }
 
+// writeFirstSuperblock makes a group that restarts without a superblock
+// durable before it says anything, as a new group's is: the prepares its
+// WAL then holds and acknowledges are replayed at its next restart. Before
+// (metadata simulator finding M8), such a replica ran the group in view 0
+// without one; restarted again, it found data without a superblock, reset
+// its WAL and voted with an empty log, and a view change among such
+// replicas dropped acknowledged persisted messages.
+func (p *partitionPlane) writeFirstSuperblock(e *partitionEntry) error {
+	if err := e.superblock.Write(journal.SuperblockState{Identity: p.identity}); err != nil {
+		return fmt.Errorf("write the restarted group's first superblock: %w", err)
+	}
+	return nil
+}
+
 // newestSuperblock is the group's durable state: the newer of its own
 // slots and its newest record in the node's superblock log.
 func (p *partitionPlane) newestSuperblock(e *partitionEntry, sb *journal.Superblock, st *journal.SuperblockState) (*journal.SuperblockState, error) {
@@ -210,6 +224,9 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 		if err := p.resetPartitionWAL(e); err != nil {
 			return err
 		}
+		if err := p.writeFirstSuperblock(e); err != nil {
+			return err
+		}
 	case st == nil:
 		// Data without a superblock (written by an older build, or the
 		// superblock was removed): which op the data reflects is unknown.
@@ -221,6 +238,9 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 			return fmt.Errorf("start the consumer offsets of a group with no superblock: %w", err)
 		}
 		if err := p.resetPartitionWAL(e); err != nil {
+			return err
+		}
+		if err := p.writeFirstSuperblock(e); err != nil {
 			return err
 		}
 	default:
