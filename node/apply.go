@@ -205,8 +205,19 @@ func (n *Node) recover(rec recovered, opts Options) (*consensus.Replica, *metada
 	if err != nil {
 		return nil, nil, fmt.Errorf("metadata snapshot at op %d: %w", rec.snapshot.Op, err)
 	}
+	// The metadata WAL holds every entry this replica acknowledged: each is
+	// synced before its PrepareOk leaves (the metadata group is always
+	// persisted), a truncation and its re-append are one durable record
+	// group (journal.WAL.TruncateAndAppend), and a failed sync stops the
+	// process before anything else is acknowledged. So a header-only op of
+	// log_view's log was never acknowledged here and may be nacked after a
+	// restart too (metadata simulator seed 10516: a wiped primary held the
+	// only bodies of two uncommitted ops, and the two restarted replicas
+	// could not nack them, so no view change ever completed). Lost storage
+	// promises nothing.
 	group, err := consensus.Restart(cfg, consensus.Restored{
 		Superblock: rec.superblock, Snapshot: rec.snapshot, Entries: rec.entries, StorageLost: rec.storageLost,
+		JournalIntact: !rec.storageLost,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("restart metadata group: %w", err)
