@@ -434,6 +434,25 @@ func (w *metaSimWorld) observeConsumerOffsets(n *metaSimNode, e *partitionEntry)
 	}
 }
 
+// retention is node n's retention job: each partition's primary proposes
+// the cut its topic's retention allows (its size bound scaled down as its
+// segments are, metaSimSegmentDivisor); the cut is ordered in the group's
+// log (partitionEntry.proposeRetention).
+func (w *metaSimWorld) retention(n *metaSimNode) {
+	for _, k := range w.partitionKeys(n) {
+		d, ok := n.plane.desiredOf(k)
+		e := n.plane.entry(k)
+		if !ok || e == nil || e.revision != d.part.CreatedRevision {
+			continue
+		}
+		t := d.topic
+		if t.MaxTopicSize != metadata.Never {
+			t.MaxTopicSize /= metaSimSegmentDivisor
+		}
+		e.proposeRetention(w.now, t)
+	}
+}
+
 // producersIdle: no send waits for its outcome.
 func (w *metaSimWorld) producersIdle() bool {
 	if w.msgs == nil {
@@ -505,9 +524,10 @@ func (w *metaSimWorld) checkPartitionLog(n *metaSimNode, e *partitionEntry) {
 	// Under `replicated` a backup acknowledges from memory: a power loss
 	// of a majority may take what they acknowledged (durability.mdx).
 	mayLose := !e.persisted && w.stats.PowerLosses > 0
+	kept := e.log.Stats().FirstOffset // below it: cut by retention, in every replica's log alike
 	check := func(what string, ledger map[metaSimEpochOffset]string) {
 		for k, name := range ledger {
-			if k.key != e.key || k.revision != e.revision || k.generation != e.marker.PurgeGeneration {
+			if k.key != e.key || k.revision != e.revision || k.generation != e.marker.PurgeGeneration || k.position < kept {
 				continue
 			}
 			if got := atOffset[k.position]; got != name {

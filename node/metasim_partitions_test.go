@@ -24,6 +24,10 @@ import (
 // node serves exactly the partitions metadata holds, at their revision and
 // purge generation, and holds no other partition directory.
 
+// metaSimSegmentDivisor scales the topics' segments (1-8 MiB in metadata)
+// down to 4-32 KiB, and their size bounds with them (metaSimWorld.retention).
+const metaSimSegmentDivisor = 256
+
 // metaSimPartitionsMax bounds the partitions the workload keeps (each is a
 // consensus group on every node).
 const metaSimPartitionsMax = 12
@@ -38,6 +42,7 @@ func (w *metaSimWorld) bootPlane(n *metaSimNode, nd *Node, d *driver, storageLos
 	p.random = w.rng.Uint64
 	p.reopenInline = func(e *partitionEntry) { n.reopenWanted = append(n.reopenWanted, e) }
 	p.storageLost = storageLost
+	p.segmentDivisor = metaSimSegmentDivisor
 	p.files = partitions.NewFileCache(partitions.OpenFilesMin*4, w.log)
 	if _, err := startBoot(n.mem, n.dir, p.root, w.log); err != nil {
 		return fmt.Errorf("node %d boot record: %w", n.id, err)
@@ -89,6 +94,7 @@ func (w *metaSimWorld) planeWork() {
 				p.afterOpen(p.open(j.k, j.d))
 				w.stats.PartitionOpens++
 				w.trace.add("open", uint64(n.id), uint64(j.k.stream)<<40|uint64(j.k.topic)<<20|uint64(j.k.partition))
+				w.noteCompromised(j.k, j.d.part.CreatedRevision)
 			}
 			sh := p.shards[0]
 			sh.pump()
@@ -171,6 +177,40 @@ func (w *metaSimWorld) partitionCount() int {
 		}
 	}
 	return 0
+}
+
+// noteCompromised (after a group opened) records a group of which more
+// replicas than it tolerates are compromised at once: storage lost, or
+// unsynced writes lost (amnesiac after a power loss). An election among
+// them may drop acknowledged data, as the whole-node simulator's
+// noteCompromised says; a group in that state may also never settle
+// (metaSimWorld.stalledBeyondBudget).
+func (w *metaSimWorld) noteCompromised(k partitionKey, revision uint64) {
+	compromised := 0
+	for _, n := range w.nodes {
+		if !n.up || n.plane == nil {
+			continue
+		}
+		e := n.plane.entry(k)
+		if e == nil || e.revision != revision || e.group == nil {
+			continue
+		}
+		amnesiac := false
+		if a, ok := e.group.(interface{ Amnesiac() bool }); ok {
+			amnesiac = a.Amnesiac()
+		}
+		if e.storageLost || amnesiac || e.group.StorageLost() {
+			compromised++
+		}
+	}
+	if compromised > (len(w.nodes)-1)/2 {
+		key := [2]uint64{k.groupID(), revision}
+		if !w.beyondBudget[key] {
+			w.beyondBudget[key] = true
+			w.stats.BeyondBudget++
+			w.debugf("partition %v revision %d: %d of %d replicas compromised at once: beyond the group's budget", k, revision, compromised, len(w.nodes))
+		}
+	}
 }
 
 // partitionsSettled: every node serves exactly the partitions its

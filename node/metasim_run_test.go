@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/vfs"
 )
 
@@ -20,6 +21,13 @@ func (w *metaSimWorld) run(steps, healSteps uint64) error {
 	w.heal()
 	for i := uint64(0); w.failure == nil && !w.settled(); i++ {
 		if i >= healSteps {
+			if w.stalledBeyondBudget() {
+				// Every group that did not settle lost more replicas' unsynced
+				// writes or storage at once than it tolerates: waiting for an
+				// operator is the safe outcome (docs/simulator.md, M10).
+				w.stats.StalledBeyondBudget++
+				return nil
+			}
 			w.fail(fmt.Errorf("not settled %d steps after the heal: %s", healSteps, w.describe()))
 			break
 		}
@@ -84,10 +92,13 @@ func (w *metaSimWorld) stepOnce(propose bool) {
 	w.driveClients(propose)
 	w.driveProducers(propose)
 	w.pollMessages()
-	if w.step%1000 == 0 { // the partition-reopen job, every second
+	if w.step%1000 == 0 { // the partition-reopen and retention jobs, every second
 		for _, n := range w.nodes {
 			if n.up && n.plane != nil {
-				w.guard(n, func() { n.plane.retryFailedOpens(time.UnixMicro(int64(w.now))) })
+				w.guard(n, func() {
+					n.plane.retryFailedOpens(time.UnixMicro(int64(w.now)))
+					w.retention(n)
+				})
 			}
 		}
 	}
@@ -177,6 +188,41 @@ func (w *metaSimWorld) settled() bool {
 		}
 	}
 	return w.producersIdle() && w.partitionsSettled()
+}
+
+// stalledBeyondBudget: everything settled but partition groups that were
+// beyond their budget (noteCompromised), each of them in a view change.
+func (w *metaSimWorld) stalledBeyondBudget() bool {
+	if !w.sc.partitions || len(w.beyondBudget) == 0 {
+		return false
+	}
+	for _, n := range w.nodes {
+		if !n.up || n.driver.fence.fenced() {
+			return false
+		}
+		g := n.driver.group
+		if g.Status() != statusNormal || g.CommitMin() != g.CommitMax() || n.driver.appliedOp != g.CommitMax() {
+			return false
+		}
+	}
+	stalled := false
+	for _, n := range w.nodes {
+		for k, d := range w.desiredPartitions(n) {
+			e := n.plane.entry(k)
+			if e == nil || e.group == nil {
+				return false
+			}
+			g := e.group
+			if g.Status() == statusNormal && g.CommitMin() == g.CommitMax() && g.Op() == g.CommitMax() {
+				continue
+			}
+			if !w.beyondBudget[[2]uint64{k.groupID(), d.part.CreatedRevision}] || g.Status() != consensus.StatusViewChange {
+				return false
+			}
+			stalled = true
+		}
+	}
+	return stalled
 }
 
 // allUp: every node is up.

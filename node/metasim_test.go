@@ -72,6 +72,8 @@ func (s *metaSimStats) add(o metaSimStats) {
 	s.Reopens += o.Reopens
 	s.PartitionOpens += o.PartitionOpens
 	s.PartitionsAtEnd += o.PartitionsAtEnd
+	s.BeyondBudget += o.BeyondBudget
+	s.StalledBeyondBudget += o.StalledBeyondBudget
 	s.Messages.add(o.Messages)
 }
 

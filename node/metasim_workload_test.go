@@ -184,9 +184,11 @@ func (w *metaSimWorld) drawCommand(c *metaSimClient) metadata.Command {
 	case r < 45 && w.sc.partitions && w.partitionCount() >= metaSimPartitionsMax:
 		return metadata.DeleteTopic{Stream: stream, Topic: topic}
 	case r < 45:
+		segment := uint64(metadata.SegmentSizeMin) << w.rng.IntN(4)
+		expiry, maxSize := w.drawRetention(segment)
 		return metadata.CreateTopic{Stream: stream, Name: topic.Name, PartitionsCount: 1 + uint32(w.rng.IntN(3)),
-			MessageExpiry: metadata.Never, Compression: metadata.CompressionNone, MaxTopicSize: metadata.Never,
-			Options: metadata.TopicOptions{SegmentSize: 1 << 20, MessagesRequiredToSave: metadata.DefaultMessagesRequiredToSave,
+			MessageExpiry: expiry, Compression: metadata.CompressionNone, MaxTopicSize: maxSize,
+			Options: metadata.TopicOptions{SegmentSize: segment, MessagesRequiredToSave: metadata.DefaultMessagesRequiredToSave,
 				Durability: w.drawDurability(), ConsumerOffsetDurability: metadata.DurabilityReplicated}}
 	case r < 50:
 		return metadata.DeleteTopic{Stream: stream, Topic: topic}
@@ -253,4 +255,17 @@ func (w *metaSimWorld) drawDurability() metadata.Durability {
 		return metadata.DurabilityPersisted
 	}
 	return metadata.DurabilityReplicated
+}
+
+// drawRetention: a quarter of the topics keep at most 2-8 segments, a
+// quarter expire messages after 5-35 s, the rest keep everything; the
+// retention job (metaSimWorld.retention) cuts them.
+func (w *metaSimWorld) drawRetention(segment uint64) (expiryMicros, maxTopicBytes uint64) {
+	switch w.rng.IntN(4) {
+	case 0:
+		return metadata.Never, segment << (1 + w.rng.IntN(3))
+	case 1:
+		return uint64(5+w.rng.IntN(30)) * 1_000_000, metadata.Never
+	}
+	return metadata.Never, metadata.Never
 }

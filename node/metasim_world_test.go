@@ -125,6 +125,10 @@ type metaSimStats struct {
 	// PartitionOpens: partitions opened by the planes (partitions seeds);
 	// PartitionsAtEnd: partitions metadata holds after the heal.
 	PartitionOpens, PartitionsAtEnd uint64
+	// BeyondBudget: partition groups more of whose replicas than they
+	// tolerate were compromised at once; StalledBeyondBudget: runs that
+	// did not settle only because such groups could not.
+	BeyondBudget, StalledBeyondBudget uint64
 	// Messages: the producers and readers of a partitions seed
 	// (metasim_messages_test.go).
 	Messages metaSimMessageStats
@@ -163,6 +167,9 @@ type metaSimWorld struct {
 	caught         []error
 	// msgs: the message workload and its ledger (partitions seeds).
 	msgs *metaSimMessages
+	// beyondBudget: partition groups (group id, revision) of which more
+	// replicas than they tolerate were compromised at once.
+	beyondBudget map[[2]uint64]bool
 }
 
 // metaSimRootPassword: every simulated cluster's root credentials; the
@@ -209,15 +216,16 @@ func newMetaSimWorld(seed uint64, broken metaSimBreakage) (*metaSimWorld, error)
 	cfg.Cluster.SuperblockWedgedFatalTimeout.Duration = sc.wedgedTimeout
 	w := &metaSimWorld{
 		seed: seed, rng: rng, sc: sc, now: simStartMicros,
-		log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-		codec:     bus.NewCodec(bus.ClusterID(metaSimClusterName)),
-		frameMax:  bus.FetchRecordsMax(cfg.MessageBus.MaxMessageSize.Bytes()),
-		cfg:       cfg,
-		faults:    true,
-		committed: map[uint64]metaSimCommitted{},
-		appliedAt: map[[3]uint64]uint64{},
-		broken:    broken,
-		rotRng:    rotRng,
+		log:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		codec:        bus.NewCodec(bus.ClusterID(metaSimClusterName)),
+		frameMax:     bus.FetchRecordsMax(cfg.MessageBus.MaxMessageSize.Bytes()),
+		cfg:          cfg,
+		faults:       true,
+		committed:    map[uint64]metaSimCommitted{},
+		appliedAt:    map[[3]uint64]uint64{},
+		broken:       broken,
+		rotRng:       rotRng,
+		beyondBudget: map[[2]uint64]bool{},
 	}
 	if *nodeSimDebug {
 		w.log = slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -369,6 +369,11 @@ type partitionPlane struct {
 	// instead of reopen (a simulator's inline shards).
 	forgetBoot   func() error
 	reopenInline func(*partitionEntry)
+	// segmentDivisor, when set (only by the metadata simulator), divides
+	// every topic's segment size: metadata refuses segments under 1 MiB,
+	// and the simulator's few hundred small messages per partition must
+	// still roll segments and reach retention.
+	segmentDivisor uint64
 	// openRetries: the backoff of partitions whose open failed on a
 	// storage error (partition_open_retry.go; under mu).
 	openRetries map[partitionKey]reopenBackoff
@@ -503,8 +508,12 @@ func (p *partitionPlane) partitionStats(k partitionKey) partitions.Stats {
 
 // logOptions builds a partition's log options from its topic.
 func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
+	segment := t.Options.SegmentSize
+	if p.segmentDivisor > 1 {
+		segment = max(segment/p.segmentDivisor, 1)
+	}
 	return partitions.Options{
-		SegmentSizeBytes: t.Options.SegmentSize,
+		SegmentSizeBytes: segment,
 		SyncOffsets:      t.Options.ConsumerOffsetDurability == metadata.DurabilityPersisted || t.Options.EnforceFsync,
 		Logger:           p.log,
 		// A single node has no peer to refill damage from: it serves around

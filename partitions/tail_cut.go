@@ -70,6 +70,16 @@ func (l *Log) CutTail(offset uint64) error {
 	l.syncedBelow = min(l.syncedBelow, offset)
 	if s.nextOffset == offset {
 		l.nextOffset = offset
+		if l.opts.RollFullAtOpen && s.sizeBytes >= l.opts.SegmentSizeBytes {
+			// The cut removed the segment the append that filled this one
+			// rolled to: roll again, as that append did, so the files stay
+			// the peers' (metadata simulator seed 35: a replica that took
+			// back the records past its checkpoint lacked the empty segment
+			// its peers held). A failure here is retried by the next append.
+			if err := l.roll(); err != nil {
+				l.logger.Error("segment roll after a tail cut failed", "dir", l.dir, "err", err)
+			}
+		}
 		return nil
 	}
 	// offset is in a hole: recorded as SkipTo records one (a marker, and a segment at offset), so a

@@ -172,3 +172,26 @@ func TestCutTailRefusesWhatItCannotCut(t *testing.T) {
 		t.Fatalf("after the cut a poll serves %v, want 0..5", got)
 	}
 }
+
+// TestCutTailAtARollKeepsTheEmptySegment: a cut at the start of the segment the append that
+// filled the one before rolled to leaves that empty segment, as the log that never went past it
+// has (a cluster replica's files must stay its peers'; metadata simulator seed 35).
+func TestCutTailAtARollKeepsTheEmptySegment(t *testing.T) {
+	opts := Options{SegmentSizeBytes: 4096, IndexIntervalBytes: 1024, RollFullAtOpen: true}
+	common := []logStep{{time: 100}, {time: 101}, {time: 102}} // fills segment 0: rolls at 9
+	cutDir, onlyDir := t.TempDir(), t.TempDir()
+	cut, only := openLog(t, cutDir, opts), openLog(t, onlyDir, opts)
+	defer cut.Close()
+	defer only.Close()
+	runSteps(t, cut, common)
+	runSteps(t, only, common)
+	at := only.NextOffset()
+	if _, err := os.Stat(filepath.Join(onlyDir, segmentBaseName(at)+logSuffix)); err != nil {
+		t.Fatalf("the test expects segment 0 full and a roll at %d: %v", at, err)
+	}
+	runSteps(t, cut, []logStep{{time: 200}})
+	if err := cut.CutTail(at); err != nil {
+		t.Fatalf("CutTail(%d): %v", at, err)
+	}
+	sameSegmentFiles(t, cutDir, onlyDir)
+}
