@@ -88,13 +88,29 @@ func (s *partitionShard) proposeWatermarks(e *partitionEntry) {
 	// applied yet: proposing it again would put two purge ops of one
 	// generation in the log (partition_purge_replay.go counts on one).
 	settled := e.appliedOp >= e.watermarksFromOp
+	// A proposal refused before it entered the pipeline (its storage
+	// fenced, say) is proposed again on a later turn: before, it waited for
+	// the next view, and a purge metadata asked for while the primary was
+	// fenced was never carried out (whole-node simulator seed 39727).
 	if settled && e.wantPurge > e.marker.PurgeGeneration && e.wantPurge > e.proposedPurge {
-		e.proposedPurge = e.wantPurge
-		s.admit(&partitionProposal{entry: e, op: partitionOpPurge, body: encodePurgeOp(e.wantPurge, e.wantDeletedUpTo)})
+		gen := e.wantPurge
+		e.proposedPurge = gen
+		s.admit(&partitionProposal{entry: e, op: partitionOpPurge, body: encodePurgeOp(gen, e.wantDeletedUpTo),
+			refused: func() {
+				if e.proposedPurge == gen {
+					e.proposedPurge = 0
+				}
+			}})
 	}
 	if e.wantPurge <= e.marker.PurgeGeneration && e.wantDeletedUpTo > e.marker.DeletedUpTo && e.wantDeletedUpTo > e.proposedCut {
-		e.proposedCut = e.wantDeletedUpTo
-		s.admit(&partitionProposal{entry: e, op: partitionOpCut, body: encodeCutOp(e.wantDeletedUpTo, e.marker.PurgeGeneration)})
+		upTo := e.wantDeletedUpTo
+		e.proposedCut = upTo
+		s.admit(&partitionProposal{entry: e, op: partitionOpCut, body: encodeCutOp(upTo, e.marker.PurgeGeneration),
+			refused: func() {
+				if e.proposedCut == upTo {
+					e.proposedCut = 0
+				}
+			}})
 	}
 }
 

@@ -64,6 +64,10 @@ type partitionProposal struct {
 	client  consensus.Uint128
 	request uint64
 	sum     uint64 // the client's batch checksum, before stamping
+	// refused (shard goroutine), when set, hears that the proposal was
+	// refused before it entered a pipeline (58: storage fenced, a backup,
+	// a full backlog), so its proposer may propose it again.
+	refused func()
 }
 
 // partitionOutcome is a write's result: wire.OK and the batch's base offset,
@@ -503,6 +507,9 @@ func (s *partitionShard) drain() {
 }
 
 func (p *partitionProposal) reply(out partitionOutcome) {
+	if p.refused != nil && out.code == wire.ErrTransientNotAccepted {
+		p.refused()
+	}
 	if p.done != nil {
 		p.done <- out
 	}
