@@ -12,8 +12,9 @@ import (
 )
 
 // Messages in the metadata simulator (partitions seeds): producers with
-// stable identities (the leader-aware client's client id and request ids)
-// send batches to the partitions the metadata group holds, and now and
+// stable identities (the leader-aware client's client id and request ids),
+// and one without (the Go SDK's: it re-mints its client id when it
+// reconnects, here after every ambiguous outcome), send batches to the partitions the metadata group holds, and now and
 // then store a consumer offset there, through the node they take for the
 // partition's primary, while the metadata clients create, purge and
 // delete the topics under them. Readers poll random replicas. The
@@ -24,8 +25,9 @@ import (
 //   - a replica's consumer offset never goes back within one boot and
 //     epoch, and is never a value no producer asked to store;
 //   - after the heal, on every replica: no message twice in a partition's
-//     log, every acknowledged message at its offset (unless the seed lost
-//     power under a `replicated` topic: a majority's unsynced memory is
+//     log (a producer without a stable identity may store a request it
+//     re-sent after an ambiguous outcome twice: at-least-once), every
+//     acknowledged message at its offset (unless the seed lost power under a `replicated` topic: a majority's unsynced memory is
 //     allowed to go), every polled message where the poll saw it, each
 //     consumer offset at least the last store acknowledged in its epoch,
 //     and the replicas' segment files byte-identical.
@@ -37,7 +39,7 @@ import (
 // the per-epoch checks; no message twice still holds for them.
 
 const (
-	metaSimProducers       = 3
+	metaSimProducers       = 4    // the last one without a stable identity
 	metaSimSendRate        = 0.05 // chance per step that an idle producer sends
 	metaSimPollRate        = 0.05 // chance per step of a poll
 	metaSimSendWaitMicros  = 3_000_000
@@ -46,11 +48,14 @@ const (
 )
 
 type metaSimProducer struct {
-	index   uint32
-	id      consensus.Uint128
-	nextReq uint64
-	target  uint8
-	pending *metaSimSend
+	index uint32
+	// unstable: the Go SDK's identity: a new client id after each
+	// ambiguous outcome (it reconnects), request ids that restart with it.
+	unstable bool
+	id       consensus.Uint128
+	nextReq  uint64
+	target   uint8
+	pending  *metaSimSend
 }
 
 // metaSimSend is a producer's send (or consumer-offset store) waiting for
@@ -108,7 +113,11 @@ type metaSimMessages struct {
 	// a replica reported per node, boot and epoch.
 	stored, asked map[[2]uint64]uint64
 	acked         map[metaSimEpochOffset]uint64
-	observed      map[metaSimObserved]uint64
+	// resent: requests ("c/r/") of producers without a stable identity
+	// that were sent again after an ambiguous outcome: they may be stored
+	// twice.
+	resent   map[string]bool
+	observed map[metaSimObserved]uint64
 	// incarnations numbers the group entries the checkers have seen.
 	incarnations map[*partitionEntry]uint64
 }
@@ -117,6 +126,9 @@ type metaSimMessages struct {
 type metaSimMessageStats struct {
 	Sends, SendsAcked, SendsCertain, SendsRefused, SendsAmbiguous, SendsAbandoned uint64
 	Polls, PolledMessages, MessagesAtEnd, OffsetStores, OffsetStoresAcked         uint64
+	// AtLeastOnce: messages of a producer without a stable identity stored
+	// twice after it re-sent them (node 0's logs at the end).
+	AtLeastOnce uint64
 }
 
 func (s *metaSimMessageStats) add(o metaSimMessageStats) {
@@ -131,14 +143,15 @@ func (s *metaSimMessageStats) add(o metaSimMessageStats) {
 	s.MessagesAtEnd += o.MessagesAtEnd
 	s.OffsetStores += o.OffsetStores
 	s.OffsetStoresAcked += o.OffsetStoresAcked
+	s.AtLeastOnce += o.AtLeastOnce
 }
 
 func (w *metaSimWorld) newProducers() {
 	w.msgs = &metaSimMessages{owner: map[metaSimEpochOffset]string{}, polled: map[metaSimEpochOffset]string{},
 		stored: map[[2]uint64]uint64{}, asked: map[[2]uint64]uint64{}, acked: map[metaSimEpochOffset]uint64{},
-		observed: map[metaSimObserved]uint64{}, incarnations: map[*partitionEntry]uint64{}}
+		observed: map[metaSimObserved]uint64{}, incarnations: map[*partitionEntry]uint64{}, resent: map[string]bool{}}
 	for i := 0; i < metaSimProducers; i++ {
-		w.msgs.producers = append(w.msgs.producers, &metaSimProducer{index: uint32(i),
+		w.msgs.producers = append(w.msgs.producers, &metaSimProducer{index: uint32(i), unstable: i == metaSimProducers-1,
 			id: consensus.Uint128{Lo: w.seed*16 + uint64(i) + 1, Hi: 0x6d736773}, target: uint8(w.rng.IntN(w.sc.nodes))})
 	}
 }
@@ -219,6 +232,12 @@ func (w *metaSimWorld) driveProducers(send bool) {
 			w.refused(pr, s)
 		default:
 			w.stats.Messages.SendsAmbiguous++
+			if pr.unstable && !s.store {
+				// The Go SDK reconnects under a new client id: its retry is
+				// a new request to the partition's dedup window.
+				pr.id.Hi++
+				w.msgs.resent[simRequestName(pr.index+metaSimProducerBase, s.request)] = true
+			}
 		}
 		s.prop = nil
 		if s.attempts >= metaSimSendAttemptsMax {
@@ -511,7 +530,10 @@ func (w *metaSimWorld) checkPartitionLog(n *metaSimNode, e *partitionEntry) {
 	atOffset := map[uint64]string{}
 	if err := forEachMessage(records, func(off uint64, payload []byte) {
 		name := payloadName(payload)
-		if prev, dup := seen[name]; dup {
+		if _, dup := seen[name]; dup && w.msgs.resent[requestOf(name)] && n.id == 0 {
+			w.stats.Messages.AtLeastOnce++
+		}
+		if prev, dup := seen[name]; dup && !w.msgs.resent[requestOf(name)] {
 			w.fail(fmt.Errorf("node %d partition %v: message %s at offsets %d and %d (applied twice)", n.id, e.key, name, prev, off))
 		}
 		seen[name], atOffset[off] = off, name
@@ -576,4 +598,18 @@ func (w *metaSimWorld) dumpPartition(k partitionKey) {
 			me.revision, me.marker.PurgeGeneration, me.persisted, me.group.View(), me.group.Op(), me.group.CommitMax(),
 			me.log.Stats().FirstOffset, me.log.NextOffset(), names)
 	}
+}
+
+// requestOf is the "c/r/" prefix of a "c/r/m/" payload name.
+func requestOf(name string) string {
+	slashes := 0
+	for i := 0; i < len(name); i++ {
+		if name[i] == '/' {
+			slashes++
+			if slashes == 2 {
+				return name[:i+1]
+			}
+		}
+	}
+	return name
 }
