@@ -18,9 +18,9 @@ import (
 // every applied command (Node.applyCommitted → reconcileAfter), opens
 // partitions only once the metadata group caught up (the gate), aligns
 // partition primaries with the metadata primary and wakes resting groups
-// on metadata view changes. Shards and openers run inline. The workload
-// sends no messages (the whole-node simulator does): topics, partitions,
-// purges and deletions come from metadata commands. After the heal every
+// on metadata view changes. Shards and openers run inline. Topics,
+// partitions, purges and deletions come from metadata commands; producers
+// and readers of messages from metasim_messages_test.go. After the heal every
 // node serves exactly the partitions metadata holds, at their revision and
 // purge generation, and holds no other partition directory.
 

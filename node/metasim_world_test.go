@@ -26,11 +26,12 @@ import (
 // real codec over a simulated network with latency, loss and partitions;
 // time is virtual. Clients register sessions and propose stream, topic,
 // user and consumer-group commands with stable identities, retrying an
-// ambiguous outcome under the same request number. Not simulated here:
-// the partition plane (node/nodesim_*_test.go runs that), storage lost
-// (a wiped or damaged metadata directory settles with its peers over the
-// bus's status fetch, which this world does not serve), forwarding from
-// backups (clients propose to the node they take for the primary).
+// ambiguous outcome under the same request number. In half the seeds the
+// nodes run their partition planes too, with producers and readers of
+// messages (metasim_partitions_test.go, metasim_messages_test.go). Not
+// simulated here: the bus's status fetch of the settle (the simulator
+// reads the peers' positions), forwarding from backups (clients propose
+// to the node they take for the primary).
 
 // metaSimScenario is what a seed draws.
 type metaSimScenario struct {
