@@ -216,14 +216,12 @@ func (w *metaSimWorld) noteCompromised(k partitionKey, revision uint64) {
 // partitionsSettled: every node serves exactly the partitions its
 // metadata holds, each group normal with everything committed applied,
 // nothing queued to open or reopen, and every replica of a group at one
-// view and op (a backup an idle group's primary left behind catches up:
-// a resting group wakes when a peer's connection returns).
+// op (a backup an idle group's primary left behind catches up: a resting
+// group wakes when a peer's connection returns). Their views may differ:
+// a backup of an idle group whose primary kept its node through view
+// changes hears of the view only with the next write.
 func (w *metaSimWorld) partitionsSettled() bool {
-	type at struct {
-		view uint32
-		op   uint64
-	}
-	groups := map[partitionKey]at{}
+	groups := map[partitionKey]uint64{}
 	for _, n := range w.nodes {
 		if n.plane == nil {
 			continue
@@ -254,10 +252,10 @@ func (w *metaSimWorld) partitionsSettled() bool {
 			if e.marker.PurgeGeneration != d.part.PurgeGeneration {
 				return false
 			}
-			if prev, ok := groups[k]; ok && prev != (at{g.View(), g.Op()}) {
+			if prev, ok := groups[k]; ok && prev != g.Op() {
 				return false
 			}
-			groups[k] = at{g.View(), g.Op()}
+			groups[k] = g.Op()
 		}
 	}
 	return true
@@ -306,6 +304,37 @@ func (w *metaSimWorld) describePartitions() string {
 		for k := range p.entries {
 			if _, ok := want[k]; !ok {
 				out = append(out, fmt.Sprintf("node %d %v: served, metadata does not hold it", n.id, k))
+			}
+		}
+	}
+	// Replicas of one group at different ops.
+	seen := map[partitionKey]map[uint8]uint64{}
+	for _, n := range w.nodes {
+		if n.plane == nil || !n.up {
+			continue
+		}
+		for k, e := range n.plane.entries {
+			if e.group == nil {
+				continue
+			}
+			if seen[k] == nil {
+				seen[k] = map[uint8]uint64{}
+			}
+			seen[k][n.id] = e.group.Op()
+		}
+	}
+	for k, byNode := range seen {
+		for _, op := range byNode {
+			if op != byNode[w.nodes[0].id] {
+				out = append(out, fmt.Sprintf("%v: replicas at different ops %v", k, byNode))
+				break
+			}
+		}
+	}
+	if w.msgs != nil {
+		for _, pr := range w.msgs.producers {
+			if s := pr.pending; s != nil {
+				out = append(out, fmt.Sprintf("producer %d: request %d to %v pending after %d attempts", pr.index, s.request&^dedupRequestFlag, s.key, s.attempts))
 			}
 		}
 	}
