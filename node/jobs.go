@@ -71,7 +71,10 @@ func (n *Node) backgroundJobs() []backgroundJob {
 			run: func(context.Context, time.Time) { n.plane.scrubTurn(&s, budget) }})
 	}
 	jobs = append(jobs, backgroundJob{name: "partition-reopen", every: reopenRetryMin,
-		run: func(_ context.Context, now time.Time) { n.plane.retryFailedOpens(now) }})
+		run: func(_ context.Context, now time.Time) {
+			n.plane.retryFailedOpens(now)
+			n.plane.clearPartitionsLost()
+		}})
 	if n.topo.clustered {
 		g := newGhostSweeper()
 		ghostAfter := 2 * n.cfg.Cluster.HeartbeatTimeout.Duration

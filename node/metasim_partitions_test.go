@@ -42,6 +42,7 @@ func (w *metaSimWorld) bootPlane(n *metaSimNode, nd *Node, d *driver, storageLos
 	p.random = w.rng.Uint64
 	p.reopenInline = func(e *partitionEntry) { n.reopenWanted = append(n.reopenWanted, e) }
 	p.storageLost = storageLost
+	p.partitionsLost.Store(storageLost)
 	p.segmentDivisor = metaSimSegmentDivisor
 	p.files = partitions.NewFileCache(partitions.OpenFilesMin*4, w.log)
 	if _, err := startBoot(n.mem, n.dir, p.root, w.log); err != nil {

@@ -97,6 +97,7 @@ func (w *metaSimWorld) stepOnce(propose bool) {
 			if n.up && n.plane != nil {
 				w.guard(n, func() {
 					n.plane.retryFailedOpens(time.UnixMicro(int64(w.now)))
+					n.plane.clearPartitionsLost()
 					w.retention(n)
 				})
 			}

@@ -372,7 +372,11 @@ func (w *metaSimWorld) boot(n *metaSimNode) error {
 		}
 	}
 	if w.sc.partitions {
-		if err := w.bootPlane(n, nd, d, rec.storageLost || d.rejoined != nil); err != nil {
+		partitionsLost, err := partitionsLostMarked(n.mem, n.dir)
+		if err != nil {
+			return fmt.Errorf("node %d: %w", n.id, err)
+		}
+		if err := w.bootPlane(n, nd, d, rec.storageLost || d.rejoined != nil || partitionsLost); err != nil {
 			return err
 		}
 	}
@@ -402,9 +406,12 @@ func (w *metaSimWorld) peersTell(n *metaSimNode) peersVerdict {
 }
 
 // wipeAllowed: a node's disk may be replaced only while every other node
-// is up, normal and not itself rejoining after lost storage. Lost storage
-// on more replicas than the group tolerates may lose acknowledged ops,
-// which no protocol prevents.
+// is up, normal and not itself rejoining after lost storage, with every
+// partition group open and none storage-lost or amnesiac (as the
+// whole-node simulator's othersIntact: seed 11509 wiped a node while
+// another had not yet reopened a group that was amnesiac after a power
+// loss, and the group's last committed op went with both). Lost storage on more replicas than the group tolerates may
+// lose acknowledged ops, which no protocol prevents.
 func (w *metaSimWorld) wipeAllowed(n *metaSimNode) bool {
 	for _, o := range w.nodes {
 		if o == n {
@@ -416,9 +423,16 @@ func (w *metaSimWorld) wipeAllowed(n *metaSimNode) bool {
 		if s, _, err := readMetadataSettle(o.mem, o.dir); err != nil || s != metadataSettled {
 			return false
 		}
-		if o.plane != nil { // nor any of its partition groups
-			for _, e := range o.plane.entries {
-				if e.log == nil || e.storageLost {
+		if o.plane != nil { // nor any of its partition groups: every one open, none lost or amnesiac
+			if !o.plane.gateOpen.Load() {
+				return false
+			}
+			for k := range w.desiredPartitions(o) {
+				e := o.plane.entry(k)
+				if e == nil || e.log == nil || e.storageLost || e.group == nil || e.group.StorageLost() {
+					return false
+				}
+				if a, ok := e.group.(interface{ Amnesiac() bool }); ok && a.Amnesiac() {
 					return false
 				}
 			}

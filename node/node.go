@@ -278,8 +278,15 @@ func Run(ctx context.Context, opts Options) error {
 		topo, cfg.Cluster)
 	n.plane.files = newOpenFileCache(cfg, log)
 	n.plane.useFS(fsys)
-	// Partition groups created before this boot rejoin like the metadata group.
-	n.plane.storageLost = recovered.storageLost
+	// Partition groups created before this boot rejoin like the metadata
+	// group, also once it has rejoined if the plane did not reopen every
+	// partition since (partitions.storage_lost).
+	partitionsLost, err := partitionsLostMarked(fsys, n.dataDir)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.plane.storageLost = recovered.storageLost || partitionsLost
+	n.plane.partitionsLost.Store(recovered.storageLost || partitionsLost)
 	if boot != nil {
 		n.plane.forgetBoot = boot.forget
 	}

@@ -134,3 +134,46 @@ func (s *partitionShard) rejoinedAfterLoss(e *partitionEntry) {
 	e.storageLost = false
 	s.log.Info("partition replica rejoined after losing storage: it votes again", "dir", e.dir, "view", g.View())
 }
+
+// clearPartitionsLost (the partition-reopen job) removes the node's
+// partitions.storage_lost once every partition metadata holds is open:
+// each one that restarted StorageLost then carries its own storage.lost
+// (noteStorageLost), which outlives a crash until it rejoins.
+func (p *partitionPlane) clearPartitionsLost() {
+	if !p.partitionsLost.Load() || (p.gated && !p.gateOpen.Load()) {
+		return
+	}
+	p.reconcileMu.Lock()
+	state := p.state
+	p.reconcileMu.Unlock()
+	if state == nil {
+		return
+	}
+	p.mu.RLock()
+	opening := len(p.opening)
+	p.mu.RUnlock()
+	if opening > 0 {
+		return
+	}
+	for _, s := range state.Streams() {
+		for _, t := range s.Topics {
+			for _, part := range t.Partitions {
+				e := p.entry(partitionKey{s.ID, t.ID, part.ID})
+				if e == nil || e.log == nil || e.revision != part.CreatedRevision {
+					return
+				}
+			}
+		}
+	}
+	dataDir := filepath.Dir(p.root)
+	if err := p.fsys.Remove(filepath.Join(dataDir, partitionsLostMarkerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.log.Warn("remove the partitions' storage-lost marker", "err", err)
+		return
+	}
+	if err := syncDirectory(p.fsys, dataDir); err != nil {
+		p.log.Warn("remove the partitions' storage-lost marker", "err", err)
+		return
+	}
+	p.partitionsLost.Store(false)
+	p.log.Info("every partition reopened after lost storage: the node's partitions marker is removed")
+}

@@ -347,6 +347,10 @@ type partitionPlane struct {
 	// partitions created after it were created while this node ran, so a
 	// missing superblock means its group never ran here (see startGroup).
 	liveFromRevision uint64
+	// partitionsLost: <data>/partitions.storage_lost was found or written
+	// (storage_lost_marker.go); clearPartitionsLost removes it once every
+	// partition metadata holds is open.
+	partitionsLost atomic.Bool
 	// storageLost: this node's metadata storage was lost (storage_lost.go);
 	// set before the gate opens.
 	storageLost bool

@@ -188,6 +188,7 @@ func (n *Node) rejoinLostStorage() (metadataGroup, error) {
 	}
 	if n.plane != nil {
 		n.plane.storageLost = true // read by the openers only after the gate opens (after this)
+		n.plane.partitionsLost.Store(true)
 	}
 	return group, nil
 }

@@ -83,5 +83,37 @@ func writeMetadataSettle(fsys vfs.FS, dataDir string, s metadataSettle) error {
 		// new cluster would make every node take itself for lost.
 		return syncDirectory(fsys, dataDir)
 	}
+	if s == metadataLost {
+		// First the partitions' record: it outlives the metadata marker.
+		if err := replaceFileDurably(fsys, dataDir, partitionsLostMarkerFile, nil); err != nil {
+			return fmt.Errorf("write %s: %w", partitionsLostMarkerFile, err)
+		}
+	}
 	return replaceFileDurably(fsys, dataDir, metadataLostMarkerFile, []byte(s.String()+"\n"))
+}
+
+// partitionsLostMarkerFile records that this node's storage was lost for
+// the partitions too: a partition created before the loss whose directory
+// holds no superblock restarts its group StorageLost (no vote with an
+// empty log until the view's primary answers). It is written with the
+// metadata's "lost" and outlives it: the metadata group may rejoin (and
+// drop its marker) before the partition plane has opened every partition
+// and recorded storage.lost in each; a crash in between used to restart
+// those partitions as intact replicas with empty logs, which voted, and a
+// committed op of a persisted topic was dropped (metadata simulator seed
+// 11509). The partition-reopen job removes it once every partition
+// metadata holds is open (clearPartitionsLost).
+const partitionsLostMarkerFile = "partitions.storage_lost"
+
+// partitionsLostMarked: the node's partitions' storage was lost and not
+// every partition has been reopened since.
+func partitionsLostMarked(fsys vfs.FS, dataDir string) (bool, error) {
+	_, err := fsys.Stat(filepath.Join(dataDir, partitionsLostMarkerFile))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("stat %s: %w", partitionsLostMarkerFile, err)
 }

@@ -1,12 +1,16 @@
 package node
 
 import (
+	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lodestream/lodestream/config"
+	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/vfs"
 )
 
@@ -95,5 +99,66 @@ func TestMetadataSettleMarkerRoundTrip(t *testing.T) {
 	}
 	if got, warning, err := readMetadataSettle(fsys, dir); err != nil || got != metadataLost || !strings.Contains(warning, "garbage") {
 		t.Fatalf("damaged marker: %v, %q, %v; want lost with a warning naming the content", got, warning, err)
+	}
+}
+
+// TestPartitionsLostMarkerOutlivesTheMetadataRejoin: deciding "lost" also
+// records it for the partitions, and the metadata group's rejoin does not
+// remove that record; the partition-reopen job does, once every partition
+// metadata holds is open (metadata simulator seed 11509: a wiped node
+// whose metadata rejoined before its partitions reopened restarted them
+// as intact replicas with empty logs).
+func TestPartitionsLostMarkerOutlivesTheMetadataRejoin(t *testing.T) {
+	fsys := vfs.NewMem(1)
+	dir := "/data"
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMetadataSettle(fsys, dir, metadataLost); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeMetadataSettle(fsys, dir, metadataSettled); err != nil { // the metadata group rejoined
+		t.Fatal(err)
+	}
+	if lost, err := partitionsLostMarked(fsys, dir); err != nil || !lost {
+		t.Fatalf("after the metadata rejoined: partitions marked lost %v (%v), want true", lost, err)
+	}
+
+	defaults, err := config.Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartitionPlane(slog.New(slog.NewTextHandler(io.Discard, nil)), dir, 1,
+		partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8}, topology{clustered: true, self: 1, count: 3}, defaults.Cluster)
+	p.useFS(fsys)
+	p.partitionsLost.Store(true)
+	state := metadata.NewState()
+	hash, err := metadata.RootPasswordHash("test", "iggy", "iggy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := state.SeedRoot("iggy", hash); err != nil {
+		t.Fatal(err)
+	}
+	for op, cmd := range []metadata.Command{
+		metadata.CreateStream{Name: "s"},
+		metadata.CreateTopic{Stream: metadata.ByName("s"), Name: "t", PartitionsCount: 1, MessageExpiry: metadata.Never,
+			MaxTopicSize: metadata.Never, Compression: metadata.CompressionNone,
+			Options: metadata.TopicOptions{SegmentSize: metadata.SegmentSizeMin, MessagesRequiredToSave: metadata.DefaultMessagesRequiredToSave,
+				Durability: metadata.DurabilityReplicated, ConsumerOffsetDurability: metadata.DurabilityReplicated}},
+	} {
+		if res := state.Apply(metadata.ApplyContext{Op: uint64(op + 1), UserID: metadata.RootUserID}, cmd); res.Code != 0 {
+			t.Fatalf("%T: code %d", cmd, res.Code)
+		}
+	}
+	p.state = state
+	p.clearPartitionsLost()
+	if lost, _ := partitionsLostMarked(fsys, dir); !lost {
+		t.Fatal("the marker went while a partition metadata holds was not open")
+	}
+	p.state = metadata.NewState() // nothing to open
+	p.clearPartitionsLost()
+	if lost, _ := partitionsLostMarked(fsys, dir); lost {
+		t.Fatal("the marker stayed once every partition was open")
 	}
 }
