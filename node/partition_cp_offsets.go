@@ -88,7 +88,7 @@ func writeCheckpointOffsets(fsys vfs.FS, dir string, op uint64, offsets []partit
 // offsets as of the checkpoint for the next superblock write when they
 // changed since the ones last written.
 func (e *partitionEntry) noteCheckpointOffsets(offsets []partitions.ConsumerOffsetEntry) {
-	if e.superblock == nil || slices.Equal(offsets, e.writtenOffsets) {
+	if e.superblock == nil || (e.offsetsFileWritten && slices.Equal(offsets, e.writtenOffsets)) {
 		return
 	}
 	e.checkpointOffsets, e.checkpointOffsetsDirty = offsets, true
@@ -109,7 +109,7 @@ func (p *partitionPlane) restoreCheckpointOffsets(e *partitionEntry, op uint64) 
 	if err := installConsumerOffsets(e.log, offsets); err != nil {
 		return err
 	}
-	e.writtenOffsets = offsets
+	e.writtenOffsets, e.offsetsFileWritten = offsets, true
 	return nil
 }
 

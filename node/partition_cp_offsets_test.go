@@ -12,6 +12,7 @@ import (
 
 	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/lodestream/lodestream/journal"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/partitions"
 	"github.com/lodestream/lodestream/vfs"
@@ -203,5 +204,27 @@ func TestCheckpointReservedRoundTrip(t *testing.T) {
 	}
 	if got, ok, err := readCheckpointReserved(vfs.OS, dir, 40); err != nil || !ok || got != 1280 {
 		t.Fatalf("at checkpoint 40: %d ok=%v err=%v; want 1280", got, ok, err)
+	}
+}
+
+// TestFirstCheckpointWritesItsOffsetsEvenWhenNone: a group's first
+// checkpoint writes checkpoint.offsets even when it holds no offsets (say
+// right after a purge): without the file, a restart from that checkpoint
+// kept the offsets last applied above it, and the replay walked them back
+// (metadata simulator seed 11542: a consumer group's offset went 5, 1, 5).
+func TestFirstCheckpointWritesItsOffsetsEvenWhenNone(t *testing.T) {
+	e := &partitionEntry{superblock: &journal.Superblock{}}
+	e.noteCheckpointOffsets(nil)
+	if !e.checkpointOffsetsDirty {
+		t.Fatal("the first checkpoint with no offsets does not write checkpoint.offsets")
+	}
+	e.checkpointOffsetsDirty, e.writtenOffsets, e.offsetsFileWritten = false, nil, true
+	e.noteCheckpointOffsets(nil)
+	if e.checkpointOffsetsDirty {
+		t.Fatal("unchanged offsets written again")
+	}
+	e.noteCheckpointOffsets([]partitions.ConsumerOffsetEntry{{Kind: wire.ConsumerKindGroup, ID: 4, Offset: 5}})
+	if !e.checkpointOffsetsDirty {
+		t.Fatal("changed offsets not written")
 	}
 }

@@ -140,6 +140,11 @@ type partitionEntry struct {
 	// (partition_cp_offsets.go).
 	checkpointOffsets, writtenOffsets []partitions.ConsumerOffsetEntry
 	checkpointOffsetsDirty            bool
+	// offsetsFileWritten: checkpoint.offsets holds writtenOffsets. Until it
+	// does, a checkpoint writes the file even when its offsets are none: a
+	// restart from a checkpoint whose file is missing keeps the offsets
+	// last applied, above the checkpoint.
+	offsetsFileWritten bool
 	// storageLost: the group restarted with storage.lost (partition_lost.go)
 	// and has not rejoined since; durableLogView is the log_view of its
 	// last durable superblock.

@@ -531,7 +531,7 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 			e.checkpointDedupDirty = false
 		}
 		if writeOffsets {
-			e.checkpointOffsetsDirty, e.writtenOffsets = false, offsets
+			e.checkpointOffsetsDirty, e.writtenOffsets, e.offsetsFileWritten = false, offsets, true
 		}
 		if writeReserved {
 			e.writtenReserved = reservedAt
