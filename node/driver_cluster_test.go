@@ -128,21 +128,8 @@ func TestDriversReplicateAndTransferState(t *testing.T) {
 	dir := t.TempDir()
 	reps := make([]*clusterReplica, n)
 	start := func(i int, sub string) {
-		store, _, err := openMetaStorage(vfs.OS, filepath.Join(dir, sub), journal.Identity{ReplicaID: uint8(i), ReplicaCount: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := consensus.DefaultConfig(uint8(i), n)
-		cfg.GroupID, cfg.ClientTableMax = metadataGroupID, 64
-		cfg.JournalSlots, cfg.PrepareQueueDepth = 64, 8
-		cfg.Seed = uint64(i) + 1
-		g, err := consensus.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
 		app := &listApp{}
-		d := newDriver(quietLogger(), g, store, app, 0)
-		d.peers = memBusPort{bus: bus, from: uint8(i)}
+		d, store := newMemBusDriver(t, filepath.Join(dir, sub), uint8(i), n, bus, app)
 		bus.drivers[i].Store(d)
 		ctx, cancel := context.WithCancel(context.Background())
 		r := &clusterReplica{d: d, app: app, store: store, cancel: cancel, done: make(chan error, 1)}
@@ -211,4 +198,25 @@ func TestDriversReplicateAndTransferState(t *testing.T) {
 	if installs == 0 {
 		t.Fatalf("replica 2 caught up without a state transfer")
 	}
+}
+
+// newMemBusDriver opens a fresh metadata replica i of n on dir, wired to
+// the in-memory bus (its caller runs and stops it).
+func newMemBusDriver(t *testing.T, dir string, i, n uint8, bus *memBus, app applier) (*driver, *metaStorage) {
+	t.Helper()
+	store, _, err := openMetaStorage(vfs.OS, dir, journal.Identity{ReplicaID: i, ReplicaCount: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := consensus.DefaultConfig(i, n)
+	cfg.GroupID, cfg.ClientTableMax = metadataGroupID, 64
+	cfg.JournalSlots, cfg.PrepareQueueDepth = 64, 8
+	cfg.Seed = uint64(i) + 1
+	g, err := consensus.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDriver(quietLogger(), g, store, app, 0)
+	d.peers = memBusPort{bus: bus, from: i}
+	return d, store
 }

@@ -211,15 +211,9 @@ func (w *metaSimWorld) driveProducers(send bool) {
 			}
 			continue
 		}
-		var out partitionOutcome
-		select {
-		case out = <-s.prop.done:
-		default:
-			n := w.nodes[s.node]
-			if n.boots != s.boot || !n.up || w.now-s.sentAt > metaSimSendWaitMicros {
-				out = partitionOutcome{code: wire.ErrTransientNotCommitted}
-				break
-			}
+		n := w.nodes[s.node]
+		out, ok := attemptOutcome(s.prop.done, n.boots != s.boot || !n.up || w.now-s.sentAt > metaSimSendWaitMicros)
+		if !ok {
 			continue
 		}
 		w.trace.add("send-outcome", uint64(pr.index), s.request, uint64(out.code), out.baseOffset)

@@ -242,16 +242,9 @@ func (w *simWorld) clientsStep(newRequests bool) {
 			w.attempt(c, r)
 			continue
 		}
-		var out partitionOutcome
-		select {
-		case out = <-r.prop.done:
-		default:
-			n := w.nodes[r.node]
-			if n.boots != r.boot || !n.up || w.now-r.sentAt > simAttemptTimeout {
-				// The node crashed under it, or no answer in time.
-				out = partitionOutcome{code: wire.ErrTransientNotCommitted}
-				break
-			}
+		n := w.nodes[r.node]
+		out, ok := attemptOutcome(r.prop.done, n.boots != r.boot || !n.up || w.now-r.sentAt > simAttemptTimeout)
+		if !ok {
 			continue
 		}
 		w.trace.add("outcome", uint64(c.index), r.request, uint64(out.code), out.baseOffset)
@@ -275,6 +268,22 @@ func (w *simWorld) clientsStep(newRequests bool) {
 			c.pending = nil
 		}
 	}
+}
+
+// attemptOutcome takes a simulated client's attempt's outcome: the answer
+// when there is one, else an ambiguous one when gone (its node crashed
+// under it, or it waited past the client's timeout); ok false: still
+// waiting.
+func attemptOutcome(done chan partitionOutcome, gone bool) (out partitionOutcome, ok bool) {
+	select {
+	case out = <-done:
+		return out, true
+	default:
+	}
+	if gone {
+		return partitionOutcome{code: wire.ErrTransientNotCommitted}, true
+	}
+	return partitionOutcome{}, false
 }
 
 // acknowledged records an OK: offsets must never have been handed out

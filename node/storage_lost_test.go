@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/lodestream/lodestream/consensus"
-	"github.com/lodestream/lodestream/journal"
-	"github.com/lodestream/lodestream/vfs"
 )
 
 func TestPeerHasHistory(t *testing.T) {
@@ -69,20 +67,7 @@ func TestNewbornPrimaryIsFreshUntilItCommits(t *testing.T) {
 		}
 	}()
 	start := func(i int, newborn bool) *driver {
-		store, _, err := openMetaStorage(vfs.OS, filepath.Join(dir, fmt.Sprint(i)), journal.Identity{ReplicaID: uint8(i), ReplicaCount: n})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := consensus.DefaultConfig(uint8(i), n)
-		cfg.GroupID, cfg.ClientTableMax = metadataGroupID, 64
-		cfg.JournalSlots, cfg.PrepareQueueDepth = 64, 8
-		cfg.Seed = uint64(i) + 1
-		g, err := consensus.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := newDriver(quietLogger(), g, store, &listApp{}, 0)
-		d.peers = memBusPort{bus: bus, from: uint8(i)}
+		d, store := newMemBusDriver(t, filepath.Join(dir, fmt.Sprint(i)), uint8(i), n, bus, &listApp{})
 		d.newborn = newborn
 		bus.drivers[i].Store(d)
 		ctx, cancel := context.WithCancel(context.Background())
