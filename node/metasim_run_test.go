@@ -192,7 +192,8 @@ func (w *metaSimWorld) settled() bool {
 }
 
 // stalledBeyondBudget: everything settled but partition groups that were
-// beyond their budget (noteCompromised), each of them in a view change.
+// beyond their budget (noteCompromised), each replica of them in a view
+// change or recovering.
 func (w *metaSimWorld) stalledBeyondBudget() bool {
 	if !w.sc.partitions || len(w.beyondBudget) == 0 {
 		return false
@@ -217,7 +218,8 @@ func (w *metaSimWorld) stalledBeyondBudget() bool {
 			if g.Status() == statusNormal && g.CommitMin() == g.CommitMax() && g.Op() == g.CommitMax() {
 				continue
 			}
-			if !w.beyondBudget[[2]uint64{k.groupID(), d.part.CreatedRevision}] || g.Status() != consensus.StatusViewChange {
+			if !w.beyondBudget[[2]uint64{k.groupID(), d.part.CreatedRevision}] ||
+				(g.Status() != consensus.StatusViewChange && g.Status() != consensus.StatusRecovering) {
 				return false
 			}
 			stalled = true
