@@ -114,7 +114,11 @@ func (w *metaSimWorld) injectFaults() {
 	if w.sc.crashEvery > 0 && w.rng.Uint64N(w.sc.crashEvery) == 0 {
 		if n := w.nodes[w.rng.IntN(len(w.nodes))]; n.up {
 			wipe := w.sc.wipeShare > 0 && w.rng.Float64() < w.sc.wipeShare && w.wipeAllowed(n)
-			w.crash(n, w.rng.Float64() < w.sc.powerLoss)
+			power := w.rng.Float64() < w.sc.powerLoss
+			if power && w.sc.partitions && !w.othersIntact(n) {
+				power = false // one node's power at a time (othersIntact)
+			}
+			w.crash(n, power)
 			if wipe {
 				w.wipe(n)
 			} else if w.sc.rotShare > 0 && w.rotRng.Float64() < w.sc.rotShare && w.wipeAllowed(n) {

@@ -423,19 +423,43 @@ func (w *metaSimWorld) wipeAllowed(n *metaSimNode) bool {
 		if s, _, err := readMetadataSettle(o.mem, o.dir); err != nil || s != metadataSettled {
 			return false
 		}
-		if o.plane != nil { // nor any of its partition groups: every one open, none lost or amnesiac
-			if !o.plane.gateOpen.Load() {
-				return false
-			}
-			for k := range w.desiredPartitions(o) {
-				e := o.plane.entry(k)
-				if e == nil || e.log == nil || e.storageLost || e.group == nil || e.group.StorageLost() {
-					return false
-				}
-				if a, ok := e.group.(interface{ Amnesiac() bool }); ok && a.Amnesiac() {
-					return false
-				}
-			}
+		if !w.partitionsIntact(o) {
+			return false
+		}
+	}
+	return true
+}
+
+// partitionsIntact: node o (up) runs no partition plane, or has opened
+// every partition its metadata holds, none storage-lost or amnesiac.
+func (w *metaSimWorld) partitionsIntact(o *metaSimNode) bool {
+	if o.plane == nil {
+		return true
+	}
+	if !o.plane.gateOpen.Load() {
+		return false
+	}
+	for k := range w.desiredPartitions(o) {
+		e := o.plane.entry(k)
+		if e == nil || e.log == nil || e.storageLost || e.group == nil || e.group.StorageLost() {
+			return false
+		}
+		if a, ok := e.group.(interface{ Amnesiac() bool }); ok && a.Amnesiac() {
+			return false
+		}
+	}
+	return true
+}
+
+// othersIntact: every node but n is up with its partitions intact. Under
+// `replicated` an acknowledgement survives the power loss of fewer nodes
+// than a quorum (docs/durability.md): a partitions seed loses one node's
+// power at a time, as the whole-node simulator does, so that groups go
+// beyond their budget only rarely (noteCompromised).
+func (w *metaSimWorld) othersIntact(n *metaSimNode) bool {
+	for _, o := range w.nodes {
+		if o != n && (!o.up || !w.partitionsIntact(o)) {
+			return false
 		}
 	}
 	return true
