@@ -730,6 +730,9 @@ func segmentFilesIn(fsys *vfs.Mem, dir string) (map[string][]byte, error) {
 		if !strings.HasSuffix(name, ".log") && !strings.HasSuffix(name, ".index") && !strings.HasSuffix(name, ".lost") {
 			continue
 		}
+		if name == storageLostMarkerFile {
+			continue // the replica's own rejoin state, not a hole in its log
+		}
 		b, err := fsys.ReadFile(path.Join(dir, name))
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", path.Join(dir, name), err)
