@@ -10,6 +10,7 @@
 package metadata
 
 import (
+	"slices"
 	"sort"
 	"sync"
 )
@@ -136,7 +137,7 @@ func sortedKeys[V any](m map[uint32]V) []uint32 {
 	for k := range m {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	slices.Sort(keys)
 	return keys
 }
 

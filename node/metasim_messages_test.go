@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/metadata"
@@ -279,15 +278,7 @@ const metaSimProducerBase = 100
 
 // partitionKeys is every partition node n's metadata holds, in key order.
 func (w *metaSimWorld) partitionKeys(n *metaSimNode) []partitionKey {
-	var keys []partitionKey
-	for _, st := range n.node.state.Streams() {
-		for _, t := range st.Topics {
-			for _, part := range t.Partitions {
-				keys = append(keys, partitionKey{st.ID, t.ID, part.ID})
-			}
-		}
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].compare(keys[j]) < 0 })
+	_, keys := n.streamsOf()
 	return keys
 }
 

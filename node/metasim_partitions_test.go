@@ -168,13 +168,8 @@ func (w *metaSimWorld) deliverPartitionFrame(n *metaSimNode, m consensus.Message
 func (w *metaSimWorld) partitionCount() int {
 	for _, n := range w.nodes {
 		if n.up {
-			count := 0
-			for _, s := range n.node.state.Streams() {
-				for _, t := range s.Topics {
-					count += len(t.Partitions)
-				}
-			}
-			return count
+			_, keys := n.streamsOf()
+			return len(keys)
 		}
 	}
 	return 0
@@ -349,7 +344,8 @@ func (w *metaSimWorld) describePartitions() string {
 // desiredPartitions is what node n's metadata holds.
 func (w *metaSimWorld) desiredPartitions(n *metaSimNode) map[partitionKey]desiredPartition {
 	want := map[partitionKey]desiredPartition{}
-	for _, s := range n.node.state.Streams() {
+	streams, _ := n.streamsOf()
+	for _, s := range streams {
 		for _, t := range s.Topics {
 			for _, part := range t.Partitions {
 				want[partitionKey{s.ID, t.ID, part.ID}] = n.plane.desiredPartitionOf(t, part)

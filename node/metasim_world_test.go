@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -106,6 +107,40 @@ type metaSimNode struct {
 	plane        *partitionPlane
 	reopenWanted []*partitionEntry
 	peerReturn   *peerReturn
+	// streamsCache: the node's streams and partition keys at one state
+	// revision (streamsOf); the workload asks for them every step.
+	streamsCache metaSimStreamsCache
+}
+
+type metaSimStreamsCache struct {
+	state    *metadata.State
+	revision uint64
+	streams  []metadata.Stream
+	keys     []partitionKey
+}
+
+// streamsOf returns the node's streams (sorted by id) and its partition
+// keys (sorted), recomputed only when its state or revision changed: a
+// committed change bumps the revision, a snapshot install sets it, and a
+// boot makes a new State. Callers must not modify what it returns.
+func (n *metaSimNode) streamsOf() ([]metadata.Stream, []partitionKey) {
+	st := n.node.state
+	rev := st.Revision()
+	c := &n.streamsCache
+	if c.state != st || c.revision != rev || c.streams == nil {
+		c.state, c.revision = st, rev
+		c.streams = st.Streams()
+		c.keys = c.keys[:0:0]
+		for _, s := range c.streams {
+			for _, t := range s.Topics {
+				for _, part := range t.Partitions {
+					c.keys = append(c.keys, partitionKey{s.ID, t.ID, part.ID})
+				}
+			}
+		}
+		sort.Slice(c.keys, func(i, j int) bool { return c.keys[i].compare(c.keys[j]) < 0 })
+	}
+	return c.streams, c.keys
 }
 
 // metaSimCommitted is the first apply of one op anywhere: every other

@@ -366,6 +366,16 @@ func clean(name string) string {
 	return path.Clean(name)
 }
 
+// parentDir is path.Dir for the absolute, clean paths Mem keeps (clean),
+// without path.Clean's copy: SyncDir compares it for every pending op.
+func parentDir(p string) string {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return p[:i]
+}
+
 func perr(op, name string, err error) error { return &fs.PathError{Op: op, Path: name, Err: err} }
 
 func sortedKeys(ns map[string]*inode) []string {
@@ -703,11 +713,18 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 	case !ino.dir:
 		return nil, perr("readdirent", name, syscall.ENOTDIR)
 	}
-	var out []fs.DirEntry
-	for _, k := range sortedKeys(m.names) {
-		if k != "/" && path.Dir(k) == p {
-			out = append(out, fs.FileInfoToDirEntry(infoOf(path.Base(k), m.names[k])))
+	// Children first, then sort: the names share the prefix p, so their
+	// order is their base names' order.
+	var children []string
+	for k := range m.names {
+		if k != "/" && parentDir(k) == p {
+			children = append(children, k)
 		}
+	}
+	sort.Strings(children)
+	var out []fs.DirEntry
+	for _, k := range children {
+		out = append(out, fs.FileInfoToDirEntry(infoOf(path.Base(k), m.names[k])))
 	}
 	return out, nil
 }
@@ -752,7 +769,7 @@ func (m *Mem) syncDirLocked(p, name string, ino *inode) error {
 	}
 	kept := m.dirOps[:0]
 	for _, op := range m.dirOps {
-		if path.Dir(op.path) == p || (op.kind == opRename && path.Dir(op.newpath) == p) {
+		if parentDir(op.path) == p || (op.kind == opRename && parentDir(op.newpath) == p) {
 			applyDirOp(m.durable, op)
 			if op.kind == opRename && op.ino.dir {
 				// The entries made in the directory before it moved and
