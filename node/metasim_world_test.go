@@ -224,23 +224,37 @@ type metaSimBreakage struct {
 	part partitionBreakage
 }
 
-func newMetaSimWorld(seed uint64, broken metaSimBreakage) (*metaSimWorld, error) {
-	rng := rand.New(rand.NewPCG(seed, seed^0x6d65746173696d))
-	sc := drawMetaScenario(rng)
-	// Wiped disks from a stream of their own, so other seeds keep their
-	// scenario and trace.
+// metaScenarioOf draws seed's scenario. Wiped disks, partition planes and
+// bit rot come from streams of their own, so other seeds kept their
+// scenario and trace when each was added; rotRng goes on drawing the rot.
+func metaScenarioOf(seed uint64) (sc metaSimScenario, rng, rotRng *rand.Rand) {
+	rng = rand.New(rand.NewPCG(seed, seed^0x6d65746173696d))
+	sc = drawMetaScenario(rng)
 	if rand.New(rand.NewPCG(seed^0x77697065, seed)).IntN(3) == 0 {
 		sc.wipeShare = 0.2
 	}
-	// And partition planes.
 	if rand.New(rand.NewPCG(seed^0x706c616e6573, seed)).IntN(2) == 0 {
 		sc.partitions = true
 	}
-	// And bit rot of the metadata WAL, with its draws.
-	rotRng := rand.New(rand.NewPCG(seed^0x6d657461726f74, seed))
+	rotRng = rand.New(rand.NewPCG(seed^0x6d657461726f74, seed))
 	if rotRng.IntN(4) == 0 {
 		sc.rotShare = 0.2
 	}
+	return sc, rng, rotRng
+}
+
+// everyFaultKind: the scenario crashes nodes, damages storage (fsync
+// failures, full disks, flipped bytes or replaced disks) and disturbs the
+// network (lost frames or partitions).
+func (sc metaSimScenario) everyFaultKind() bool {
+	crash := sc.crashEvery > 0
+	storage := sc.syncFailRate > 0 || sc.noSpaceRate > 0 || sc.rotShare > 0 || sc.wipeShare > 0
+	network := sc.dropRate > 0 || sc.partitionRate > 0
+	return crash && storage && network
+}
+
+func newMetaSimWorld(seed uint64, broken metaSimBreakage) (*metaSimWorld, error) {
+	sc, rng, rotRng := metaScenarioOf(seed)
 	cfg, err := config.Defaults()
 	if err != nil {
 		return nil, err
