@@ -303,7 +303,9 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 // checksums, contiguous offsets) and rebuilding the in-memory accounting and sparse index. It returns
 // the first damage, or nil when the whole file is sound.
 func (l *Log) walkSegment(s *segment, pos, size uint64) (*segmentDamage, error) {
-	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, int64(pos), int64(size-pos)), recoveryReadBufferBytes)
+	// A buffer no larger than what is left to read: opening many small
+	// segments (10,000 idle partitions) must not allocate 1 MiB each.
+	r := bufio.NewReaderSize(io.NewSectionReader(s.logFile, int64(pos), int64(size-pos)), int(min(recoveryReadBufferBytes, size-pos)))
 	var record []byte
 	for pos < size {
 		if size-pos < wire.BatchHeaderSize {
