@@ -197,14 +197,16 @@ func loopbackCluster(t *testing.T, cfg partitionGroupConfig) (entries []*partiti
 	return entries, func(i int) { stops[i]() }
 }
 
-// appendFailingStore makes Append fail while failAppend is set.
+// appendFailingStore makes Append fail while failAppend is set, or when
+// beforeAppend (if set) says so.
 type appendFailingStore struct {
 	partitionStore
-	failAppend atomic.Bool
+	failAppend   atomic.Bool
+	beforeAppend func() bool
 }
 
 func (s *appendFailingStore) Append(b []byte) (partitions.BatchLocation, error) {
-	if s.failAppend.Load() {
+	if s.failAppend.Load() || (s.beforeAppend != nil && s.beforeAppend()) {
 		return partitions.BatchLocation{}, errors.New("injected: no space left on device")
 	}
 	return s.partitionStore.Append(b)

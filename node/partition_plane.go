@@ -117,6 +117,10 @@ type partitionEntry struct {
 	// refused as stamped for another place was appended on a replay, when
 	// the log's end had moved past the batches after it).
 	appliedNext uint64
+	// stalledResults: the outcomes of the ops a Ready applied before it
+	// stalled on a later one (partitionEntry.apply); the retry of that
+	// Ready answers them from here instead of applying them twice.
+	stalledResults map[uint64]partitionOutcome
 	// offsetsAppliedOp: the consumer offsets already reflect every op up to
 	// it (a restart whose log ended below its checkpoint's frontier kept
 	// that checkpoint's offsets, partition_vsr.go). Stores and deletes at

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -690,15 +691,33 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 	appended := false
 	s.recordedSends = s.recordedSends[:0]
 	for i := range committed {
+		op := committed[i].Header.Op
+		if op <= e.appliedOp {
+			// Applied by an earlier attempt of this Ready, which stalled
+			// on a later op. Applying it again is not idempotent: a send
+			// would be answered from the retry table it recorded, and the
+			// offsets would stay behind (metadata simulator seed 17037:
+			// every later batch refused as stamped for another place, the
+			// replica's frontier wrong, a transfer spread it).
+			if out, ok := e.stalledResults[op]; ok {
+				s.results[op] = out
+			}
+			continue
+		}
 		out, wrote := s.apply(e, &committed[i])
 		if out.stall != nil {
+			if e.stalledResults == nil {
+				e.stalledResults = make(map[uint64]partitionOutcome, len(s.results))
+			}
+			maps.Copy(e.stalledResults, s.results)
 			clear(s.results)
 			return out.stall
 		}
 		appended = appended || wrote
-		s.results[committed[i].Header.Op] = out
-		e.appliedOp = committed[i].Header.Op
+		s.results[op] = out
+		e.appliedOp = op
 	}
+	e.stalledResults = nil
 	if appended && e.persisted && e.wal == nil {
 		// A single node: no WAL, the segment sync is the barrier. (A
 		// cluster replica synced the WAL before its PrepareOk; its log is
