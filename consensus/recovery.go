@@ -157,6 +157,15 @@ func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 			return fmt.Errorf("consensus restart: entries up to op %d span more than journal_slots %d", op, len(r.journal.slots))
 		}
 		if op == r.commitMin {
+			if r.anchorChecksum != 0 && p.Header.Checksum != r.anchorChecksum {
+				// A stale copy of the snapshot op: prepared in a view that
+				// did not keep it, while the snapshot came by state transfer
+				// (its anchor is the superblock's). Anchoring on it would
+				// make the canonical successor look like another history,
+				// and the replica would refuse it for good (metadata
+				// simulator seed 16313).
+				continue
+			}
 			// The entry at the snapshot op anchors the hash chain.
 			r.journal.put(p, r.checkpointOp)
 			r.journal.get(op).durable = true
