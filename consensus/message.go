@@ -70,6 +70,12 @@ type Message struct {
 	// view_evidence.go); ProbeAnswer: a Normal backup's answer to such a
 	// probe, carrying its view (never answered in turn).
 	ViewUnknown, ProbeAnswer bool
+	// RepairProgress: StartViewChange from the primary-elect of a decided
+	// merge: how many ops it has repaired into its journal in this view.
+	// A backup that sees it grow keeps the view change alive (its status
+	// timer starts over) instead of escalating past a primary-elect that
+	// is still filling its log (finding 22).
+	RepairProgress uint64
 	// StorageLost: DoViewChange of a rack election from a replica whose
 	// storage was lost (amnesia.go: a rack merge counts at most f of them).
 	StorageLost bool

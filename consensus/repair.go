@@ -332,6 +332,7 @@ func (r *Replica) onRepairPrepare(m Message) {
 		r.drainReordered()
 	} else {
 		r.maybeStartView()
+		r.noteViewChangeRepair() // still assembling: the repair's progress keeps the view alive
 	}
 	r.continueRepair()
 }

@@ -15,6 +15,16 @@ type viewChangeState struct {
 	dvcTimer       timer
 	statusTimer    timer
 	rsvTimer       timer
+	// repaired (primary-elect): how many times in this view change a
+	// repaired op left fewer ops missing than ever before (missingLow; 0:
+	// not counted yet), so an op repaired, cut and repaired again counts
+	// once; repairedSentAt: the tick its last StartViewChange carrying it
+	// left. electProgress (backup): the highest RepairProgress the view's
+	// primary-elect reported.
+	repaired       uint64
+	missingLow     uint64
+	repairedSentAt uint64
+	electProgress  uint64
 }
 
 // startViewChange enters view v (spec §3.5 step 1): pending proposals get
@@ -36,6 +46,7 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.amnesiacDVCs = nil
 	r.vc.amnesiacQuorum = false
 	r.vc.plan = nil
+	r.vc.repaired, r.vc.missingLow, r.vc.repairedSentAt, r.vc.electProgress = 0, 0, 0, 0
 	r.heartbeatTimer.stop()
 	r.commitTimer.stop()
 	r.repair.active = false
@@ -43,7 +54,7 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.statusTimer.start(r.ticks, uint64(r.cfg.ViewChangeStatusTicks))
 	r.vc.rsvTimer.start(r.ticks, uint64(r.cfg.RequestStartViewTicks))
 	r.vc.dvcTimer.stop()
-	r.broadcast(Message{Kind: MsgStartViewChange, View: v, Amnesiac: r.amnesiaFlagged()})
+	r.broadcastStartViewChange()
 	r.maybeSendDVC()
 }
 
@@ -62,7 +73,50 @@ func (r *Replica) onStartViewChange(m Message) {
 		return
 	}
 	r.vc.svcFrom |= 1 << m.From
+	if m.From == r.primaryOf(r.view) && m.RepairProgress > r.vc.electProgress {
+		// The primary-elect is still filling its log and getting ops:
+		// escalating now would make the next one start over (finding 22).
+		// Each extension needs a higher count, which is bounded by the ops
+		// it can miss, so a stuck primary-elect is still left behind.
+		r.vc.electProgress = m.RepairProgress
+		r.vc.statusTimer.start(r.ticks, uint64(r.cfg.ViewChangeStatusTicks))
+	}
 	r.maybeSendDVC()
+}
+
+// broadcastStartViewChange (re)sends this replica's SVC for its view; a
+// primary-elect with a decided merge reports its repair progress in it.
+func (r *Replica) broadcastStartViewChange() {
+	m := Message{Kind: MsgStartViewChange, View: r.view, Amnesiac: r.amnesiaFlagged()}
+	if r.isPrimaryIndex() && r.vc.plan != nil {
+		m.RepairProgress = r.vc.repaired
+		r.vc.repairedSentAt = r.ticks
+	}
+	r.broadcast(m)
+}
+
+// noteViewChangeRepair (primary-elect of a decided merge): an op was
+// repaired into the journal. When fewer ops are missing than ever before
+// in this view change, its own status timer starts over, and its backups
+// hear of the progress at once unless they heard of some within the last
+// eighth of a status period (their timers start over too). Counting new
+// lows, not repaired ops, bounds the extensions by the ops missing at
+// first: a repair that keeps cutting and refilling the same ops is no
+// progress (consensus simulator seed 70148394).
+func (r *Replica) noteViewChangeRepair() {
+	if r.status != StatusViewChange || !r.isPrimaryIndex() || r.vc.plan == nil {
+		return
+	}
+	missing := r.missingCount(r.vc.plan.head) + 1 // + 1: 0 is "not counted yet"
+	if r.vc.missingLow != 0 && missing >= r.vc.missingLow {
+		return
+	}
+	r.vc.missingLow = missing
+	r.vc.repaired++
+	r.vc.statusTimer.start(r.ticks, uint64(r.cfg.ViewChangeStatusTicks))
+	if r.vc.repairedSentAt == 0 || r.ticks-r.vc.repairedSentAt >= max(1, uint64(r.cfg.ViewChangeStatusTicks)/8) {
+		r.broadcastStartViewChange()
+	}
 }
 
 // maybeSendDVC sends this replica's DVC once it holds SVCs from f others.
@@ -506,6 +560,17 @@ func (r *Replica) dropUnverified(op uint64) {
 	r.pending.Entries = kept
 }
 
+// missingCount returns how many ops in (commit_min, upTo] the journal lacks.
+func (r *Replica) missingCount(upTo uint64) uint64 {
+	var n uint64
+	for op := r.commitMin + 1; op <= upTo; op++ {
+		if !r.journal.has(op) {
+			n++
+		}
+	}
+	return n
+}
+
 // firstMissing returns the lowest op in (commit_min, upTo] not in the journal, or 0.
 func (r *Replica) firstMissing(upTo uint64) uint64 {
 	for op := r.commitMin + 1; op <= upTo; op++ {
@@ -523,7 +588,7 @@ func (r *Replica) tickViewChange() {
 	}
 	if r.vc.svcTimer.fired(r.ticks) {
 		r.vc.svcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))
-		r.broadcast(Message{Kind: MsgStartViewChange, View: r.view, Amnesiac: r.amnesiaFlagged()})
+		r.broadcastStartViewChange()
 	}
 	if r.vc.dvcTimer.fired(r.ticks) && r.vc.dvcSent && !r.isPrimaryIndex() {
 		r.vc.dvcTimer.start(r.ticks, uint64(r.cfg.ViewChangeRetransmitTicks))

@@ -39,7 +39,7 @@ func nackingFactory() Factory {
 
 // storageLostNacksSeedsMax bounds the search in
 // TestCheckersCatchStorageLostNacks.
-const storageLostNacksSeedsMax = 150
+const storageLostNacksSeedsMax = 500
 
 // storageLostNackHunt is the storagelost-harsh profile with every crash
 // a loss of the journal (no wiped replicas: finding 18, open, is theirs),

@@ -51,6 +51,7 @@ const (
 	// StartViewChange, RequestStartView.
 	offSvcGroup       = 128
 	offSvcAmnesiac    = 136 // u8 0/1, ours: consensus.Message.Amnesiac
+	offSvcRepaired    = 144 // u64, ours: consensus.Message.RepairProgress (primary-elect)
 	offRsvGroup       = 128
 	offRsvAmnesiac    = 136 // u8 0/1, ours
 	offRsvFlags       = 137 // u8, ours: bit 0 view unknown (a wiped replica), bit 1 a backup's answer
@@ -343,6 +344,7 @@ func (c *Codec) putHeader(h []byte, f *fields, bodyBytes int, bodySum uint64) {
 	case consensus.MsgStartViewChange:
 		le.PutUint64(h[offSvcGroup:], f.Group)
 		putBool(h[offSvcAmnesiac:], f.Amnesiac)
+		le.PutUint64(h[offSvcRepaired:], f.RepairProgress)
 	case consensus.MsgDoViewChange:
 		le.PutUint64(h[offVcHeadOp:], f.HeadOp)
 		le.PutUint64(h[offVcCommit:], f.CommitOp)
@@ -547,6 +549,7 @@ func (c *Codec) getFields(f *fields, h, body []byte) error {
 		if f.Amnesiac, err = getBool(h[offSvcAmnesiac], "start_view_change amnesiac"); err != nil {
 			return err
 		}
+		f.RepairProgress = le.Uint64(h[offSvcRepaired:])
 		return headerOnly()
 	case consensus.MsgDoViewChange, consensus.MsgStartView:
 		f.HeadOp = le.Uint64(h[offVcHeadOp:])

@@ -167,6 +167,14 @@ func goldenCases() []goldenCase {
 				s.common(8, 10, 2)
 				return s.frame(true, false)
 			}},
+		{"start_view_change_repairing", consensus.Message{Kind: consensus.MsgStartViewChange, Group: partGroup, From: 2, View: 8, RepairProgress: 37},
+			func() []byte {
+				var s spec
+				s.u64(128, partGroup)
+				s.u64(144, 37)
+				s.common(8, 10, 2)
+				return s.frame(true, false)
+			}},
 		{"do_view_change", consensus.Message{Kind: consensus.MsgDoViewChange, Group: metaGroup, From: 2, View: 8,
 			HeadOp: 42, CommitOp: 40, LogView: 7, Suffix: suffix,
 			Nack: consensus.Uint128{Lo: 0b10}, Present: consensus.Uint128{Lo: 0b01}},

@@ -38,10 +38,12 @@ type fields struct {
 
 	Incarnation consensus.Uint128 // StartView (echo, zero when broadcast), RequestStartView
 	Amnesiac    bool              // RequestStartView, StartViewChange, DoViewChange
-	ViewUnknown bool              // RequestStartView: from a wiped replica
-	ProbeAnswer bool              // RequestStartView: a backup's answer to such a probe
-	StorageLost bool              // DoViewChange: the sender's storage was lost
-	Nonce       consensus.Uint128 // repair and state-transfer sessions (RepairPrepare too)
+	// RepairProgress: StartViewChange from a primary-elect still repairing.
+	RepairProgress uint64
+	ViewUnknown    bool              // RequestStartView: from a wiped replica
+	ProbeAnswer    bool              // RequestStartView: a backup's answer to such a probe
+	StorageLost    bool              // DoViewChange: the sender's storage was lost
+	Nonce          consensus.Uint128 // repair and state-transfer sessions (RepairPrepare too)
 
 	FromOp, ToOp    uint64 // RequestPrepares, inclusive
 	LastServedOp    uint64 // RepairDone
@@ -77,7 +79,7 @@ func fromMessage(m *consensus.Message) fields {
 	case consensus.MsgCommit:
 		f.CommitMin, f.HeartbeatCounter = m.CommitMin, m.HeartbeatCounter
 	case consensus.MsgStartViewChange:
-		f.Amnesiac = m.Amnesiac
+		f.Amnesiac, f.RepairProgress = m.Amnesiac, m.RepairProgress
 	case consensus.MsgDoViewChange:
 		f.HeadOp, f.CommitOp, f.LogView = m.HeadOp, m.CommitOp, m.LogView
 		f.Suffix, f.Nack, f.Present, f.Amnesiac, f.StorageLost = m.Suffix, m.Nack, m.Present, m.Amnesiac, m.StorageLost
@@ -130,7 +132,7 @@ func (f *fields) toMessage() consensus.Message {
 	case consensus.MsgCommit:
 		m.CommitMin, m.HeartbeatCounter = f.CommitMin, f.HeartbeatCounter
 	case consensus.MsgStartViewChange:
-		m.Amnesiac = f.Amnesiac
+		m.Amnesiac, m.RepairProgress = f.Amnesiac, f.RepairProgress
 	case consensus.MsgDoViewChange:
 		m.HeadOp, m.CommitOp, m.LogView = f.HeadOp, f.CommitOp, f.LogView
 		m.Suffix, m.Nack, m.Present, m.Amnesiac, m.StorageLost = f.Suffix, f.Nack, f.Present, f.Amnesiac, f.StorageLost
