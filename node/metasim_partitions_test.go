@@ -395,6 +395,11 @@ func (w *metaSimWorld) checkPartitions() {
 		}
 		for k, d := range want {
 			e := n.plane.entries[k]
+			if e == nil {
+				w.fail(fmt.Errorf("after the heal node %d does not serve partition %v (revision %d), though its directory is there",
+					n.id, k, d.part.CreatedRevision))
+				continue
+			}
 			if e.marker.Revision != d.part.CreatedRevision || e.marker.PurgeGeneration != d.part.PurgeGeneration {
 				w.fail(fmt.Errorf("after the heal node %d partition %v is at revision %d purge generation %d, metadata says %d and %d",
 					n.id, k, e.marker.Revision, e.marker.PurgeGeneration, d.part.CreatedRevision, d.part.PurgeGeneration))

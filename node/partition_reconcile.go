@@ -97,7 +97,7 @@ func (p *partitionPlane) reconcileLocked(state *metadata.State) {
 		p.syncWatermarks(e, d.part)
 	}
 	if boot || len(gone) > 0 {
-		p.sweep(streams)
+		p.sweep(streams, rev)
 	}
 }
 
@@ -238,7 +238,11 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 			d.topic.Options.EnforceFsync,
 		shard: p.shardFor(k),
 	}
-	if err := p.prepareDir(e, d.part); err != nil {
+	if err := p.prepareDir(e, d.part); errors.Is(err, errFilesAhead) {
+		e.quarantine = err
+		p.log.Info("partition not served until metadata applies its later incarnation again",
+			"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
+	} else if err != nil {
 		e.quarantine = err
 		p.log.Error("partition quarantined: its requests are refused until it is repaired",
 			"stream", k.stream, "topic", k.topic, "partition", k.partition, "err", err)
@@ -339,6 +343,14 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 		e.marker = m
 		return nil
 	}
+	if ok && m.Revision > part.CreatedRevision {
+		// The files are of a later incarnation than the state's: metadata
+		// has not applied its re-creation again yet (see sweep). They are
+		// neither served nor cleared; the entry is a tombstone until the
+		// state moves on, and its removal leaves them (remove).
+		return fmt.Errorf("%w: %s holds revision %d, metadata is at the partition's revision %d",
+			errFilesAhead, e.dir, m.Revision, part.CreatedRevision)
+	}
 	if !ok {
 		// Without a readable marker the files' incarnation is unknown: never
 		// wipe segments on a guess.
@@ -368,13 +380,21 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 	return writeMarker(fsys, e.dir, e.marker)
 }
 
-// remove stops serving a partition and deletes its files.
+// errFilesAhead: a partition directory holds a later incarnation than
+// the metadata state names (prepareDir).
+var errFilesAhead = errors.New("partition files are newer than the metadata state")
+
+// remove stops serving a partition and deletes its files (not those of a
+// later incarnation the state has not reached, errFilesAhead).
 func (p *partitionPlane) remove(e *partitionEntry) {
 	p.mu.Lock()
 	if p.entries[e.key] == e {
 		delete(p.entries, e.key)
 	}
 	p.mu.Unlock()
+	if errors.Is(e.quarantine, errFilesAhead) {
+		return
+	}
 	e.shard.do(func() {
 		e.shard.dropGroup(e, wire.ErrResourceNotFound)
 		_ = e.closeWAL()
@@ -394,8 +414,15 @@ func (p *partitionPlane) remove(e *partitionEntry) {
 }
 
 // sweep removes stream, topic and partition directories metadata no longer
-// knows (deleted while the node was down, or emptied by deletes).
-func (p *partitionPlane) sweep(streams []metadata.Stream) {
+// knows (deleted while the node was down, or emptied by deletes). A
+// directory holding a partition created at a revision above the state's
+// (revision) stays: metadata has not applied that creation again yet (a
+// restarted node whose metadata caught up to its new view's commit, below
+// what it had applied before its crash), so "unknown" there is not
+// "deleted" (metadata simulator seed 18092: a backup removed a topic its
+// state at op 6 did not know, created at op 7; the group's next election
+// then dropped acknowledged messages).
+func (p *partitionPlane) sweep(streams []metadata.Stream, revision uint64) {
 	if p.shards[0].cfg.broken.removeKeepsFiles {
 		return
 	}
@@ -424,6 +451,11 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 				}
 				continue
 			}
+			if ahead, markerRev := p.filesAhead(path, revision); ahead {
+				p.log.Info("keeping partition data newer than the metadata state: not applied again yet", "path", path,
+					"created_revision", markerRev, "state_revision", revision)
+				continue
+			}
 			p.log.Info("removing partition data metadata no longer knows", "path", path)
 			// All or nothing across a crash: a half-removed stream or topic
 			// would leave partitions without their partition.meta behind,
@@ -436,6 +468,23 @@ func (p *partitionPlane) sweep(streams []metadata.Stream) {
 	removeUnknown(filepath.Join(p.root, "*"))
 	removeUnknown(filepath.Join(p.root, "*", "topics", "*"))
 	removeUnknown(filepath.Join(p.root, "*", "topics", "*", "partitions", "*"))
+}
+
+// filesAhead reports whether a partition directory at or under path
+// records a creation revision above revision (and the highest one).
+func (p *partitionPlane) filesAhead(path string, revision uint64) (bool, uint64) {
+	dirs := []string{path}
+	for _, pattern := range []string{filepath.Join(path, "partitions", "*"), filepath.Join(path, "topics", "*", "partitions", "*")} {
+		found, _ := vfs.Glob(p.fsys, pattern)
+		dirs = append(dirs, found...)
+	}
+	var highest uint64
+	for _, dir := range dirs {
+		if m, ok := readMarker(p.fsys, dir); ok {
+			highest = max(highest, m.Revision)
+		}
+	}
+	return highest > revision, highest
 }
 
 // groupConfig is a partition group's consensus configuration: one replica
