@@ -35,13 +35,8 @@ func (s *syncFailingStore) Sync() error {
 // partition whose Sync can be made to fail.
 func persistedWithFaultySync(t *testing.T, wedged time.Duration) (*partitionPlane, *partitionEntry, *syncFailingStore, []byte) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8}, topology{count: 1}, config.ClusterConfig{})
-	p.shards[0].wedgedTimeout = wedged
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.shards[0].run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
+	p.shards[0].do(func() { p.shards[0].wedgedTimeout = wedged })
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20, Durability: metadata.DurabilityPersisted}}
 	e := p.open(partitionKey{0, 0, 0}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 1}})
 	if e.log == nil {

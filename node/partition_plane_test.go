@@ -137,12 +137,7 @@ func TestMissingMarkerWithSegmentsQuarantines(t *testing.T) {
 // TestBurstBeyondTheGroupWindowIsHeldNotRefused: far more concurrent sends
 // than the group's pipeline and queue all commit, each offset once.
 func TestBurstBeyondTheGroupWindowIsHeldNotRefused(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 2, journalSlots: 4}, topology{count: 1}, config.ClusterConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.shards[0].run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 2, journalSlots: 4})
 	e := p.open(partitionKey{0, 0, 0}, desiredPartition{topic: metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}},
 		part: metadata.Partition{CreatedRevision: 1}})
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("x")}})

@@ -1,15 +1,11 @@
 package node
 
 import (
-	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/metadata"
 )
 
@@ -23,12 +19,7 @@ import (
 // than the state names be cleared when it opens, or deleted when that
 // stale entry is removed.
 func TestSweepKeepsPartitionsNewerThanTheState(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8}, topology{count: 1}, config.ClusterConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.shards[0].run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
 	newer := p.open(partitionKey{1, 0, 0}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 9}})
 	older := p.open(partitionKey{2, 0, 0}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 4}})

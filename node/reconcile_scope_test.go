@@ -3,12 +3,9 @@ package node
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/lodestream/lodestream/config"
 	"github.com/lodestream/lodestream/metadata"
 	"github.com/lodestream/lodestream/wire"
 )
@@ -19,13 +16,7 @@ import (
 // made CreateTopic ~9x slower at 12 000 partitions). CreatePartitions,
 // DeletePartitions and a topic delete still bring the plane in line.
 func TestCreateTopicReconcilesOnlyItsTopic(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16},
-		topology{count: 1}, config.ClusterConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.shards[0].run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 16})
 	state := metadata.NewState()
 	hash, err := metadata.RootPasswordHash("test", "iggy", "iggy")
 	if err != nil {
@@ -99,13 +90,7 @@ func TestCreateTopicReconcilesOnlyItsTopic(t *testing.T) {
 // idle partitions kept a core busy and CreateTopic slowed ~9x); a send wakes
 // the group and commits, and it rests again.
 func TestSingleNodeQuietGroupsRest(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p := newPartitionPlane(log, t.TempDir(), 1, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8},
-		topology{count: 1}, config.ClusterConfig{})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.shards[0].run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
+	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
 	p.restWhenQuiet(3)
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
 	var entries []*partitionEntry
