@@ -290,6 +290,7 @@ func (r *Replica) maybeStartView() {
 	}
 	r.promoteUnverified()
 	if missing := r.firstMissing(plan.head); missing != 0 {
+		r.commitVerifiedPrefix(plan)
 		// One session at a time: re-requesting on every repaired entry
 		// would drop the rest of the chunk in flight (new nonce).
 		if !r.repair.active {
@@ -558,6 +559,50 @@ func (r *Replica) dropUnverified(op uint64) {
 		}
 	}
 	r.pending.Entries = kept
+}
+
+// commitVerifiedPrefix (primary-elect of a decided merge, still
+// repairing) applies the ops commit_min+1.. it holds up to the merge's
+// commit_max whose entries are the canonical ones: the merged (or
+// canonical senders') header of the op, or the parent link of a verified
+// op above it. They are committed in every log that holds them, so
+// applying them is what a Normal replica would do; it lets the
+// checkpoint move on, without which a journal whose checkpoint lags
+// cannot hold the merged head (simulator finding 23, seed 70148394: 16
+// slots, checkpoint 158, head 175; the slots of 174 and 175 held 158 and
+// 159, and no view change could ever finish).
+func (r *Replica) commitVerifiedPrefix(plan *mergePlan) {
+	top := min(plan.commitMax, r.commitMax)
+	if top <= r.commitMin || r.Transferring() {
+		return
+	}
+	// Verify top-down: an op is canonical when the merge (or a canonical
+	// sender) names its checksum, or when the verified op above it names
+	// it as parent.
+	base := r.commitMin
+	verified := make([]bool, top-base)
+	var parent uint64
+	parentKnown := false
+	for op := top; op > base; op-- {
+		var h PrepareHeader
+		s := r.journal.get(op)
+		held := s != nil
+		if held {
+			h = s.prepare.Header
+		}
+		want, known := parent, parentKnown
+		if vh, ok := r.viewChangeHeader(op); ok {
+			want, known = vh.Checksum, true
+		}
+		ok := held && known && h.Checksum == want
+		verified[op-base-1] = ok
+		parent, parentKnown = h.Parent, ok
+	}
+	for op := base + 1; op <= top && verified[op-base-1]; op++ {
+		s := r.journal.get(op)
+		r.commitMin = op
+		r.pending.Committed = append(r.pending.Committed, s.prepare)
+	}
 }
 
 // missingCount returns how many ops in (commit_min, upTo] the journal lacks.
