@@ -108,6 +108,7 @@ func (s *simStats) add(o simStats) {
 	s.SyncFailures += o.SyncFailures
 	s.BootFailures += o.BootFailures
 	s.Wipes += o.Wipes
+	s.StalledBeyondBudget += o.StalledBeyondBudget
 	s.QuorumLost += o.QuorumLost
 	s.OnlyCopyRotted += o.OnlyCopyRotted
 	s.BeyondBudget += o.BeyondBudget

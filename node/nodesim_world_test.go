@@ -247,9 +247,13 @@ type simStats struct {
 	// OnlyCopyRotted: runs that stalled on damage no replica could
 	// repair: rot damaged the last intact copy of a range.
 	OnlyCopyRotted int
-	NoSpace        int // writes refused: disk full
-	Purges         int // purge generations metadata asked for
-	Recreates      int // topic deletions and re-creations
+	// StalledBeyondBudget: runs that did not converge after the group went
+	// beyond its budget (BeyondBudget): ops known committed may be gone from
+	// every replica, and the merge waits for them (finding 32, M10).
+	StalledBeyondBudget int
+	NoSpace             int // writes refused: disk full
+	Purges              int // purge generations metadata asked for
+	Recreates           int // topic deletions and re-creations
 	// BitRot: stored bytes of segment files flipped; DamageFound: damaged
 	// places a poll or the scrubber found (each repaired from a peer, or
 	// the partition reopened when no copy fits).
