@@ -16,9 +16,8 @@ type viewChangeState struct {
 	statusTimer    timer
 	rsvTimer       timer
 	// repaired (primary-elect): how many times in this view change a
-	// repaired op left fewer ops missing than ever before (missingLow; 0:
-	// not counted yet), so an op repaired, cut and repaired again counts
-	// once; repairedSentAt: the tick its last StartViewChange carrying it
+	// repaired op left fewer ops missing than ever before (missingLow), so
+	// an op repaired, cut and repaired again counts once; repairedSentAt: the tick its last StartViewChange carrying it
 	// left. electProgress (backup): the highest RepairProgress the view's
 	// primary-elect reported.
 	repaired       uint64
@@ -46,7 +45,7 @@ func (r *Replica) startViewChange(v uint32) {
 	r.vc.amnesiacDVCs = nil
 	r.vc.amnesiacQuorum = false
 	r.vc.plan = nil
-	r.vc.repaired, r.vc.missingLow, r.vc.repairedSentAt, r.vc.electProgress = 0, 0, 0, 0
+	r.vc.repaired, r.vc.missingLow, r.vc.repairedSentAt, r.vc.electProgress = 0, ^uint64(0), 0, 0
 	r.heartbeatTimer.stop()
 	r.commitTimer.stop()
 	r.repair.active = false
@@ -107,8 +106,8 @@ func (r *Replica) noteViewChangeRepair() {
 	if r.status != StatusViewChange || !r.isPrimaryIndex() || r.vc.plan == nil {
 		return
 	}
-	missing := r.missingCount(r.vc.plan.head) + 1 // + 1: 0 is "not counted yet"
-	if r.vc.missingLow != 0 && missing >= r.vc.missingLow {
+	missing := r.missingCount(r.vc.plan.head)
+	if missing >= r.vc.missingLow {
 		return
 	}
 	r.vc.missingLow = missing
