@@ -27,16 +27,25 @@ import (
 //
 // Record, little-endian:
 //
-//	magic u32 "SBLR" | record_len u32 (the whole record) | key [20] |
-//	superblock record (encodeSuperblock: its own header, payload and
-//	XXH3) | XXH3-64 over all preceding bytes of the record
+//	magic u32 "SBL2" | record_len u32 (the whole record) |
+//	batch_back u32 (bytes from the first record of its batch to it) |
+//	key [20] | superblock record (encodeSuperblock: its own header,
+//	payload and XXH3) | XXH3-64 over all preceding bytes of the record
 //
-// A record that fails verification with no valid record after it is a
-// torn tail of a batch whose sync never finished: it is cut at open. One
-// with a valid record after it is damage to synced state and refuses the
-// open (a forgotten view could break a vote). The file is compacted when
-// it passes its bound: the newest record of every live group is written to
-// a new file, synced, and renamed over it.
+// (The first format, magic "SBLR", had no batch_back: each such record is
+// read as a batch of its own.)
+//
+// A batch is one write and one fdatasync; the next batch is written only
+// after that sync succeeded. Until then its pages may reach the disk in
+// any order (a power loss, or a failed fdatasync that wrote some of them),
+// so the last batch may hold holes before valid records. A record that
+// fails verification is therefore a torn tail, cut at open, when every
+// valid record after it belongs to its own batch (batch_back reaches back
+// over the damage); a valid record of a later batch after it means the
+// damaged one was synced: that refuses the open (a forgotten view could
+// break a vote). The file is compacted when it passes its bound: the
+// newest record of every live group is written to a new file as a batch
+// of its own, synced, and renamed over it.
 type SuperblockLog struct {
 	mu       sync.Mutex
 	fs       vfs.FS
@@ -72,8 +81,10 @@ type recordLoc struct {
 }
 
 const (
-	superblockLogMagic   uint32 = 0x524C4253 // "SBLR"
-	superblockLogHead           = 8 + len(SuperblockKey{})
+	superblockLogMagicV1 uint32 = 0x524C4253 // "SBLR": no batch_back
+	superblockLogMagic   uint32 = 0x324C4253 // "SBL2"
+	superblockLogHeadV1         = 8 + len(SuperblockKey{})
+	superblockLogHead           = 12 + len(SuperblockKey{})
 	superblockLogTrailer        = 8
 	superblockLogName           = "superblocks.log"
 	// SuperblockLogBytesMin is the default compaction floor.
@@ -129,29 +140,64 @@ func (l *SuperblockLog) load() error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", l.path, err)
 	}
+	end, dmg := l.scan(data, func(off int, r sbLogRecord) {
+		if cur, ok := l.latest[r.key]; !ok || r.seq > cur.seq {
+			l.latest[r.key] = recordLoc{off: int64(off), n: int64(r.n), seq: r.seq}
+		}
+	})
+	if dmg != nil {
+		return fmt.Errorf("%w: %s: %v (remedy: wipe this node's data directory and let it rejoin by state transfer)", ErrSuperblockLogDamaged, l.path, dmg)
+	}
+	if end < len(data) {
+		if err := l.f.Truncate(int64(end)); err != nil {
+			return fmt.Errorf("cut the torn tail of %s at byte %d: %w", l.path, end, err)
+		}
+		if err := datasync(l.f); err != nil {
+			return fmt.Errorf("sync %s after cutting its tail: %w", l.path, err)
+		}
+	}
+	l.size = int64(end)
+	return l.resync(data[:end])
+}
+
+// sbLogRecord is one verified record.
+type sbLogRecord struct {
+	key  SuperblockKey
+	seq  uint64
+	n    int // the whole record's length
+	head int // where its superblock record starts
+	back int // bytes from its batch's first record to it
+}
+
+// scan walks data's records in order, calling visit for each one that
+// verifies, and returns where the sound prefix ends. A record that fails
+// verification ends it: when a valid record of a later batch follows, the
+// damaged one was synced (its batch's sync succeeded before the next batch
+// was written) and scan returns that damage; otherwise everything from it
+// on is the last batch, torn by a crash or a failed sync (its pages reach
+// the disk in any order, so holes before valid records of the same batch
+// are expected): a torn tail.
+func (l *SuperblockLog) scan(data []byte, visit func(off int, r sbLogRecord)) (end int, damage error) {
 	off := 0
 	for off < len(data) {
-		key, seq, n, err := l.verify(data[off:])
+		r, err := l.verify(data[off:])
 		if err != nil {
-			if next := nextValidRecord(l, data, off+1); next >= 0 {
-				return fmt.Errorf("%w: %s: record at byte %d: %v, and a valid record follows at byte %d (remedy: wipe this node's data directory and let it rejoin by state transfer)",
-					ErrSuperblockLogDamaged, l.path, off, err, next)
+			for at := off + 1; ; {
+				next := nextValidRecord(l, data, at)
+				if next < 0 {
+					return off, nil
+				}
+				later, _ := l.verify(data[next:])
+				if next-later.back > off {
+					return off, fmt.Errorf("record at byte %d: %v, and a valid record of a later batch follows at byte %d", off, err, next)
+				}
+				at = next + later.n
 			}
-			if err := l.f.Truncate(int64(off)); err != nil {
-				return fmt.Errorf("cut the torn tail of %s at byte %d: %w", l.path, off, err)
-			}
-			if err := datasync(l.f); err != nil {
-				return fmt.Errorf("sync %s after cutting its tail: %w", l.path, err)
-			}
-			break
 		}
-		if cur, ok := l.latest[key]; !ok || seq > cur.seq {
-			l.latest[key] = recordLoc{off: int64(off), n: int64(n), seq: seq}
-		}
-		off += n
+		visit(off, r)
+		off += r.n
 	}
-	l.size = int64(off)
-	return l.resync(data[:off])
+	return off, nil
 }
 
 // resync writes what load read again in place, fdatasyncs it and fsyncs
@@ -176,15 +222,14 @@ func (l *SuperblockLog) resync(data []byte) error {
 // nextValidRecord is the offset of the first record after from that
 // verifies (-1: none).
 func nextValidRecord(l *SuperblockLog, data []byte, from int) int {
-	var magic [4]byte
-	binary.LittleEndian.PutUint32(magic[:], superblockLogMagic)
+	magic := []byte("SBL") // both formats' magic starts so
 	for from < len(data) {
-		i := bytes.Index(data[from:], magic[:])
+		i := bytes.Index(data[from:], magic)
 		if i < 0 {
 			return -1
 		}
 		at := from + i
-		if _, _, _, err := l.verify(data[at:]); err == nil {
+		if _, err := l.verify(data[at:]); err == nil {
 			return at
 		}
 		from = at + 1
@@ -192,34 +237,55 @@ func nextValidRecord(l *SuperblockLog, data []byte, from int) int {
 	return -1
 }
 
-// verify checks the record at the start of b and returns its key, its
-// superblock sequence and its length.
-func (l *SuperblockLog) verify(b []byte) (SuperblockKey, uint64, int, error) {
+// verify checks the record at the start of b.
+func (l *SuperblockLog) verify(b []byte) (sbLogRecord, error) {
 	le := binary.LittleEndian
-	var key SuperblockKey
-	if len(b) < superblockLogHead+superblockLogTrailer {
-		return key, 0, 0, fmt.Errorf("%d bytes left, shorter than a record", len(b))
+	var r sbLogRecord
+	if len(b) < superblockLogHeadV1+superblockLogTrailer {
+		return r, fmt.Errorf("%d bytes left, shorter than a record", len(b))
 	}
-	if m := le.Uint32(b); m != superblockLogMagic {
-		return key, 0, 0, fmt.Errorf("magic %#x", m)
+	switch m := le.Uint32(b); m {
+	case superblockLogMagic:
+		r.head = superblockLogHead
+	case superblockLogMagicV1:
+		r.head = superblockLogHeadV1
+	default:
+		return r, fmt.Errorf("magic %#x", m)
 	}
 	n := int(le.Uint32(b[4:]))
-	if n < superblockLogHead+superblockLogTrailer || n > superblockLogRecordMax || n > len(b) {
-		return key, 0, 0, fmt.Errorf("record length %d (%d bytes left)", n, len(b))
+	if n < r.head+superblockLogTrailer || n > superblockLogRecordMax || n > len(b) {
+		return r, fmt.Errorf("record length %d (%d bytes left)", n, len(b))
 	}
 	if got, want := xxh3.Hash(b[:n-superblockLogTrailer]), le.Uint64(b[n-superblockLogTrailer:]); got != want {
-		return key, 0, 0, fmt.Errorf("checksum %016x, recorded %016x", got, want)
+		return r, fmt.Errorf("checksum %016x, recorded %016x", got, want)
 	}
-	copy(key[:], b[8:])
-	seq, st, err := decodeSuperblock(b[superblockLogHead : n-superblockLogTrailer])
+	if r.head == superblockLogHead {
+		r.back = int(le.Uint32(b[8:]))
+	}
+	copy(r.key[:], b[r.head-len(r.key):])
+	seq, st, err := decodeSuperblock(b[r.head : n-superblockLogTrailer])
 	if err != nil {
-		return key, 0, 0, err
+		return r, err
 	}
 	if !l.anyIdentity && st.Identity != l.identity {
-		return key, 0, 0, fmt.Errorf("record of cluster %016x%016x replica %d of %d, configured replica %d of %d",
+		return r, fmt.Errorf("record of cluster %016x%016x replica %d of %d, configured replica %d of %d",
 			st.Cluster.Hi, st.Cluster.Lo, st.ReplicaID, st.ReplicaCount, l.identity.ReplicaID, l.identity.ReplicaCount)
 	}
-	return key, seq, n, nil
+	r.seq, r.n = seq, n
+	return r, nil
+}
+
+// appendSuperblockLogRecord appends key's record holding the superblock
+// record body, back bytes after its batch's first record.
+func appendSuperblockLogRecord(buf []byte, key SuperblockKey, body []byte, back int) []byte {
+	start := len(buf)
+	le := binary.LittleEndian
+	buf = le.AppendUint32(buf, superblockLogMagic)
+	buf = le.AppendUint32(buf, uint32(superblockLogHead+len(body)+superblockLogTrailer))
+	buf = le.AppendUint32(buf, uint32(back))
+	buf = append(buf, key[:]...)
+	buf = append(buf, body...)
+	return le.AppendUint64(buf, xxh3.Hash(buf[start:]))
 }
 
 // ReadSuperblockLog reads dir's superblock log without changing it (tools
@@ -240,21 +306,16 @@ func ReadSuperblockLog(dir string, opts ...Option) (states map[SuperblockKey]*Su
 	l := &SuperblockLog{path: path, anyIdentity: true}
 	states = make(map[SuperblockKey]*SuperblockState)
 	seqs := make(map[SuperblockKey]uint64)
-	for off := 0; off < len(data); {
-		key, seq, n, verr := l.verify(data[off:])
-		if verr != nil {
-			if next := nextValidRecord(l, data, off+1); next >= 0 {
-				return states, fmt.Sprintf("%s: damaged record at byte %d (%v) before a valid one at byte %d: the server refuses to boot on it", superblockLogName, off, verr, next), nil
-			}
-			return states, "", nil // a torn tail: never relied on, cut at the next boot
+	_, dmg := l.scan(data, func(off int, r sbLogRecord) {
+		if r.seq > seqs[r.key] {
+			_, st, _ := decodeSuperblock(data[off+r.head : off+r.n-superblockLogTrailer])
+			states[r.key], seqs[r.key] = st, r.seq
 		}
-		if seq > seqs[key] {
-			_, st, _ := decodeSuperblock(data[off+superblockLogHead : off+n-superblockLogTrailer])
-			states[key], seqs[key] = st, seq
-		}
-		off += n
+	})
+	if dmg != nil {
+		return states, fmt.Sprintf("%s: damaged %v: the server refuses to boot on it", superblockLogName, dmg), nil
 	}
-	return states, "", nil
+	return states, "", nil // a torn tail of the last batch, if any: never relied on, cut at the next boot
 }
 
 // Latest returns a key's newest record (ok false when it has none).
@@ -269,11 +330,11 @@ func (l *SuperblockLog) Latest(key SuperblockKey) (seq uint64, st *SuperblockSta
 	if _, err := l.f.ReadAt(b, loc.off); err != nil {
 		return 0, nil, false, fmt.Errorf("read %s at byte %d: %w", l.path, loc.off, err)
 	}
-	le := binary.LittleEndian
-	if got, want := xxh3.Hash(b[:loc.n-superblockLogTrailer]), le.Uint64(b[loc.n-superblockLogTrailer:]); got != want {
-		return 0, nil, false, fmt.Errorf("%w: %s: record at byte %d changed since open", ErrSuperblockLogDamaged, l.path, loc.off)
+	r, err := l.verify(b)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("%w: %s: record at byte %d changed since open: %v", ErrSuperblockLogDamaged, l.path, loc.off, err)
 	}
-	seq, st, err = decodeSuperblock(b[superblockLogHead : loc.n-superblockLogTrailer])
+	seq, st, err = decodeSuperblock(b[r.head : r.n-superblockLogTrailer])
 	if err != nil {
 		return 0, nil, false, err
 	}
@@ -298,12 +359,7 @@ func (l *SuperblockLog) Append(batch []SuperblockLogEntry) error {
 			return fmt.Errorf("superblock log append: log_view %d above view %d", e.State.LogView, e.State.View)
 		}
 		start := len(buf)
-		buf = binary.LittleEndian.AppendUint32(buf, superblockLogMagic)
-		buf = binary.LittleEndian.AppendUint32(buf, 0)
-		buf = append(buf, e.Key[:]...)
-		buf = append(buf, encodeSuperblock(e.Sequence, &e.State)...)
-		binary.LittleEndian.PutUint32(buf[start+4:], uint32(len(buf)-start+superblockLogTrailer))
-		buf = binary.LittleEndian.AppendUint64(buf, xxh3.Hash(buf[start:]))
+		buf = appendSuperblockLogRecord(buf, e.Key, encodeSuperblock(e.Sequence, &e.State), start)
 		locs[i] = recordLoc{off: int64(start), n: int64(len(buf) - start), seq: e.Sequence}
 	}
 	l.mu.Lock()
@@ -350,7 +406,9 @@ func (l *SuperblockLog) liveBytes() int64 {
 }
 
 // compact writes the newest record of every live key to a new file,
-// synced, and renames it over the log (mu held).
+// synced, and renames it over the log (mu held). Each record is written
+// as a batch of its own (batch_back 0): all are synced before the rename
+// shows them, so damage to any of them is damage to synced state.
 func (l *SuperblockLog) compact() error {
 	keep := make([]SuperblockKey, 0, len(l.latest))
 	for key := range l.latest {
@@ -379,11 +437,16 @@ func (l *SuperblockLog) compact() error {
 		if _, err := l.f.ReadAt(b, loc.off); err != nil {
 			return fail(fmt.Errorf("read %s at byte %d: %w", l.path, loc.off, err))
 		}
-		if _, err := f.WriteAt(b, off); err != nil {
+		r, err := l.verify(b)
+		if err != nil {
+			return fail(fmt.Errorf("%w: %s: record at byte %d changed since open: %v", ErrSuperblockLogDamaged, l.path, loc.off, err))
+		}
+		rec := appendSuperblockLogRecord(nil, key, b[r.head:r.n-superblockLogTrailer], 0)
+		if _, err := f.WriteAt(rec, off); err != nil {
 			return fail(fmt.Errorf("write %s: %w", tmp, err))
 		}
-		latest[key] = recordLoc{off: off, n: loc.n, seq: loc.seq}
-		off += loc.n
+		latest[key] = recordLoc{off: off, n: int64(len(rec)), seq: loc.seq}
+		off += int64(len(rec))
 	}
 	if err := f.Sync(); err != nil {
 		return fail(fmt.Errorf("sync %s: %w", tmp, err))

@@ -1,12 +1,14 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/lodestream/lodestream/consensus"
+	"github.com/zeebo/xxh3"
 )
 
 var sbLogID = Identity{Cluster: consensus.Uint128{Lo: 7, Hi: 9}, ReplicaID: 1, ReplicaCount: 3}
@@ -199,6 +201,10 @@ func TestReadSuperblockLogLeavesTheFileAndReportsOnlyDamage(t *testing.T) {
 	size := l.Size()
 	l.Close()
 	path := filepath.Join(dir, superblockLogName)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := os.Truncate(path, size-5); err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +215,13 @@ func TestReadSuperblockLogLeavesTheFileAndReportsOnlyDamage(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Size() != size-5 {
 		t.Fatalf("the reader changed the file: %d bytes", fi.Size())
 	}
-	b, _ := os.ReadFile(path)
-	b[10] ^= 1 // inside the first record's key, before the valid second record
+	b := append([]byte(nil), whole...)
+	b[10] ^= 1 // inside the first record's key, before the valid record of the second batch
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, damage, err := ReadSuperblockLog(dir); err != nil || damage == "" {
-		t.Fatalf("damage before a valid record not reported: %q %v", damage, err)
+		t.Fatalf("damage before a valid record of a later batch not reported: %q %v", damage, err)
 	}
 }
 
@@ -243,6 +249,7 @@ func FuzzOpenSuperblockLog(f *testing.F) {
 	f.Add(valid[:len(valid)-3])
 	f.Add([]byte{})
 	f.Add([]byte("SBLR"))
+	f.Add([]byte("SBL2"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, superblockLogName), data, 0o644); err != nil {
@@ -268,4 +275,51 @@ func FuzzOpenSuperblockLog(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSuperblockLogReadsTheFirstFormat: records of the first format (magic
+// "SBLR", no batch_back) still open, each as a batch of its own (damage
+// before a later one is refused), and new records follow them.
+func TestSuperblockLogReadsTheFirstFormat(t *testing.T) {
+	v1 := func(e SuperblockLogEntry) []byte {
+		le := binary.LittleEndian
+		body := encodeSuperblock(e.Sequence, &e.State)
+		b := le.AppendUint32(nil, superblockLogMagicV1)
+		b = le.AppendUint32(b, uint32(superblockLogHeadV1+len(body)+superblockLogTrailer))
+		b = append(b, e.Key[:]...)
+		b = append(b, body...)
+		return le.AppendUint64(b, xxh3.Hash(b))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, superblockLogName)
+	file := append(v1(sbEntry(1, 1, 1)), v1(sbEntry(2, 1, 1))...)
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenSuperblockLog(dir, sbLogID, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]SuperblockLogEntry{sbEntry(1, 2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if l, err = OpenSuperblockLog(dir, sbLogID, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if seq, view := mustLatest(t, l, 1); seq != 2 || view != 2 {
+		t.Fatalf("key 1: seq %d view %d, want 2 2", seq, view)
+	}
+	if seq, _ := mustLatest(t, l, 2); seq != 1 {
+		t.Fatalf("key 2: seq %d, want 1", seq)
+	}
+	l.Close()
+	b, _ := os.ReadFile(path)
+	b[12] ^= 1 // the first record's key, before a valid record of the first format
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenSuperblockLog(dir, sbLogID, 0, nil); !errors.Is(err, ErrSuperblockLogDamaged) {
+		t.Fatalf("damage before a later first-format record: %v, want ErrSuperblockLogDamaged", err)
+	}
 }
