@@ -75,6 +75,10 @@ type Stats struct {
 	CurrentOffset uint64 // offset of the last message ever appended; 0 when none
 	FirstOffset   uint64 // first offset still stored (== NextOffset when nothing is stored)
 	NextOffset    uint64
+	// StartOffset is where the first segment starts: FirstOffset, or below
+	// it when the log holds no message but begins with empty segments
+	// sealed at recorded holes (offsets skipped, .lost markers).
+	StartOffset uint64
 }
 
 // Open opens (creating if needed) the partition log in dir and recovers it: every segment is walked
@@ -376,7 +380,10 @@ func (l *Log) Stats() Stats {
 }
 
 func (l *Log) statsLocked() Stats {
-	st := Stats{SegmentsCount: uint32(len(l.segments)), NextOffset: l.nextOffset, FirstOffset: l.nextOffset}
+	st := Stats{SegmentsCount: uint32(len(l.segments)), NextOffset: l.nextOffset, FirstOffset: l.nextOffset, StartOffset: l.nextOffset}
+	if len(l.segments) > 0 {
+		st.StartOffset = l.segments[0].startOffset
+	}
 	if l.nextOffset > 0 {
 		st.CurrentOffset = l.nextOffset - 1
 	}
