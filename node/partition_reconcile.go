@@ -362,9 +362,12 @@ func (p *partitionPlane) prepareDir(e *partitionEntry, part metadata.Partition) 
 	if err := vfs.RemoveAllAtomically(fsys, e.dir); err != nil {
 		return fmt.Errorf("clear stale partition directory %s: %w", e.dir, err)
 	}
-	// Every level created (stream, topic, partitions) is synced in its
-	// parent: a power loss must not drop a directory holding synced data.
-	if err := vfs.MkdirAllDurable(fsys, e.dir, 0o755); err != nil {
+	// Every level (stream, topic, partitions), created now or found, is
+	// synced in its parent, from the data directory down: a power loss must
+	// not drop a directory holding synced data, even one an earlier
+	// creation left unsynced (its sync failed) or a concurrent opener has
+	// not synced yet.
+	if err := vfs.MkdirAllDurableUnder(fsys, filepath.Dir(p.root), e.dir, 0o755); err != nil {
 		return fmt.Errorf("create partition directory %s: %w", e.dir, err)
 	}
 	// A fresh partition has nothing to purge or truncate. A cluster

@@ -92,6 +92,36 @@ func MkdirAllDurable(fsys FS, path string, perm fs.FileMode) error {
 	return nil
 }
 
+// MkdirAllDurableUnder creates path (below root, a directory already
+// durable) like MkdirAll and syncs the entry of every level between root
+// and path in its parent, whether this call created the level or found it.
+// A level found existing may have been made by a call whose directory
+// sync failed, or by a concurrent call that has not synced it yet:
+// MkdirAllDurable skips it, and a power loss then drops it with everything
+// synced under it (metadata simulator finding M17: a partition directory
+// whose parent's entry was never synced vanished while the node's
+// superblock log kept the group's state).
+func MkdirAllDurableUnder(fsys FS, root, path string, perm fs.FileMode) error {
+	root, path = filepath.Clean(root), filepath.Clean(path)
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("create %s: not below %s", path, root)
+	}
+	if err := fsys.MkdirAll(path, perm); err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	var levels []string
+	for p := path; p != root; p = filepath.Dir(p) {
+		levels = append(levels, p)
+	}
+	for i := len(levels) - 1; i >= 0; i-- { // outermost first
+		if err := fsys.SyncDir(filepath.Dir(levels[i])); err != nil {
+			return fmt.Errorf("create %s: sync %s: %w", path, filepath.Dir(levels[i]), err)
+		}
+	}
+	return nil
+}
+
 // RemovingSuffix names a tree RemoveAllAtomically is removing: a crash can
 // leave it behind; its owner removes such leftovers.
 const RemovingSuffix = ".removing"
