@@ -360,12 +360,14 @@ func parseEntry(b []byte) (consensus.Prepare, int, error) {
 	return p, walHeaderBytes + payloadLen, nil
 }
 
-// completeRecord says whether b starts with a whole record by its framing: the declared length fits
-// the bound and the bytes present, and the bytes are not all zero. A torn append leaves an incomplete
-// record (or a zero-filled page); a complete record that fails verification was damaged after it was
-// synced.
+// completeRecord says whether b starts with a whole record by its framing: a magic was written
+// (not zero), the declared length fits the bound and the bytes present, and the bytes are not all
+// zero. A torn append leaves an incomplete record or a zero-filled page: pages reach the disk in any
+// order, so the sector holding its header may be lost while a later one of the same write is kept
+// (zero magic, then bytes: a hole, not a record). A complete record that fails verification was
+// damaged after it was synced.
 func completeRecord(b []byte) bool {
-	if len(b) < walHeaderBytes {
+	if len(b) < walHeaderBytes || binary.LittleEndian.Uint32(b) == 0 {
 		return false
 	}
 	n := int(binary.LittleEndian.Uint32(b[4:]))

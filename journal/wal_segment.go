@@ -394,8 +394,8 @@ func findValidEntryIn(f vfs.File, from, size int64) (at int64, op uint64, found 
 }
 
 // completeRecordIn is completeRecord over bytes [at, size) of f, streamed:
-// the declared length fits the bound and the file, and the bytes are not
-// all zero. It also returns the op the header names.
+// a magic was written, the declared length fits the bound and the file,
+// and the bytes are not all zero. It also returns the op the header names.
 func completeRecordIn(f vfs.File, at, size int64) (bool, uint64, error) {
 	if size-at < walHeaderBytes {
 		return false, 0, nil
@@ -406,6 +406,9 @@ func completeRecordIn(f vfs.File, at, size int64) (bool, uint64, error) {
 	}
 	n := int64(binary.LittleEndian.Uint32(head[4:]))
 	op := binary.LittleEndian.Uint64(head[8:])
+	if binary.LittleEndian.Uint32(head[:]) == 0 {
+		return false, op, nil // the header's sector never reached the disk (completeRecord)
+	}
 	if n > WALEntryBytesMax-walHeaderBytes || walHeaderBytes+n > size-at {
 		return false, op, nil
 	}

@@ -333,3 +333,40 @@ func TestWALOutOfOrderAndSupersede(t *testing.T) {
 		t.Fatalf("after truncate+append: %+v", rec)
 	}
 }
+
+// TestWALTornAppendWhoseHeaderSectorWasLost: a power loss during the last
+// append kept a later sector of its record and lost the first one, header
+// included (pages reach the disk in any order). The zeros then the bytes
+// are a hole, not a complete record damaged after its sync: the open cuts
+// them as a torn tail (it refused the boot, and a cluster replica set its
+// WAL aside, metadata simulator finding M21).
+func TestWALTornAppendWhoseHeaderSectorWasLost(t *testing.T) {
+	src := t.TempDir()
+	w, _ := openWAL(t, src)
+	if err := w.Append(prepares(1, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(prep(3, strings.Repeat("x", 1500))); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := os.ReadFile(segPath(src, 1))
+	last := recordStarts(t, full)[2]
+	holeEnd := (last/512 + 1) * 512 // the sector holding the header
+	if holeEnd-last < walHeaderBytes {
+		holeEnd += 512
+	}
+	bad := append([]byte(nil), full...)
+	clear(bad[last:holeEnd])
+	dir := t.TempDir()
+	if err := os.WriteFile(segPath(dir, 1), bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w2, rec, err := OpenWAL(dir)
+	if err != nil {
+		t.Fatalf("open after the torn append: %v", err)
+	}
+	defer w2.Close()
+	if at, _ := w2.TornTail(); len(rec) != 2 || at != last {
+		t.Fatalf("%d entries, torn tail at %d; want 2 and %d", len(rec), at, last)
+	}
+}
