@@ -101,7 +101,7 @@ func refScanSingleFile(data []byte) (entries []consensus.Prepare, tornAt int, re
 	for off := 0; off < len(data); {
 		p, n, err := parseEntry(data[off:])
 		if err != nil {
-			if _, _, found := findValidEntry(data, off+1); found || completeRecord(data[off:]) {
+			if refDamageRefused(data, off) {
 				return nil, -1, true, tombstones
 			}
 			tornAt = off
@@ -124,6 +124,32 @@ func refScanSingleFile(data []byte) (entries []consensus.Prepare, tornAt int, re
 	return entries, tornAt, false, tombstones
 }
 
+// refDamageRefused is the rule for the damaged record at off of the last
+// (only) segment, over bytes in memory: a valid record of a later write
+// after it refuses; valid records of its own write only, a torn hole
+// before them cuts, else refuses; none after it refuses a record complete
+// by its framing, else cuts.
+func refDamageRefused(data []byte, off int) bool {
+	firstSame := -1
+	for i := off + 1; i+walHeaderBytes <= len(data); i++ {
+		_, n, back, err := parseEntryBatch(data[i:])
+		if err != nil || back > int64(i) {
+			continue
+		}
+		if i-int(back) > off {
+			return true
+		}
+		if firstSame < 0 {
+			firstSame = i
+		}
+		i += n - 1
+	}
+	if firstSame >= 0 {
+		return !holeEvidence(data[off:firstSame], int64(off))
+	}
+	return completeRecord(data[off:])
+}
+
 // FuzzWALScanMatchesSingleFileScan: for a log without tombstones, the
 // streamed open of a single-file WAL (migrated to segment 0) accepts,
 // refuses and cuts exactly as the in-memory scan it replaced.
@@ -139,6 +165,12 @@ func FuzzWALScanMatchesSingleFileScan(f *testing.F) {
 	mid[30] ^= 1
 	f.Add(mid)
 	f.Add(append(append([]byte(nil), valid...), make([]byte, 64)...))
+	var holed []byte // one write; its first sector lost, its last record kept
+	for _, p := range []consensus.Prepare{prep(1, strings.Repeat("a", 600)), prep(2, strings.Repeat("b", 600)), prep(3, "c")} {
+		holed = appendEntry(holed, &p)
+	}
+	clear(holed[:tornHoleSectorBytes])
+	f.Add(holed)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want, tornAt, refused, tombstones := refScanSingleFile(data)
 		if tombstones {

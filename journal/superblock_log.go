@@ -175,24 +175,33 @@ type sbLogRecord struct {
 // damaged one was synced (its batch's sync succeeded before the next batch
 // was written) and scan returns that damage; otherwise everything from it
 // on is the last batch, torn by a crash or a failed sync (its pages reach
-// the disk in any order, so holes before valid records of the same batch
-// are expected): a torn tail.
+// the disk in any order, so a hole before valid records of the same batch
+// is expected: holeEvidence): a torn tail. Bytes damaged in place before
+// such records, with no hole, are rot: damage.
 func (l *SuperblockLog) scan(data []byte, visit func(off int, r sbLogRecord)) (end int, damage error) {
 	off := 0
 	for off < len(data) {
 		r, err := l.verify(data[off:])
 		if err != nil {
+			firstSame := -1 // the first valid record of its own batch after it
 			for at := off + 1; ; {
 				next := nextValidRecord(l, data, at)
 				if next < 0 {
-					return off, nil
+					break
 				}
 				later, _ := l.verify(data[next:])
 				if next-later.back > off {
 					return off, fmt.Errorf("record at byte %d: %v, and a valid record of a later batch follows at byte %d", off, err, next)
 				}
+				if firstSame < 0 {
+					firstSame = next
+				}
 				at = next + later.n
 			}
+			if firstSame >= 0 && !holeEvidence(data[off:firstSame], int64(off)) {
+				return off, fmt.Errorf("record at byte %d: %v (not a torn write's hole), and a valid record of its batch follows at byte %d", off, err, firstSame)
+			}
+			return off, nil
 		}
 		visit(off, r)
 		off += r.n

@@ -323,3 +323,45 @@ func TestSuperblockLogReadsTheFirstFormat(t *testing.T) {
 		t.Fatalf("damage before a later first-format record: %v, want ErrSuperblockLogDamaged", err)
 	}
 }
+
+// TestSuperblockLogTellsAHoleFromRotInTheLastBatch: in the last batch,
+// before valid records of that batch, zeros from a record's start to its
+// sector's end are a torn write's hole (cut); a flipped bit is rot
+// (refused).
+func TestSuperblockLogTellsAHoleFromRotInTheLastBatch(t *testing.T) {
+	dir := t.TempDir()
+	l, err := OpenSuperblockLog(dir, sbLogID, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append([]SuperblockLogEntry{sbEntry(1, 1, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	synced := l.Size()
+	if err := l.Append([]SuperblockLogEntry{sbEntry(1, 2, 2), sbEntry(2, 2, 2), sbEntry(3, 2, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	path := filepath.Join(dir, superblockLogName)
+	whole, _ := os.ReadFile(path)
+	reopen := func(b []byte) error {
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		l, err := OpenSuperblockLog(dir, sbLogID, 0, nil)
+		if err == nil {
+			l.Close()
+		}
+		return err
+	}
+	rotted := append([]byte(nil), whole...)
+	rotted[synced+30] ^= 1
+	if err := reopen(rotted); !errors.Is(err, ErrSuperblockLogDamaged) {
+		t.Fatalf("a bit flipped before valid records of its batch: %v, want ErrSuperblockLogDamaged", err)
+	}
+	holed := append([]byte(nil), whole...)
+	clear(holed[synced : (synced/tornHoleSectorBytes+1)*tornHoleSectorBytes])
+	if err := reopen(holed); err != nil {
+		t.Fatalf("a hole before valid records of its batch: %v, want a torn tail cut", err)
+	}
+}

@@ -18,13 +18,24 @@ import (
 
 // WAL entry layout (little-endian):
 //
-//	magic u32 "LWAL" | payload_len u32 | op u64 | checksum u64 | payload
+//	magic u32 "LWA2" | payload_len u32 | op u64 | checksum u64 | payload
 //
 // checksum = XXH3-64 over header bytes 0..16 followed by the payload, so a
 // damaged length, op or payload is detected. The payload is an encoded
-// consensus.Prepare (prepare_codec.go).
+// consensus.Prepare (prepare_codec.go) followed by batch_back u32: the
+// bytes from the first record of the write that put it down (one append,
+// one fdatasync) to it. Records of the first format (magic "LWAL", still
+// read, and written by the partition prepare WAL) end with the prepare
+// and count as a write of their own.
+//
+// A write's pages reach the disk in any order until its fdatasync
+// returns, and the next write starts only after that: damage followed
+// only by valid records of its own write is that write torn (holes
+// included), cut at open; a valid record of a later write after it means
+// the damaged one was synced (wal_segment.go, classifyWALDamage).
 const (
-	walMagic         uint32 = 0x4C41574C // "LWAL"
+	walMagic         uint32 = 0x4C41574C // "LWAL": no batch_back
+	walMagicBatch    uint32 = 0x3241574C // "LWA2"
 	walHeaderBytes          = 24
 	WALEntryBytesMax        = 64 << 20
 	// walFileName is the single-file WAL of earlier releases; OpenWAL
@@ -332,32 +343,51 @@ func (w *WAL) segBySeq(seq uint64) *walSeg {
 
 // parseEntry validates and decodes the entry at the start of b.
 func parseEntry(b []byte) (consensus.Prepare, int, error) {
+	p, n, _, err := parseEntryBatch(b)
+	return p, n, err
+}
+
+// isWALMagic says whether m is a WAL entry's magic (either format).
+func isWALMagic(m uint32) bool { return m == walMagic || m == walMagicBatch }
+
+// parseEntryBatch is parseEntry that also returns the entry's batch_back
+// (0 for the first format: a write of its own).
+func parseEntryBatch(b []byte) (consensus.Prepare, int, int64, error) {
 	if len(b) < walHeaderBytes {
-		return consensus.Prepare{}, 0, fmt.Errorf("%d bytes left, short of a %d-byte header", len(b), walHeaderBytes)
+		return consensus.Prepare{}, 0, 0, fmt.Errorf("%d bytes left, short of a %d-byte header", len(b), walHeaderBytes)
 	}
 	le := binary.LittleEndian
-	if m := le.Uint32(b); m != walMagic {
-		return consensus.Prepare{}, 0, fmt.Errorf("bad magic %08x", m)
+	magic := le.Uint32(b)
+	if !isWALMagic(magic) {
+		return consensus.Prepare{}, 0, 0, fmt.Errorf("bad magic %08x", magic)
 	}
 	payloadLen := int(le.Uint32(b[4:]))
 	if payloadLen > WALEntryBytesMax-walHeaderBytes {
-		return consensus.Prepare{}, 0, fmt.Errorf("payload length %d above bound", payloadLen)
+		return consensus.Prepare{}, 0, 0, fmt.Errorf("payload length %d above bound", payloadLen)
 	}
 	if len(b)-walHeaderBytes < payloadLen {
-		return consensus.Prepare{}, 0, fmt.Errorf("payload length %d exceeds the %d bytes left", payloadLen, len(b)-walHeaderBytes)
+		return consensus.Prepare{}, 0, 0, fmt.Errorf("payload length %d exceeds the %d bytes left", payloadLen, len(b)-walHeaderBytes)
 	}
 	payload := b[walHeaderBytes : walHeaderBytes+payloadLen]
 	if sum := entryChecksum(b[:16], payload); sum != le.Uint64(b[16:]) {
-		return consensus.Prepare{}, 0, fmt.Errorf("checksum mismatch")
+		return consensus.Prepare{}, 0, 0, fmt.Errorf("checksum mismatch")
+	}
+	var back int64
+	if magic == walMagicBatch {
+		if len(payload) < 4 {
+			return consensus.Prepare{}, 0, 0, fmt.Errorf("payload of %d bytes has no batch_back", len(payload))
+		}
+		back = int64(le.Uint32(payload[len(payload)-4:]))
+		payload = payload[:len(payload)-4]
 	}
 	p, err := decodePrepare(payload)
 	if err != nil {
-		return consensus.Prepare{}, 0, err
+		return consensus.Prepare{}, 0, 0, err
 	}
 	if p.Header.Op != le.Uint64(b[8:]) {
-		return consensus.Prepare{}, 0, fmt.Errorf("header op %d differs from prepare op %d", le.Uint64(b[8:]), p.Header.Op)
+		return consensus.Prepare{}, 0, 0, fmt.Errorf("header op %d differs from prepare op %d", le.Uint64(b[8:]), p.Header.Op)
 	}
-	return p, walHeaderBytes + payloadLen, nil
+	return p, walHeaderBytes + payloadLen, back, nil
 }
 
 // completeRecord says whether b starts with a whole record by its framing: a magic was written
@@ -389,7 +419,7 @@ var ErrWALCorrupt = errors.New("metadata WAL corrupt")
 // from (candidates are positions holding the magic).
 func findValidEntry(data []byte, from int) (at int, op uint64, found bool) {
 	for i := from; i+walHeaderBytes <= len(data); i++ {
-		if binary.LittleEndian.Uint32(data[i:]) != walMagic {
+		if !isWALMagic(binary.LittleEndian.Uint32(data[i:])) {
 			continue
 		}
 		if p, _, err := parseEntry(data[i:]); err == nil {
@@ -406,12 +436,15 @@ func entryChecksum(head, payload []byte) uint64 {
 	return h.Sum64()
 }
 
+// appendEntry appends p's record to buf, which holds what one write puts
+// down from its first byte (batch_back is the record's position in it).
 func appendEntry(buf []byte, p *consensus.Prepare) []byte {
 	start := len(buf)
 	buf = append(buf, make([]byte, walHeaderBytes)...)
 	buf = appendPrepare(buf, p)
 	le := binary.LittleEndian
-	le.PutUint32(buf[start:], walMagic)
+	buf = le.AppendUint32(buf, uint32(start))
+	le.PutUint32(buf[start:], walMagicBatch)
 	le.PutUint32(buf[start+4:], uint32(len(buf)-start-walHeaderBytes))
 	le.PutUint64(buf[start+8:], p.Header.Op)
 	le.PutUint64(buf[start+16:], entryChecksum(buf[start:start+16], buf[start+walHeaderBytes:]))
@@ -484,7 +517,7 @@ func encodeEntries(buf []byte, entries []consensus.Prepare, what string) ([]byte
 	locs := make([]walEntryLoc, 0, len(entries))
 	for i := range entries {
 		op := entries[i].Header.Op
-		if prepareFixedBytes+len(entries[i].Body)+walHeaderBytes > WALEntryBytesMax {
+		if prepareFixedBytes+len(entries[i].Body)+walHeaderBytes+4 > WALEntryBytesMax { // + batch_back
 			return nil, nil, fmt.Errorf("WAL %s: op %d is %d bytes, above the %d-byte entry bound", what, op, len(entries[i].Body), WALEntryBytesMax)
 		}
 		if _, tomb := walTombstoneCount(&entries[i]); tomb {

@@ -269,7 +269,7 @@ func readWALRecord(br *bufio.Reader, left int64, rec *[]byte) ([]byte, error) {
 		return nil, err
 	}
 	le := binary.LittleEndian
-	if m := le.Uint32(b); m != walMagic {
+	if m := le.Uint32(b); !isWALMagic(m) {
 		return nil, fmt.Errorf("bad magic %08x", m)
 	}
 	payloadLen := int64(le.Uint32(b[4:]))
@@ -294,18 +294,36 @@ func readWALRecord(br *bufio.Reader, left int64, rec *[]byte) ([]byte, error) {
 
 // classifyWALDamage decides what the bad record at (segment idx, byte at)
 // is, reading only the rest of the log (this path runs once, on damage):
-// a valid record anywhere after it ⇒ interior corruption; a record whole
+// a valid record of a later write after it, or any valid record after it
+// in a sealed segment or a later one ⇒ interior corruption; only valid
+// records of its own write after it, in the last segment, and a hole
+// before them (holeEvidence) ⇒ that write torn (its pages reach the disk
+// in any order); the same without a hole ⇒ interior corruption; a record whole
 // by its framing (completeRecord) ⇒ synced data damaged; damage in a
 // segment that a later segment follows ⇒ a sealed file damaged (a segment
 // is created only after its predecessor's last append was synced); else
 // a torn tail of the last segment.
 func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, cut, size int64, perr error) (*walDamage, error) {
 	d := &walDamage{seg: idx, at: at, cut: cut, segSize: size, perr: perr}
-	if nat, op, found, err := findValidEntryIn(f, at+1, size); err != nil {
-		return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
-	} else if found {
-		d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, idx, nat, op
-		return d, nil
+	sameWrite := int64(-1) // the first valid record of the damaged record's own write after it
+	for from := at + 1; ; {
+		v, found, err := findValidEntryIn(f, from, size)
+		if err != nil {
+			return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
+		}
+		if !found {
+			break
+		}
+		if v.batchStart > at || idx < len(segs)-1 {
+			// A later write follows (or the segment is sealed): the
+			// damaged record's write was synced before it.
+			d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, idx, v.at, v.op
+			return d, nil
+		}
+		if sameWrite < 0 {
+			sameWrite = v.at
+		}
+		from = v.at + v.size
 	}
 	for j := idx + 1; j < len(segs); j++ {
 		g, err := fsys.Open(segs[j].path)
@@ -313,20 +331,39 @@ func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, 
 			return nil, fmt.Errorf("open WAL segment %s: %w", segs[j].path, err)
 		}
 		st, err := g.Stat()
-		var nat int64
-		var op uint64
+		var v walValid
 		var found bool
 		if err == nil {
-			nat, op, found, err = findValidEntryIn(g, 0, st.Size())
+			v, found, err = findValidEntryIn(g, 0, st.Size())
 		}
 		g.Close()
 		if err != nil {
 			return nil, fmt.Errorf("scan WAL segment %s: %w", segs[j].path, err)
 		}
 		if found {
-			d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, j, nat, op
+			d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, j, v.at, v.op
 			return d, nil
 		}
+	}
+	if sameWrite >= 0 {
+		// Only records of its own write follow, in the last segment: a
+		// hole there (holeEvidence) is that write torn, its pages having
+		// reached the disk in any order before its fdatasync returned: a
+		// torn tail. Bit rot in it is damage like any other.
+		span := make([]byte, sameWrite-at)
+		if _, err := f.ReadAt(span, at); err != nil {
+			return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
+		}
+		if holeEvidence(span, at) {
+			d.kind = walTorn
+			return d, nil
+		}
+		v, _, err := findValidEntryIn(f, sameWrite, size)
+		if err != nil {
+			return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
+		}
+		d.kind, d.nextSeg, d.nextAt, d.nextOp = walInterior, idx, v.at, v.op
+		return d, nil
 	}
 	complete, op, err := completeRecordIn(f, at, size)
 	if err != nil {
@@ -343,21 +380,28 @@ func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, 
 	return d, nil
 }
 
+// walValid is a valid record found after damage: where it starts, its op,
+// its length and where the write that put it down started.
+type walValid struct {
+	at, size, batchStart int64
+	op                   uint64
+}
+
 // findValidEntryIn is findValidEntry over bytes [from, size) of f, read
-// in walScanBufferBytes chunks: the first position holding the magic where
+// in walScanBufferBytes chunks: the first position holding a magic where
 // a complete valid record starts.
-func findValidEntryIn(f vfs.File, from, size int64) (at int64, op uint64, found bool, err error) {
-	magic := binary.LittleEndian.AppendUint32(nil, walMagic)
+func findValidEntryIn(f vfs.File, from, size int64) (walValid, bool, error) {
+	prefix := []byte("LWA") // both formats' magic starts so
 	buf := make([]byte, walScanBufferBytes)
 	var rec []byte
 	for pos := from; pos+walHeaderBytes <= size; {
 		n := min(int64(len(buf)), size-pos)
 		chunk := buf[:n]
 		if _, err := f.ReadAt(chunk, pos); err != nil && !errors.Is(err, io.EOF) {
-			return 0, 0, false, err
+			return walValid{}, false, err
 		}
 		for i := 0; ; {
-			k := bytes.Index(chunk[i:], magic)
+			k := bytes.Index(chunk[i:], prefix)
 			if k < 0 {
 				break
 			}
@@ -368,7 +412,10 @@ func findValidEntryIn(f vfs.File, from, size int64) (at int64, op uint64, found 
 			}
 			var head [walHeaderBytes]byte
 			if _, err := f.ReadAt(head[:], cand); err != nil {
-				return 0, 0, false, err
+				return walValid{}, false, err
+			}
+			if !isWALMagic(binary.LittleEndian.Uint32(head[:])) {
+				continue
 			}
 			total := walHeaderBytes + int64(binary.LittleEndian.Uint32(head[4:]))
 			if total > WALEntryBytesMax || cand+total > size {
@@ -379,18 +426,18 @@ func findValidEntryIn(f vfs.File, from, size int64) (at int64, op uint64, found 
 			}
 			rec = rec[:total]
 			if _, err := f.ReadAt(rec, cand); err != nil {
-				return 0, 0, false, err
+				return walValid{}, false, err
 			}
-			if p, _, perr := parseEntry(rec); perr == nil {
-				return cand, p.Header.Op, true, nil
+			if p, _, back, perr := parseEntryBatch(rec); perr == nil && back <= cand {
+				return walValid{at: cand, size: total, batchStart: cand - back, op: p.Header.Op}, true, nil
 			}
 		}
 		if pos+n >= size {
 			break
 		}
-		pos += n - int64(len(magic)-1) // a magic straddling the chunk end is seen next time
+		pos += n - int64(len(prefix)-1) // a magic straddling the chunk end is seen next time
 	}
-	return 0, 0, false, nil
+	return walValid{}, false, nil
 }
 
 // completeRecordIn is completeRecord over bytes [at, size) of f, streamed:

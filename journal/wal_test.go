@@ -370,3 +370,51 @@ func TestWALTornAppendWhoseHeaderSectorWasLost(t *testing.T) {
 		t.Fatalf("%d entries, torn tail at %d; want 2 and %d", len(rec), at, last)
 	}
 }
+
+// TestWALWriteTornWithAHoleBeforeItsOwnRecords: the last append's first
+// sector never reached the disk while its last record did (pages persist
+// in any order until the fdatasync returns): the write is torn, cut at the
+// hole, and the records before it stand. A bit flip there instead is
+// damage (rot), and a hole before a record of a later write is damage to
+// a synced write (metadata simulator finding M21).
+func TestWALWriteTornWithAHoleBeforeItsOwnRecords(t *testing.T) {
+	src := t.TempDir()
+	w, _ := openWAL(t, src)
+	if err := w.Append(prepares(1, 2)...); err != nil {
+		t.Fatal(err)
+	}
+	synced, _ := os.ReadFile(segPath(src, 1))
+	if err := w.Append(prep(3, strings.Repeat("a", 600)), prep(4, strings.Repeat("b", 600)), prep(5, "c")); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := os.ReadFile(segPath(src, 1))
+	at := int64(len(synced))
+	holeEnd := (at/tornHoleSectorBytes + 2) * tornHoleSectorBytes // ends inside op 4's record, before op 5's
+	open := func(b []byte) ([]consensus.Prepare, error) {
+		dir := t.TempDir()
+		if err := os.WriteFile(segPath(dir, 1), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		w, rec, err := OpenWAL(dir)
+		if err == nil {
+			w.Close()
+		}
+		return rec, err
+	}
+	holed := append([]byte(nil), full...)
+	clear(holed[at:holeEnd])
+	if rec, err := open(holed); err != nil || len(rec) != 2 {
+		t.Fatalf("the last write torn with a hole: %d entries, err %v; want the 2 synced ones", len(rec), err)
+	}
+	flipped := append([]byte(nil), full...)
+	flipped[at+40] ^= 1
+	if _, err := open(flipped); !errors.Is(err, ErrWALCorrupt) {
+		t.Fatalf("a bit flipped in the last write before its own valid records: %v, want ErrWALCorrupt", err)
+	}
+	// The same hole in the first write, with the second write after it.
+	early := append([]byte(nil), full...)
+	clear(early[:tornHoleSectorBytes/2])
+	if _, err := open(early); !errors.Is(err, ErrWALCorrupt) {
+		t.Fatalf("a hole in a write a later one follows: %v, want ErrWALCorrupt", err)
+	}
+}

@@ -124,15 +124,26 @@ func TestWALTruncateAndAppendCrashAtEachStep(t *testing.T) {
 		torn := append(append([]byte(nil), newBytes[:n]...), make([]byte, len(newBytes)-len(oldBytes)+512)...)
 		states = append(states, crashState{fmt.Sprintf("%d bytes then zeros", n), torn, n == len(newBytes)})
 	}
-	// The group's entries reached the disk but its tombstone did not: a
-	// valid record follows damage, interior corruption as for any write
-	// whose pages persisted out of order; refused, never half applied.
+	// The group's entries reached the disk but the sector holding its
+	// tombstone's start did not (the write's pages persist in any order
+	// until its fdatasync returns): the write is torn, cut whole, never
+	// half applied: the WAL is what it was before the call.
 	holed := append([]byte(nil), newBytes...)
-	copy(holed[len(oldBytes):], make([]byte, walHeaderBytes))
+	hole := len(oldBytes) + int(tornHoleSectorBytes-int64(len(oldBytes))%tornHoleSectorBytes)
+	clear(holed[len(oldBytes):hole])
 	dir := t.TempDir()
 	os.WriteFile(segPath(dir, 1), holed, 0o644)
+	if _, got, err := OpenWAL(dir); err != nil || !reflect.DeepEqual(opsOf(got), opsOf(before)) {
+		t.Fatalf("tombstone's sector lost, entries kept: open %v, ops %v, want the ops before the call %v", err, opsOf(got), opsOf(before))
+	}
+	// Its header's bytes damaged in place, not a lost sector: rot, or a
+	// write the disk mangled; refused as corruption, never half applied.
+	rotted := append([]byte(nil), newBytes...)
+	copy(rotted[len(oldBytes):], make([]byte, walHeaderBytes))
+	dir = t.TempDir()
+	os.WriteFile(segPath(dir, 1), rotted, 0o644)
 	if _, _, err := OpenWAL(dir); !errors.Is(err, ErrWALCorrupt) {
-		t.Fatalf("tombstone lost, entries kept: open %v, want ErrWALCorrupt", err)
+		t.Fatalf("tombstone's header damaged, entries kept: open %v, want ErrWALCorrupt", err)
 	}
 	for _, st := range states {
 		dir := t.TempDir()
