@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -128,7 +129,7 @@ func refScanSingleFile(data []byte) (entries []consensus.Prepare, tornAt int, re
 // (only) segment, over bytes in memory: a valid record of a later write
 // after it refuses; valid records of its own write only, a torn hole
 // before them cuts, else refuses; none after it refuses a record complete
-// by its framing, else cuts.
+// by its framing unless it holds a hole, else cuts.
 func refDamageRefused(data []byte, off int) bool {
 	firstSame := -1
 	for i := off + 1; i+walHeaderBytes <= len(data); i++ {
@@ -147,7 +148,11 @@ func refDamageRefused(data []byte, off int) bool {
 	if firstSame >= 0 {
 		return !holeEvidence(data[off:firstSame], int64(off))
 	}
-	return completeRecord(data[off:])
+	if !completeRecord(data[off:]) {
+		return false
+	}
+	n := walHeaderBytes + int(binary.LittleEndian.Uint32(data[off+4:]))
+	return !holeEvidence(data[off:off+n], int64(off))
 }
 
 // FuzzWALScanMatchesSingleFileScan: for a log without tombstones, the

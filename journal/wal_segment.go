@@ -369,7 +369,18 @@ func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, 
 	if err != nil {
 		return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
 	}
+	hole := false
+	if complete && idx == len(segs)-1 {
+		// The last write's record, whole by its framing: a sector of it
+		// lost (its pages reach the disk in any order) leaves a hole
+		// inside it; rot leaves none.
+		if hole, err = recordHasHole(f, at); err != nil {
+			return nil, fmt.Errorf("scan WAL segment %s: %w", segs[idx].path, err)
+		}
+	}
 	switch {
+	case hole:
+		d.kind = walTorn
 	case complete:
 		d.kind, d.headerOp = walCompleteDamage, op
 	case idx < len(segs)-1:
@@ -378,6 +389,20 @@ func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, 
 		d.kind = walTorn
 	}
 	return d, nil
+}
+
+// recordHasHole reads the record at (whole by its framing: completeRecordIn)
+// and says whether it holds a torn write's hole (holeEvidence).
+func recordHasHole(f vfs.File, at int64) (bool, error) {
+	var head [walHeaderBytes]byte
+	if _, err := f.ReadAt(head[:], at); err != nil {
+		return false, err
+	}
+	span := make([]byte, walHeaderBytes+int64(binary.LittleEndian.Uint32(head[4:])))
+	if _, err := f.ReadAt(span, at); err != nil {
+		return false, err
+	}
+	return holeEvidence(span, at), nil
 }
 
 // walValid is a valid record found after damage: where it starts, its op,
