@@ -298,11 +298,12 @@ func readWALRecord(br *bufio.Reader, left int64, rec *[]byte) ([]byte, error) {
 // in a sealed segment or a later one ⇒ interior corruption; only valid
 // records of its own write after it, in the last segment, and a hole
 // before them (holeEvidence) ⇒ that write torn (its pages reach the disk
-// in any order); the same without a hole ⇒ interior corruption; a record whole
-// by its framing (completeRecord) ⇒ synced data damaged; damage in a
-// segment that a later segment follows ⇒ a sealed file damaged (a segment
-// is created only after its predecessor's last append was synced); else
-// a torn tail of the last segment.
+// in any order); the same without a hole ⇒ interior corruption; nothing
+// valid after it: a record whole by its framing (completeRecord) ⇒ synced
+// data damaged, unless it is the last segment's and holds a hole (torn);
+// damage in a segment that a later segment follows ⇒ a sealed file
+// damaged (a segment is created only after its predecessor's last append
+// was synced); else a torn tail of the last segment.
 func classifyWALDamage(fsys vfs.FS, f vfs.File, idx int, segs []walSegFile, at, cut, size int64, perr error) (*walDamage, error) {
 	d := &walDamage{seg: idx, at: at, cut: cut, segSize: size, perr: perr}
 	sameWrite := int64(-1) // the first valid record of the damaged record's own write after it
