@@ -152,12 +152,13 @@ func lastWALSegment(t *testing.T, dataDir string) string {
 }
 
 // walRecordStarts lists the byte positions of the records of a metadata
-// journal ([magic u32][payload_len u32][op u64][checksum u64] payload).
+// journal ([magic u32 "LWA2", or "LWAL" before batch_back][payload_len u32]
+// [op u64][checksum u64] payload).
 func walRecordStarts(t *testing.T, data []byte) []int {
 	t.Helper()
 	var starts []int
 	for off := 0; off+24 <= len(data); off += 24 + int(binary.LittleEndian.Uint32(data[off+4:])) {
-		if string(data[off:off+4]) != "LWAL" {
+		if m := string(data[off : off+4]); m != "LWA2" && m != "LWAL" {
 			t.Fatalf("journal record at byte %d has no magic", off)
 		}
 		starts = append(starts, off)
