@@ -63,6 +63,12 @@ func WriteFile(fsys FS, name string, data []byte, perm fs.FileMode) error {
 // and makes every level it created durable: each new directory's entry
 // is synced in its parent (a power loss cannot then drop a directory, and
 // with it every file synced under it). Nothing is synced when path exists.
+// When a sync fails, the levels it created are removed again (innermost
+// first, while empty): left in place, the next call would find them and
+// sync nothing, and a power loss would drop them with everything synced
+// under them (metadata simulator finding M17). A level a concurrent call
+// also needs may be found before it is synced: trees that several
+// goroutines fill use MkdirAllDurableUnder.
 func MkdirAllDurable(fsys FS, path string, perm fs.FileMode) error {
 	var created []string
 	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
@@ -86,6 +92,11 @@ func MkdirAllDurable(fsys FS, path string, perm fs.FileMode) error {
 	}
 	for i := len(created) - 1; i >= 0; i-- { // outermost first
 		if err := fsys.SyncDir(filepath.Dir(created[i])); err != nil {
+			for _, c := range created { // innermost first
+				if fsys.Remove(c) != nil {
+					break
+				}
+			}
 			return fmt.Errorf("create %s: sync %s: %w", path, filepath.Dir(created[i]), err)
 		}
 	}
