@@ -455,3 +455,35 @@ func TestWALLastRecordWithALostMiddleSectorIsTorn(t *testing.T) {
 		t.Fatalf("a bit flipped in the last record: %v, want ErrWALCorrupt", err)
 	}
 }
+
+// TestWALReadsTheFirstFormatAndAppendsAfterIt: a segment written by an
+// earlier release (magic "LWAL", no batch_back) opens, new records follow
+// it, and both read back; damage in a first-format record before a later
+// valid one is refused (each such record is a write of its own).
+func TestWALReadsTheFirstFormatAndAppendsAfterIt(t *testing.T) {
+	dir := t.TempDir()
+	var old []byte
+	for _, p := range prepares(1, 3) {
+		old = append(old, firstWALFormat(appendEntry(nil, &p))...)
+	}
+	if err := os.WriteFile(segPath(dir, 1), old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, rec := openWAL(t, dir)
+	if len(rec) != 3 {
+		t.Fatalf("%d entries from the first format, want 3", len(rec))
+	}
+	if err := w.Append(prepares(4, 5)...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, rec := openWAL(t, dir); len(rec) != 5 {
+		t.Fatalf("%d entries after appending, want 5", len(rec))
+	}
+	b, _ := os.ReadFile(segPath(dir, 1))
+	clear(b[:walHeaderBytes]) // the first record's header, a first-format write of its own
+	os.WriteFile(segPath(dir, 1), b, 0o644)
+	if _, _, err := OpenWAL(dir); !errors.Is(err, ErrWALCorrupt) {
+		t.Fatalf("damage in a first-format record before valid ones: %v, want ErrWALCorrupt", err)
+	}
+}
