@@ -98,12 +98,17 @@ func (s *partitionShard) mayRest(e *partitionEntry, p restProgress) bool {
 }
 
 // heard (shard goroutine) notes a message from the group's primary in its
-// current view.
-func (s *partitionShard) heard(e *partitionEntry, from uint8) {
+// current view: sent in that view, not only by the replica that leads it.
+// A replica left in an old view whose primary's node leads the group again
+// in a later one (view 0 and view 5 of five replicas) hears that node's
+// heartbeats of the later view; counted, it rested in the old view for good
+// instead of probing its way to the current one (metadata simulator seed
+// 74876: a replica at op 0 while the others held op 10).
+func (s *partitionShard) heard(e *partitionEntry, from uint8, view uint32) {
 	if s.replicaCount == 0 {
 		return
 	}
-	if v := e.group.View(); from == uint8(v%uint32(s.replicaCount)) {
+	if v := e.group.View(); view == v && from == uint8(v%uint32(s.replicaCount)) {
 		e.heardView = v + 1
 	}
 }

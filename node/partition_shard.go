@@ -434,7 +434,7 @@ func (s *partitionShard) step(r routedMessage) {
 	s.wake(r.entry)
 	s.catchUp(r.entry)
 	r.entry.group.Step(r.msg)
-	s.heard(r.entry, r.msg.From)
+	s.heard(r.entry, r.msg.From, r.msg.View)
 	if r.entry.group.HasReady() {
 		s.touch(r.entry)
 	}
