@@ -11,6 +11,7 @@ import (
 type partitionStore interface {
 	Append(batch []byte) (partitions.BatchLocation, error)
 	Sync() error
+	FailedSyncPending() bool
 	NextOffset() uint64
 	Stats() partitions.Stats
 	Poll(q partitions.PollQuery) (partitions.PollResult, error)

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -267,6 +268,33 @@ func (s *partitionShard) readyFailed(e *partitionEntry, err error) {
 func (s *partitionShard) readyDone(e *partitionEntry) {
 	s.liftFence(e)
 	s.rejoinedAfterLoss(e)
+	if s.fenceAFailedRoll(e) {
+		return
+	}
 	s.checkpoint(e)
 	s.promoteBacklog(e)
+}
+
+// fenceAFailedRoll (after a Ready) fences and reopens a group whose log
+// reports a segment roll's failed fsync. The appends that rolled stand (a
+// cluster replica's WAL holds them; a single node's persisted topic synced
+// its log in apply, which reported the failure already), but the log
+// reports it only at its next Sync, which on a cluster replica waits for a
+// checkpoint: a group resting until then kept a segment the roll never
+// sealed and lacked the empty one its peers rolled to (metadata simulator
+// seed 82965). The reopen rewrites the segment through a fresh file and
+// rolls again (partitions.Options.RollFullAtOpen).
+func (s *partitionShard) fenceAFailedRoll(e *partitionEntry) bool {
+	if e.log == nil || e.writing || !e.log.FailedSyncPending() {
+		return false
+	}
+	err := e.log.Sync() // returns the roll's failure, having recorded the rewrite
+	if err == nil {
+		return false
+	}
+	s.fenceGroup(e, fmt.Errorf("a segment roll's fsync failed: %w", err), true)
+	if s.fsyncFailed != nil {
+		s.fsyncFailed(e, segmentSyncFailed(err))
+	}
+	return true
 }

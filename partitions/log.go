@@ -327,6 +327,15 @@ func (l *Log) Sync() error {
 	return l.syncLocked()
 }
 
+// FailedSyncPending reports a roll's failed fsync that the next Sync returns (the append that
+// rolled succeeded). A caller whose next Sync may be far off (a cluster replica syncs at its
+// checkpoints) calls Sync now, to be fenced and reopened without waiting.
+func (l *Log) FailedSyncPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.rollSyncErr != nil
+}
+
 // syncRecoveredTail marks what Open recovered for the next sync (see recoveredTail).
 func (l *Log) syncRecoveredTail() {
 	if l.recoveredTail != nil {
