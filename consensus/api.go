@@ -165,6 +165,9 @@ type Group interface {
 	SuspectPrimary() bool
 	// ProbePrimary has a Normal backup ask its primary for the view.
 	ProbePrimary() bool
+	// RestHeartbeat has a Normal primary whose ticks its driver stopped
+	// broadcast one commit heartbeat, as its commit timer would.
+	RestHeartbeat() bool
 
 	ReplicaID() uint8
 	View() uint32

@@ -336,7 +336,26 @@ func (r *Replica) ProbePrimary() bool {
 	if r.status != StatusNormal || r.isPrimaryIndex() {
 		return false
 	}
-	r.probeView(r.view)
+	// A later view heard of (a resting primary's heartbeat) is asked of
+	// its own primary, as a silent primary's backup does (primarySilent):
+	// the old view's primary may lead no view any more.
+	r.probeView(max(r.view, r.observedNewerView))
+	return true
+}
+
+// RestHeartbeat has a Normal primary broadcast its commit once, as its
+// commit timer would, without a tick: a driver that stopped ticking an
+// idle group (a resting partition group) keeps its backups told, now and
+// then, where the group stands; one that missed the final heartbeats (or
+// the view change) before the group rested learns the commit (or the
+// view) and catches up. False unless this replica is a Normal primary
+// whose log is of its view.
+func (r *Replica) RestHeartbeat() bool {
+	if !r.IsPrimary() {
+		return false
+	}
+	r.heartbeatsSent++
+	r.broadcast(Message{Kind: MsgCommit, View: r.view, CommitMin: r.commitMin, HeartbeatCounter: r.heartbeatsSent})
 	return true
 }
 

@@ -30,6 +30,7 @@ func (g *scriptedGroup) HasReady() bool                                { return 
 func (g *scriptedGroup) HandOver(uint8) bool                           { return false }
 func (g *scriptedGroup) SuspectPrimary() bool                          { return false }
 func (g *scriptedGroup) ProbePrimary() bool                            { return false }
+func (g *scriptedGroup) RestHeartbeat() bool                           { return false }
 func (g *scriptedGroup) ReplicaID() uint8                              { return 0 }
 func (g *scriptedGroup) View() uint32                                  { return 1 }
 func (g *scriptedGroup) LogView() uint32                               { return 1 }

@@ -63,6 +63,7 @@ func (w *metaSimWorld) bootPlane(n *metaSimNode, nd *Node, d *driver, storageLos
 	}
 	sh.connected = func(r uint8) bool { return w.connected(n.id, r) }
 	sh.restAfterTicks = 3 * clampTicks(w.cfg.Cluster.Ticks().CommitBroadcastIntervalTicks)
+	sh.restHeartbeatTicks = restHeartbeatTicksOf(w.cfg.Cluster.Ticks())
 	p.peers.set(&metaSimBus{w: w, from: n.id}, n.id)
 	p.gated = true
 	d.caughtUp = func() {

@@ -352,6 +352,7 @@ func Run(ctx context.Context, opts Options) error {
 				sh.alignTo = n.metadataAlignTarget
 				sh.connected = n.bus.Connected
 				sh.restAfterTicks = restAfter
+				sh.restHeartbeatTicks = restHeartbeatTicksOf(cfg.Cluster.Ticks())
 			})
 		}
 		n.driver.viewChanged = n.plane.metadataViewChanged

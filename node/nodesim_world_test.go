@@ -407,6 +407,7 @@ func (w *simWorld) boot(n *simNode) error {
 	sh.alignTo = func() (uint8, bool) { return w.alignTo, true }
 	sh.connected = func(r uint8) bool { return w.connected(n.id, r) }
 	sh.restAfterTicks = 3 * clampTicks(w.clusterCfg.Ticks().CommitBroadcastIntervalTicks)
+	sh.restHeartbeatTicks = restHeartbeatTicksOf(w.clusterCfg.Ticks())
 	sh.purged = func(e *partitionEntry, generation, op uint64) { w.purgeApplied(n, e, generation, op) }
 	p.peers.set(&simBus{w: w, from: n.id}, n.id)
 	n.peers = newPeerReturn(func(r uint8) bool { return w.connected(n.id, r) }, n.id, w.sc.nodes, p.wakePartitions)

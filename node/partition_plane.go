@@ -79,6 +79,7 @@ type partitionEntry struct {
 	quietTicks   uint32
 	lastProgress restProgress
 	heardView    uint32               // 1 + the view in which the primary was last heard from (0: never)
+	restSeq      uint32               // counts the group's rests (partition_rest_heartbeat.go)
 	inflight     int                  // proposals handed to the group and not yet answered
 	backlog      []*partitionProposal // held while inflight is at the group's window
 	// writing: a durable write of the group's Ready runs off the loop

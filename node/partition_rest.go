@@ -13,9 +13,10 @@ import (
 // thousands of idle partitions that is most of a node's idle CPU. A group
 // whose log has not moved for restAfter ticks, with nothing in flight, led
 // by the metadata primary's node, stops ticking (its timers freeze, its
-// primary sends nothing). The primary has then broadcast its final commit
-// at least twice, and backups rest before their heartbeat timeout can
-// fire (restAfter = 3 × commit_broadcast < heartbeat_timeout).
+// primary sends only a heartbeat every 4 × heartbeat_timeout,
+// partition_rest_heartbeat.go). The primary has then broadcast its final
+// commit at least twice, and backups rest before their heartbeat timeout
+// can fire (restAfter = 3 × commit_broadcast < heartbeat_timeout).
 //
 // A backup rests only once it heard from its view's primary in that view
 // (a fresh or restarted replica may face a resting primary that sends
@@ -79,6 +80,7 @@ func (s *partitionShard) noteQuiet(e *partitionEntry, elapsed uint64) {
 		}
 		if e.primary.Load() {
 			s.restingLed++
+			s.queueRestHeartbeat(e)
 		}
 	}
 }
@@ -108,8 +110,15 @@ func (s *partitionShard) heard(e *partitionEntry, from uint8, view uint32) {
 	if s.replicaCount == 0 {
 		return
 	}
-	if v := e.group.View(); view == v && from == uint8(v%uint32(s.replicaCount)) {
+	switch v := e.group.View(); {
+	case view == v && from == uint8(v%uint32(s.replicaCount)):
 		e.heardView = v + 1
+	case view > v:
+		// A later view exists (a resting primary's heartbeat found this
+		// replica left behind, partition_rest_heartbeat.go): not heard
+		// until its primary is, so the group probes (ProbePrimary asks
+		// the later view's primary) instead of resting again.
+		e.heardView = 0
 	}
 }
 

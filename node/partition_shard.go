@@ -144,6 +144,11 @@ type partitionShard struct {
 	// resting groups this replica leads (partition_rest.go).
 	awake      awakeList
 	restingLed int
+	// restHeartbeats: the resting groups this replica leads, in the order
+	// their next heartbeat is due (partition_rest_heartbeat.go);
+	// restHeartbeatTicks apart (0: none, a single node).
+	restHeartbeats     []restHeartbeatDue
+	restHeartbeatTicks uint64
 	// tickNo counts the shard's 10 ms ticks (partition_ticks.go).
 	tickNo  uint64
 	nextTag uint64
@@ -361,6 +366,7 @@ func (s *partitionShard) onTick() {
 		s.noteQuiet(e, elapsed)
 		s.schedule(e)
 	}
+	s.sendRestHeartbeats()
 	s.led.Store(int64(led))
 	s.served.Store(int64(len(s.groups)))
 	s.align(time.UnixMicro(int64(now)))
@@ -430,6 +436,9 @@ func (s *partitionShard) step(r routedMessage) {
 	s.inboxBytes.Add(-messageBodyBytes(&r.msg))
 	if _, ok := s.groups[r.entry]; !ok {
 		return
+	}
+	if r.entry.resting && s.restHeartbeatHeld(r.entry, &r.msg) {
+		return // a resting backup that holds what it says stays resting
 	}
 	s.wake(r.entry)
 	s.catchUp(r.entry)
