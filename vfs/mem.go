@@ -61,6 +61,10 @@ type Mem struct {
 	capacity int64 // 0: unlimited
 	used     int64 // bytes of current content of live files
 	names    map[string]*inode
+	// children indexes names by parent directory (ReadDir lists a
+	// directory without a pass over every name: the simulators' disks
+	// hold tens of thousands); kept with names.
+	children nameIndex
 	durable  map[string]*inode // the namespace after a crash with no undurable operation kept
 	dirOps   []dirOp           // undurable directory operations, oldest first
 	gen      uint64            // Crash increments it: older handles are stale
@@ -115,13 +119,14 @@ type dirOp struct {
 func NewMem(seed uint64) *Mem {
 	root := &inode{ino: 1, dir: true, perm: 0o755, nlink: 1}
 	return &Mem{
-		rng:     rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
-		sector:  DefaultSectorSize,
-		crash:   DefaultCrashModel,
-		names:   map[string]*inode{"/": root},
-		durable: map[string]*inode{"/": root},
-		nextIno: 2,
-		powerIn: -1,
+		rng:      rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
+		sector:   DefaultSectorSize,
+		crash:    DefaultCrashModel,
+		names:    map[string]*inode{"/": root},
+		children: nameIndex{},
+		durable:  map[string]*inode{"/": root},
+		nextIno:  2,
+		powerIn:  -1,
 	}
 }
 
@@ -477,6 +482,7 @@ func (m *Mem) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 		ino = m.newInode(false, perm)
 		ino.nlink = 1
 		m.names[name] = ino
+		m.children.add(name)
 		m.dirOps = append(m.dirOps, dirOp{kind: opLink, path: name, ino: ino})
 	case flag&(os.O_CREATE|os.O_EXCL) == os.O_CREATE|os.O_EXCL:
 		return nil, perr("open", orig, syscall.EEXIST)
@@ -557,32 +563,42 @@ func (m *Mem) Rename(oldpath, newpath string) error {
 		old.nlink--
 		m.releaseIfDead(old)
 	}
-	renameIn(m.names, o, n, ino)
+	renameIn(m.names, o, n, ino, m.children.move)
 	m.dirOps = append(m.dirOps, dirOp{kind: opRename, path: o, newpath: n, ino: ino})
 	return nil
 }
 
 // renameIn moves ino from o to n in ns (with its subtree, for a
-// directory); ns[o] is removed only if it still names ino.
-func renameIn(ns map[string]*inode, o, n string, ino *inode) {
+// directory); ns[o] is removed only if it still names ino. moved, if not
+// nil, hears of each name that left (to "" when none replaces it) or came.
+func renameIn(ns map[string]*inode, o, n string, ino *inode, moved func(from, to string)) {
 	if ino.dir {
 		prefix := o + "/"
-		var moved []string
+		var sub []string
 		for k := range ns {
 			if strings.HasPrefix(k, prefix) {
-				moved = append(moved, k)
+				sub = append(sub, k)
 			}
 		}
-		sort.Strings(moved)
-		for _, k := range moved {
-			ns[n+"/"+strings.TrimPrefix(k, prefix)] = ns[k]
+		sort.Strings(sub)
+		for _, k := range sub {
+			to := n + "/" + strings.TrimPrefix(k, prefix)
+			ns[to] = ns[k]
 			delete(ns, k)
+			if moved != nil {
+				moved(k, to)
+			}
 		}
 	}
+	from := ""
 	if ns[o] == ino {
 		delete(ns, o)
+		from = o
 	}
 	ns[n] = ino
+	if moved != nil {
+		moved(from, n)
+	}
 }
 
 // Remove implements FS: a file, or an empty directory.
@@ -603,6 +619,7 @@ func (m *Mem) Remove(name string) error {
 		return perr("remove", name, syscall.ENOTEMPTY)
 	}
 	delete(m.names, p)
+	m.children.remove(p)
 	ino.nlink--
 	m.releaseIfDead(ino)
 	m.dirOps = append(m.dirOps, dirOp{kind: opUnlink, path: p, ino: ino})
@@ -640,6 +657,7 @@ func (m *Mem) RemoveAll(name string) error {
 	for _, k := range doomed {
 		victim := m.names[k]
 		delete(m.names, k)
+		m.children.remove(k)
 		victim.nlink--
 		m.releaseIfDead(victim)
 		m.dirOps = append(m.dirOps, dirOp{kind: opUnlink, path: k, ino: victim})
@@ -693,6 +711,7 @@ func (m *Mem) MkdirAll(name string, perm fs.FileMode) error {
 		ino := m.newInode(true, perm)
 		ino.nlink = 1
 		m.names[cur] = ino
+		m.children.add(cur)
 		m.dirOps = append(m.dirOps, dirOp{kind: opLink, path: cur, ino: ino})
 	}
 	return nil
@@ -715,11 +734,9 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	// Children first, then sort: the names share the prefix p, so their
 	// order is their base names' order.
-	var children []string
-	for k := range m.names {
-		if k != "/" && parentDir(k) == p {
-			children = append(children, k)
-		}
+	children := make([]string, 0, len(m.children[p]))
+	for k := range m.children[p] {
+		children = append(children, k)
 	}
 	sort.Strings(children)
 	var out []fs.DirEntry
@@ -826,7 +843,7 @@ func applyDirOp(ns map[string]*inode, op dirOp) {
 			delete(ns, op.path)
 		}
 	case opRename:
-		renameIn(ns, op.path, op.newpath, op.ino)
+		renameIn(ns, op.path, op.newpath, op.ino, nil)
 	}
 }
 
@@ -1032,6 +1049,7 @@ func (m *Mem) Crash() {
 		ino.nlink++
 	}
 	m.names = ns
+	m.children = indexNames(ns)
 	m.durable = make(map[string]*inode, len(ns))
 	for k, v := range ns {
 		m.durable[k] = v
