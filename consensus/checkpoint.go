@@ -20,10 +20,13 @@ func (r *Replica) Checkpoint(s Snapshot) {
 		r.checkpointErr = nil
 		snap := Snapshot{Op: s.Op, Checksum: s.Checksum, Data: append([]byte(nil), s.Data...)}
 		r.snapshot = &snap
+		prev := r.checkpointOp
 		r.checkpointOp = s.Op
 		if h, ok := r.journal.header(s.Op); ok {
 			r.snapshotTimestamp = h.Timestamp
 			r.anchorChecksum = h.Checksum
+		} else if s.Op != prev {
+			r.anchorChecksum = 0 // unknown, and never another op's (anchorHeader trusts it)
 		}
 		if r.IsPrimary() {
 			r.promoteQueued() // a full journal may have room now

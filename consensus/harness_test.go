@@ -84,6 +84,12 @@ func (h *harness) drain(i int) {
 		for _, e := range rd.Entries {
 			st.entries[e.Header.Op] = e
 		}
+		if rd.Snapshot != nil {
+			// Durable before the superblock that names it (the driver
+			// contract's persist step: entries, snapshot, superblock).
+			snap := *rd.Snapshot
+			st.snapshot = &snap
+		}
 		if rd.Superblock != nil {
 			sb := *rd.Superblock
 			st.superblock = &sb

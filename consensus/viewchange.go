@@ -182,6 +182,9 @@ func (r *Replica) buildDVC() dvcRecord {
 		} else {
 			vh, ok := r.viewHeaderAt(op)
 			if !ok {
+				vh, ok = r.anchorHeader(op)
+			}
+			if !ok {
 				vh = PrepareHeader{Op: op, Operation: OperationReserved}
 			}
 			if op > held {
@@ -373,7 +376,8 @@ func (r *Replica) sendStartView(to uint8, incarnation Uint128) {
 }
 
 // startViewSuffix is the primary's log suffix for a StartView: headers
-// from op down to max(commit, 1), at most 128, blank where released.
+// from op down to max(commit, 1), at most 128, blank where released but
+// the checkpoint op's (anchorHeader).
 func (r *Replica) startViewSuffix() (commit uint64, headers []PrepareHeader) {
 	commit = min(r.commitMax, r.op)
 	low := max(commit, 1)
@@ -383,7 +387,10 @@ func (r *Replica) startViewSuffix() (commit uint64, headers []PrepareHeader) {
 	if r.op > 0 {
 		headers = make([]PrepareHeader, 0, r.op-low+1)
 		for op := r.op; op >= low && op > 0; op-- {
-			h, _ := r.journal.header(op)
+			h, ok := r.journal.header(op)
+			if !ok {
+				h, _ = r.anchorHeader(op)
+			}
 			h.Op = op
 			headers = append(headers, h)
 		}
@@ -700,4 +707,19 @@ func reportedCommitMax(dvcs []dvcRecord) uint64 {
 		c = max(c, d.commitMax)
 	}
 	return c
+}
+
+// anchorHeader is the header of the checkpoint op once the journal
+// released it, as far as the superblock keeps it (its checksum and
+// timestamp; the state transfer target serves the same). A StartView or
+// DVC whose head is the checkpoint op carries it: without it the backups
+// knew the head committed but not its checksum, and when the checkpoint's
+// replica lost its journal later, the others could not prove the bodies
+// they held of the ops below it, nor take them from each other, and the
+// view change stalled for good (simulator seed 70229023).
+func (r *Replica) anchorHeader(op uint64) (PrepareHeader, bool) {
+	if op == 0 || op != r.checkpointOp || r.anchorChecksum == 0 {
+		return PrepareHeader{}, false
+	}
+	return PrepareHeader{Op: op, Checksum: r.anchorChecksum, Timestamp: r.snapshotTimestamp}, true
 }
