@@ -36,15 +36,17 @@ func restTestShard() *partitionShard {
 	return s
 }
 
-// TestRestingPrimariesHeartbeatEveryIntervalWithABoundPerTick: the groups
-// a replica leads heartbeat once per restHeartbeatTicks while they rest,
-// at most restHeartbeatsPerTickMax in one tick (the rest the next tick);
-// a group that woke (and one that rested again since) is not heartbeated
-// from its old place in the queue.
-func TestRestingPrimariesHeartbeatEveryIntervalWithABoundPerTick(t *testing.T) {
+// TestRestingPrimariesHeartbeatEveryIntervalSpacedPerShard: the groups a
+// replica leads heartbeat while they rest, each once per round, no
+// earlier than restHeartbeatTicks after it rested, and the shard sends at
+// most one every restHeartbeatSpacingTicks (its idle cost is bounded
+// whatever the number of groups); a group that woke and rested again is
+// not heartbeated from its old place in the queue, and groups that woke,
+// were dropped or lead no more leave the queue.
+func TestRestingPrimariesHeartbeatEveryIntervalSpacedPerShard(t *testing.T) {
 	s := restTestShard()
-	s.restHeartbeatTicks = 10
-	groups := restHeartbeatsPerTickMax + 10
+	s.restHeartbeatTicks = 100
+	const groups = 20
 	var entries []*partitionEntry
 	for range groups {
 		e := &partitionEntry{group: &restTestGroup{primary: true}, shard: s, resting: true}
@@ -60,44 +62,38 @@ func TestRestingPrimariesHeartbeatEveryIntervalWithABoundPerTick(t *testing.T) {
 		return n
 	}
 	woke := entries[groups-1]
-	for tick := 1; tick <= 41; tick++ {
+	lastSent := uint64(0)
+	for tick := uint64(1); tick < 100+groups*restHeartbeatSpacingTicks; tick++ {
 		before := beats()
-		s.tickNo++
+		s.tickNo = tick
 		s.sendRestHeartbeats()
-		sent := beats() - before
-		if sent > restHeartbeatsPerTickMax {
-			t.Fatalf("tick %d: %d heartbeats, over the bound %d", tick, sent, restHeartbeatsPerTickMax)
+		if sent := beats() - before; sent > 0 {
+			if tick < 100 {
+				t.Fatalf("a heartbeat at tick %d, before the interval", tick)
+			}
+			if lastSent != 0 && tick-lastSent < restHeartbeatSpacingTicks {
+				t.Fatalf("heartbeats at ticks %d and %d: closer than %d ticks", lastSent, tick, restHeartbeatSpacingTicks)
+			}
+			lastSent = tick
 		}
-		switch tick {
-		case 9:
-			if sent := beats(); sent != 0 {
-				t.Fatalf("%d heartbeats before the interval", sent)
-			}
-		case 11:
-			if sent := beats(); sent != groups {
-				t.Fatalf("%d heartbeats by the tick after the interval, want one per group (%d)", sent, groups)
-			}
-			woke.resting = false // woke (partition_rest.go wake); rests again at once:
+		if tick == 50 { // woke (partition_rest.go wake) and rested again at once
+			woke.resting = false
 			woke.resting = true
 			s.queueRestHeartbeat(woke)
 		}
 	}
 	for i, e := range entries {
-		got := e.group.(*restTestGroup).restHeartbeat
-		// Ticks 10/11, 20/21, 30/31, 40/41; the woken group's old place in
-		// the queue is dropped (else 7: twice per interval after tick 11).
-		if want := 4; got != want {
-			t.Fatalf("group %d: %d heartbeats in 41 ticks, want %d", i, got, want)
+		if got := e.group.(*restTestGroup).restHeartbeat; got != 1 {
+			t.Fatalf("group %d: %d heartbeats in the first round, want 1 (the woken group's old place is dropped)", i, got)
 		}
 	}
 	if len(s.restHeartbeats) != groups {
 		t.Fatalf("%d queued heartbeats for %d resting groups", len(s.restHeartbeats), groups)
 	}
-	// Groups that woke, were dropped or lead no more leave the queue.
 	entries[0].resting = false
 	delete(s.groups, entries[1])
 	entries[2].group.(*restTestGroup).primary = false
-	for range 20 {
+	for range 4 * groups * restHeartbeatSpacingTicks {
 		s.tickNo++
 		s.sendRestHeartbeats()
 	}

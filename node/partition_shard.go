@@ -149,6 +149,7 @@ type partitionShard struct {
 	// restHeartbeatTicks apart (0: none, a single node).
 	restHeartbeats     []restHeartbeatDue
 	restHeartbeatTicks uint64
+	restHeartbeatNext  uint64 // the first tick the next one may leave
 	// tickNo counts the shard's 10 ms ticks (partition_ticks.go).
 	tickNo  uint64
 	nextTag uint64
