@@ -46,3 +46,49 @@ func TestRestartIgnoresAStaleCopyOfTheSnapshotOp(t *testing.T) {
 		t.Fatalf("commit_min %d after the primary served ops 4..5, want 5 (status %v, view %d)", r.CommitMin(), r.Status(), r.View())
 	}
 }
+
+// TestRestartAfterASnapshotWhoseSuperblockWasNotWritten (simulator seed
+// 21459133, crashy): a crash fell between the snapshot at op 4 and its
+// superblock, which still names checkpoint op 2 and op 2's anchor. The
+// restarted replica must not take op 2's checksum for op 4's: with the
+// entry at op 4 in its journal it anchors on that entry, without it the
+// anchor is unknown and its DVC reports op 4 blank. Before the fix its DVC
+// named op 4 with op 2's checksum, the merge found the chain broken at
+// op 5, and the view change stalled for good.
+func TestRestartAfterASnapshotWhoseSuperblockWasNotWritten(t *testing.T) {
+	log := chainLog(5, 0, 0)
+	data := []byte("state at op 4")
+	restored := func(entries []Prepare) Restored {
+		return Restored{
+			Superblock: &VsrState{View: 2, LogView: 2, CommitMax: 4, CheckpointOp: 2,
+				AnchorChecksum: log[1].Checksum, AnchorTimestamp: log[1].Timestamp},
+			Snapshot: &Snapshot{Op: 4, Data: data, Checksum: SnapshotChecksum(data)},
+			Entries:  entries,
+		}
+	}
+	t.Run("entry held", func(t *testing.T) {
+		r, err := Restart(DefaultConfig(2, 3), restored(prepares(log[3])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := r.journal.header(4); !ok || h.Checksum != log[3].Checksum {
+			t.Fatalf("journal op 4 %+v (%v), want the restored entry %x", h, ok, log[3].Checksum)
+		}
+		if r.anchorChecksum != log[3].Checksum {
+			t.Fatalf("anchor checksum %x, want op 4's %x", r.anchorChecksum, log[3].Checksum)
+		}
+	})
+	t.Run("entry released", func(t *testing.T) {
+		r, err := Restart(DefaultConfig(2, 3), restored(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := r.anchorHeader(4); ok {
+			t.Fatalf("anchor header for op 4 %+v, want none (op 2's anchor %x is not op 4's)", h, log[1].Checksum)
+		}
+		d := r.buildDVC()
+		if len(d.headers) == 0 || d.headers[0].Op != 4 || d.headers[0].Checksum != 0 {
+			t.Fatalf("its DVC reports op 4 as %+v, want a blank", d.headers)
+		}
+	})
+}
