@@ -116,7 +116,7 @@ func TestMetaSimIsDeterministic(t *testing.T) {
 
 // metaSimRegressionSeeds: every seed the metadata simulator failed
 // (docs/simulator.md, "Metadata simulator"), replayed at the sweep's length.
-var metaSimRegressionSeeds = []uint64{62, 64, 97, 102, 136, 193, 218, 222, 267, 286, 291, 300, 5063, 10516, 11509, 11542, 16313, 17037, 18092, 24670, 27549, 33332, 34207, 37528, 47118, 47430, 47846, 59820, 74876, 82965}
+var metaSimRegressionSeeds = []uint64{62, 64, 97, 102, 136, 193, 218, 222, 267, 286, 291, 300, 5063, 10516, 11509, 11542, 16313, 17037, 18092, 24670, 27549, 33332, 34207, 37528, 47118, 47430, 47846, 59820, 74876, 82965, 125156, 130217}
 
 func TestMetaSimRegressionSeeds(t *testing.T) {
 	if testing.Short() || raceEnabled {

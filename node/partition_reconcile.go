@@ -318,7 +318,11 @@ func (p *partitionPlane) openLog(e *partitionEntry, t metadata.Topic) (*partitio
 	p.log.Warn("partition log damaged: setting the damage aside and refilling it from the other replicas",
 		"dir", dir, "file", q.File, "position", q.Position, "offset", q.Offset, "reason", q.Reason)
 	if serr := partitions.SetAsideDamage(q); serr != nil {
-		return nil, errors.Join(err, serr)
+		// A storage error, not the damage: wrapped without the
+		// quarantine so the partition-reopen job retries the open
+		// (partition_open_retry.go); joined, it stayed quarantined until
+		// a restart (metadata simulator seed 125156: a full disk).
+		return nil, fmt.Errorf("set aside the damage in %s at offset %d (%s): %w", q.File, q.Offset, q.Reason, serr)
 	}
 	return partitions.Open(dir, opts)
 }

@@ -51,6 +51,14 @@ func (l *Log) recoverSegments() error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case strings.HasSuffix(name, salvageSuffix):
+			start, err := l.finishSetAside(entries, name)
+			if err != nil {
+				return err
+			}
+			if start != nil {
+				starts = append(starts, *start)
+			}
 		case strings.HasSuffix(name, ".tmp"):
 			// A replacement interrupted by a crash: the original is intact.
 			if l.readOnly {
