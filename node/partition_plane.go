@@ -84,7 +84,10 @@ type partitionEntry struct {
 	backlog      []*partitionProposal // held while inflight is at the group's window
 	// writing: a durable write of the group's Ready runs off the loop
 	// (partition_writer.go); its Ready, WAL and superblock wait for it.
-	writing  bool
+	writing bool
+	// barrier: the answers of the group's last Ready, held until its log's
+	// sync (a single node's persisted topic, partition_barrier.go).
+	barrier  *segmentBarrier
 	transfer *partitionTransfer
 	// Skipped quiet ticks (partition_ticks.go), in shard ticks: the group's
 	// tick count is current up to tickedAt; it must run at timerAt.

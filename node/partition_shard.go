@@ -94,12 +94,15 @@ type shardControl struct {
 
 // partitionShard is one loop owning a set of partition groups: it ticks
 // them every 10 ms, feeds them proposals, and carries out their Readys
-// (apply in op order, sync persisted topics once per Ready, reply, Advance,
-// Checkpoint).
+// (apply in op order, reply, Advance, Checkpoint; storage work off the
+// loop: partition_writer.go, partition_barrier.go).
 type partitionShard struct {
 	// recordedSends: the sends apply recorded in the retry table for the
 	// Ready being applied (marked ambiguous if its sync fails).
 	recordedSends []ambiguousSend
+	// barriers: groups whose log sync is to leave the loop at the end of
+	// this turn (partition_barrier.go).
+	barriers []*partitionEntry
 	// fsys holds the shard's partition files (the plane's, useFS).
 	fsys  vfs.FS
 	log   *slog.Logger
@@ -729,25 +732,11 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 	}
 	e.stalledResults = nil
 	if appended && e.persisted && e.wal == nil {
-		// A single node: no WAL, the segment sync is the barrier. (A
-		// cluster replica synced the WAL before its PrepareOk; its log is
-		// synced before each checkpoint, partition_vsr.go.)
-		if err := e.log.Sync(); err != nil {
-			for op, out := range s.results {
-				if out.code == wire.OK {
-					s.results[op] = partitionOutcome{code: wire.ErrTransientNotCommitted}
-				}
-			}
-			// A replay of these must not be answered from the retry
-			// table as if they were durable.
-			for _, r := range s.recordedSends {
-				e.dedup.markAmbiguous(r.key, r.request)
-			}
-			s.fenceGroup(e, fmt.Errorf("sync the partition log: %w", err), true)
-			if s.fsyncFailed != nil {
-				s.fsyncFailed(e, segmentSyncFailed(err))
-			}
-		}
+		// A single node: no WAL, the segment sync is the barrier before
+		// the answers, off the loop (partition_barrier.go). (A cluster
+		// replica synced the WAL before its PrepareOk; its log is synced
+		// before each checkpoint, partition_vsr.go.)
+		e.barrier = &segmentBarrier{sends: append([]ambiguousSend(nil), s.recordedSends...)}
 	}
 	return nil
 }
@@ -776,6 +765,10 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 			}
 			if out.code != wire.OK && p.op == wire.OpSendMessages {
 				e.stampValid = false
+			}
+			if e.barrier != nil {
+				e.barrier.replies = append(e.barrier.replies, heldReply{p: p, out: out})
+				continue
 			}
 			p.reply(out)
 		case consensus.ReplyNotAccepted, consensus.ReplyDropped:

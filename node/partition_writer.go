@@ -29,8 +29,9 @@ import (
 // fsync pair per group), at most writeSlotsMax at once per shard.
 //
 // What stays on the loop: applying committed batches to the segments (a
-// page-cache write; the sync is the write's, above) and a single node's
-// persisted-topic sync, which is its barrier before the reply.
+// page-cache write; the sync is the write's, above, or for a single
+// node's persisted topic its barrier before the replies, which also runs
+// off the loop: partition_barrier.go).
 
 // writeSlotsMax bounds one shard's concurrent durable writes.
 const writeSlotsMax = 64
@@ -41,6 +42,9 @@ type writeBatch struct {
 	rds     []consensus.Ready
 	writes  []*durableWrite
 	errs    []error
+	// barriers (a batch of single-node log syncs, partition_barrier.go):
+	// the held answers of each entry's advanced Ready; nil otherwise.
+	barriers []*segmentBarrier
 }
 
 // processTouched takes the touched groups' Readys through the one Ready
@@ -97,6 +101,7 @@ func (s *partitionShard) processTouched() {
 	if batch != nil {
 		s.startWrites(batch)
 	}
+	s.startBarriers()
 	for _, e := range live {
 		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
 		e.publishRole()
@@ -204,7 +209,16 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 	s.writesInFlight--
 	for i, e := range b.entries {
 		e.writing = false
-		if _, ok := s.groups[e]; !ok {
+		_, live := s.groups[e]
+		if b.barriers != nil {
+			s.finishBarrier(e, b.barriers[i], b.errs[i], live)
+			if live {
+				s.touch(e)
+				s.schedule(e)
+			}
+			continue
+		}
+		if !live {
 			continue // dropped meanwhile (controls settle writes first; kept for safety)
 		}
 		s.touch(e)
@@ -223,6 +237,7 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 		s.readyDone(e)
 		s.schedule(e)
 	}
+	s.startBarriers()
 }
 
 // settleWrites (loop) waits for every write in flight and finishes it:
@@ -268,6 +283,12 @@ func (s *partitionShard) readyFailed(e *partitionEntry, err error) {
 func (s *partitionShard) readyDone(e *partitionEntry) {
 	s.liftFence(e)
 	s.rejoinedAfterLoss(e)
+	if e.barrier != nil {
+		// Its answers wait for the log's sync, which also reports a failed
+		// roll; the checkpoint and the backlog follow it (finishBarrier).
+		s.holdForBarrier(e)
+		return
+	}
 	if s.fenceAFailedRoll(e) {
 		return
 	}
