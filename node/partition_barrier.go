@@ -3,7 +3,6 @@ package node
 import (
 	"fmt"
 
-	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -48,7 +47,6 @@ func (s *partitionShard) startBarriers() {
 		b.barriers = append(b.barriers, e.barrier)
 		e.barrier = nil
 	}
-	b.rds = make([]consensus.Ready, len(b.entries))
 	clear(s.barriers)
 	s.barriers = s.barriers[:0]
 	s.startWrites(b)
