@@ -280,7 +280,7 @@ func (l *Log) rollbackWrite(s *segment, pos uint64, cause error) error {
 func (l *Log) roll() error {
 	s := l.active()
 	s.dirty = true
-	if err := s.sync(); err != nil {
+	if err := s.sync(vfs.SyncsInParallel(l.opts.FS)); err != nil {
 		// Linux marks the pages this fdatasync could not write clean: a later one succeeds without
 		// them. The next Sync reports this failure, so the batches it covered are not acknowledged
 		// as persisted on that later success (as for a failed sync at eviction, filecache.go).
@@ -365,7 +365,7 @@ func (l *Log) syncLocked() error {
 		return l.syncFailed(l.rollSyncSegment, err)
 	}
 	for _, s := range l.segments {
-		if err := s.sync(); err != nil {
+		if err := s.sync(vfs.SyncsInParallel(l.opts.FS)); err != nil {
 			return l.syncFailed(s.startOffset, err)
 		}
 	}

@@ -50,3 +50,15 @@ func (osFS) SyncDir(name string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// SyncsInParallel reports whether the storage code may run fsyncs of one
+// file system on several goroutines at once: true for OS (and a file
+// system that says so with a SyncsInParallel() bool method). Mem is
+// deterministic only when driven from one goroutine (its faults are drawn
+// in call order), so a simulator's files are synced one after another.
+func SyncsInParallel(fsys FS) bool {
+	p, ok := fsys.(interface{ SyncsInParallel() bool })
+	return ok && p.SyncsInParallel()
+}
+
+func (osFS) SyncsInParallel() bool { return true }
