@@ -564,18 +564,32 @@ func (b *TCPBus) refused(e *HandshakeError, side, remote string) {
 
 func (b *TCPBus) dialLoop(ctx context.Context, p *peerSlot) {
 	defer b.wg.Done()
-	ticker := time.NewTicker(b.reconnectPeriod)
-	defer ticker.Stop()
+	timer := time.NewTimer(b.reconnectPeriod)
+	defer timer.Stop()
 	var lastDial time.Time
+	// Until the peer was first reached, failed dials are retried after
+	// firstDialGap, doubling up to reconnect_period: nodes started
+	// together otherwise waited a whole period for a peer whose listener
+	// was a millisecond late, and a quorum could form and take writes
+	// without it, so that it then joined as a replica that lost its
+	// storage (bench/cost.sh runs saw it).
+	gap, reached := firstDialGap, false
 	for {
 		if p.conn.Load() == nil {
 			lastDial = time.Now()
 			b.dialOnce(ctx, p)
 		}
+		wait := b.reconnectPeriod
+		if p.conn.Load() != nil {
+			reached = true
+		} else if !reached {
+			wait, gap = min(gap, b.reconnectPeriod), min(2*gap, b.reconnectPeriod)
+		}
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		case <-p.redial:
 			// A connection that keeps dropping is redialed at most every
 			// redialGapMin.
@@ -594,6 +608,10 @@ func (b *TCPBus) dialLoop(ctx context.Context, p *peerSlot) {
 
 // redialGapMin spaces redials that lost connections trigger.
 const redialGapMin = 100 * time.Millisecond
+
+// firstDialGap is the first pause after a failed dial of a peer never
+// reached yet (dialLoop).
+const firstDialGap = 50 * time.Millisecond
 
 // dialOnce connects to p and runs TLS (if on) and the dialer handshake, all
 // within handshake_grace.
