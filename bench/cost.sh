@@ -25,7 +25,8 @@
 # (i = replica id; read with `perf report -i FILE --no-children`).
 #
 # Everything listens on $IP (default 127.0.0.61, loopback) and lives under a
-# temp directory removed at the end (KEEP=1 keeps it, with the server logs);
+# temp directory removed at the end (KEEP=1 keeps it, with the server logs,
+# written at LOG_LEVEL, default warn);
 # every process started is stopped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,12 +77,12 @@ start() { # setup -> sets SERVERS (pids)
   local setup=$1 dir="$WORK/data-$RANDOM"
   if [ "$setup" = single ]; then
     IGGY_TCP_ADDRESS=$IP:18090 IGGY_HTTP_ENABLED=false IGGY_QUIC_ENABLED=false IGGY_WEBSOCKET_ENABLED=false \
-      IGGY_SYSTEM_PATH="$dir/0" IGGY_SYSTEM_LOGGING_LEVEL=warn \
+      IGGY_SYSTEM_PATH="$dir/0" IGGY_SYSTEM_LOGGING_LEVEL=${LOG_LEVEL:-warn} \
       "$WORK/bin/iggy-server" --with-default-root-credentials >"$dir.0.log" 2>&1 &
     SERVERS+=($!)
   else
     for i in 0 1 2; do
-      IGGY_CONFIG_PATH="$WORK/cluster.toml" IGGY_SYSTEM_PATH="$dir/$i" IGGY_SYSTEM_LOGGING_LEVEL=warn \
+      IGGY_CONFIG_PATH="$WORK/cluster.toml" IGGY_SYSTEM_PATH="$dir/$i" IGGY_SYSTEM_LOGGING_LEVEL=${LOG_LEVEL:-warn} \
         "$WORK/bin/iggy-server" --replica-id "$i" --with-default-root-credentials >"$dir.$i.log" 2>&1 &
       SERVERS+=($!)
     done
