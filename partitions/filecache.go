@@ -295,6 +295,20 @@ func (h *CachedFile) WriteAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// StartWriteback asks the file system to begin writing [off, off+n) to the device without waiting
+// (vfs.Writebacker; a no-op on a file system without it). Nothing becomes durable by it.
+func (h *CachedFile) StartWriteback(off, n int64) error {
+	f, err := h.Acquire()
+	if err != nil {
+		return err
+	}
+	if w, ok := f.(vfs.Writebacker); ok {
+		err = w.StartWriteback(off, n)
+	}
+	h.release(false)
+	return err
+}
+
 // Truncate changes the file's size; the file is dirty until its next Sync.
 func (h *CachedFile) Truncate(size int64) error {
 	f, err := h.Acquire()

@@ -240,6 +240,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		}
 	}
 	l.nextOffset = s.nextOffset
+	l.startWriteback(s)
 	loc := BatchLocation{SegmentStartOffset: s.startOffset, Position: pos, Length: h.BatchLength}
 	if s.sizeBytes >= l.opts.SegmentSizeBytes {
 		if err := l.roll(); err != nil {
@@ -248,6 +249,23 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		}
 	}
 	return loc, nil
+}
+
+// startWriteback begins the writeback of what s took since the last time, once that reaches
+// Options.WritebackBytes. A failure is only logged: a later Sync reports what matters.
+func (l *Log) startWriteback(s *segment) {
+	if l.opts.WritebackBytes == 0 {
+		return
+	}
+	from := min(s.writebackFrom, s.sizeBytes) // a rolled-back write may have shortened the segment
+	if s.sizeBytes-from < l.opts.WritebackBytes {
+		s.writebackFrom = from
+		return
+	}
+	if err := s.logFile.StartWriteback(int64(from), int64(s.sizeBytes-from)); err != nil {
+		l.logger.Debug("beginning a segment's writeback failed", "dir", l.dir, "segment", s.startOffset, "err", err)
+	}
+	s.writebackFrom = s.sizeBytes
 }
 
 // rollbackWrite undoes a failed append by truncating the segment back to pos. If that fails too the

@@ -31,6 +31,11 @@ type Options struct {
 	IndexIntervalBytes uint64
 	// PollBytesMax bounds the record bytes of one poll answer. Default fits a 64 MiB reply frame.
 	PollBytesMax uint64
+	// WritebackBytes: once the active segment holds this many bytes appended since the last time,
+	// Append asks the kernel to begin writing them to the device without waiting (sync_file_range,
+	// vfs.Writebacker), so the next Sync, a cluster checkpoint's or a persisted barrier's, finds
+	// little left to write. A hint: nothing becomes durable by it. 0: never.
+	WritebackBytes uint64
 	// SyncOffsets makes consumer-offset writes durable (fsync of the file and the directory) before
 	// Store/Delete return: consumer_offset_durability = persisted.
 	SyncOffsets bool

@@ -52,6 +52,8 @@ type segment struct {
 	logFile      *CachedFile // opened on demand by the log's FileCache
 	indexFile    *CachedFile // the active segment's only (nil once sealed)
 	dirty        bool        // written since the last sync
+	// writebackFrom: writeback of the log below this position was begun (Options.WritebackBytes).
+	writebackFrom uint64
 	// damaged are the byte ranges recovery set apart (Options.ServeAroundDamage), ascending; reads
 	// that reach one answer its CorruptionError. forceIndex indexes the next batch (the first after a
 	// damaged range, so polls past the damage start there).

@@ -17,6 +17,10 @@ type osFile struct{ *os.File }
 
 func (f osFile) Datasync() error { return datasync(f.File) }
 
+// StartWriteback begins writing [off, off+n) to the device without
+// waiting (Writebacker).
+func (f osFile) StartWriteback(off, n int64) error { return startWriteback(f.File, off, n) }
+
 func (osFS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
 	f, err := os.OpenFile(name, flag, perm)
 	if err != nil {
@@ -62,3 +66,10 @@ func SyncsInParallel(fsys FS) bool {
 }
 
 func (osFS) SyncsInParallel() bool { return true }
+
+// Writebacker is a File that can begin writing a range of its dirty pages
+// to the device without waiting for them (OS: sync_file_range). It is a
+// hint: nothing becomes durable by it.
+type Writebacker interface {
+	StartWriteback(off, n int64) error
+}
