@@ -9,28 +9,9 @@ import (
 
 // datasync flushes file data (and the metadata needed to read it back)
 // without forcing an inode timestamp update: fdatasync(2), retried on
-// EINTR. It goes through SyscallConn rather than Fd, which would switch
-// the descriptor to blocking mode.
+// EINTR.
 func datasync(f *os.File) error {
-	conn, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var syncErr error
-	if err := conn.Control(func(fd uintptr) {
-		for {
-			syncErr = syscall.Fdatasync(int(fd))
-			if syncErr != syscall.EINTR {
-				return
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	if syncErr != nil {
-		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: syncErr}
-	}
-	return nil
+	return onDescriptor(f, "fdatasync", func(fd int) error { return syscall.Fdatasync(fd) })
 }
 
 // startWriteback asks the kernel to begin writing the dirty pages of
@@ -39,23 +20,32 @@ func datasync(f *os.File) error {
 // (no metadata, no device cache flush); a later fdatasync finds less to
 // write.
 func startWriteback(f *os.File, off, n int64) error {
+	return onDescriptor(f, "sync_file_range", func(fd int) error {
+		return unix.SyncFileRange(fd, off, n, unix.SYNC_FILE_RANGE_WRITE)
+	})
+}
+
+// onDescriptor runs call on f's descriptor, retried on EINTR. It goes
+// through SyscallConn rather than Fd, which would switch the descriptor to
+// blocking mode.
+func onDescriptor(f *os.File, op string, call func(fd int) error) error {
 	conn, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
-	var werr error
+	var callErr error
 	if err := conn.Control(func(fd uintptr) {
 		for {
-			werr = unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE)
-			if werr != unix.EINTR {
+			callErr = call(int(fd))
+			if callErr != syscall.EINTR {
 				return
 			}
 		}
 	}); err != nil {
 		return err
 	}
-	if werr != nil {
-		return &os.PathError{Op: "sync_file_range", Path: f.Name(), Err: werr}
+	if callErr != nil {
+		return &os.PathError{Op: op, Path: f.Name(), Err: callErr}
 	}
 	return nil
 }
