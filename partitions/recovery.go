@@ -304,6 +304,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		// reconcileIndex left the file in place; it is opened on the first append.
 		s.indexFile = l.opts.Files.Register(l.opts.FS, segmentIndexPath(l.dir, start), os.O_RDWR, l.opts.SyncOnEvict)
 	}
+	s.writebackFrom = s.sizeBytes // what the open found waits for the first Sync, not for the writeback hint
 	return s, nil
 }
 
