@@ -190,6 +190,23 @@ func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 		prev, prevOK := r.journal.header(op - 1)
 		vh, vhOK := r.viewHeaderAt(op)
 		if (prevOK && prev.Checksum != p.Header.Parent) || (vhOK && vh.Checksum != p.Header.Checksum) {
+			if r.staleLeftover(&p.Header, prev, prevOK, vh, vhOK) {
+				// Not log_view's op: its slot is a gap (nacked with an
+				// intact journal, unprovable without), and the entries
+				// after it are checked as after any gap.
+				continue
+			}
+			if op-1 > r.commitMin && r.leftoverBefore(&p.Header, prev, prevOK, vh, vhOK) {
+				// The entry before is the leftover: out of the journal,
+				// its slot a gap, and this one, log_view's own, is loaded.
+				r.journal.remove(op - 1)
+				if !intact {
+					r.unprovable[op-1] = struct{}{}
+				}
+				prevOK = false
+			}
+		}
+		if (prevOK && prev.Checksum != p.Header.Parent) || (vhOK && vh.Checksum != p.Header.Checksum) {
 			// Chain break: the tail from here is not trustworthy, but it is
 			// durable and may have been acknowledged.
 			if r.n > 1 {
@@ -217,6 +234,38 @@ func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 	}
 	r.seenOp = r.op
 	return nil
+}
+
+// staleLeftover reports whether a restored entry h that breaks the chain
+// is a leftover of a view before log_view L, which a StartView's
+// reconciliation dropped from memory but left on disk: it is of a view
+// before L, and either L's view header for its op names another entry,
+// or (no view header there) the entry before it is L's own (of view L,
+// so L's op) and h does not chain to it. The view change that started L
+// decided h's op: had h been committed, L's log would hold it there with
+// h's checksum. Before, such an entry made every entry after it
+// unprovable as well, its log_view's own included, and a replica could
+// hold back a view change with ops it held intact (consensus simulator
+// seed 70234987, finding 24's second shape). An entry that matches L's
+// view header, or follows an entry of an older view, is not judged here.
+func (r *Replica) staleLeftover(h *PrepareHeader, prev PrepareHeader, prevOK bool, vh PrepareHeader, vhOK bool) bool {
+	if h.View >= r.logView {
+		return false
+	}
+	if vhOK {
+		return vh.Checksum != h.Checksum
+	}
+	return prevOK && prev.View >= r.logView && prev.Checksum != h.Parent
+}
+
+// leftoverBefore reports whether the restored entry before h, which h
+// does not chain to, is such a leftover: h is of view L or later (L's
+// own op), matches L's view header where there is one, and the entry
+// before it is of a view before L, so it is not the op h's parent names
+// in L's log.
+func (r *Replica) leftoverBefore(h *PrepareHeader, prev PrepareHeader, prevOK bool, vh PrepareHeader, vhOK bool) bool {
+	return h.View >= r.logView && prevOK && prev.View < r.logView && prev.Checksum != h.Parent &&
+		(!vhOK || vh.Checksum == h.Checksum)
 }
 
 // verifyAgainstViewHeaders re-checks restored entries up to the view
