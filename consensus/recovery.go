@@ -189,24 +189,24 @@ func (r *Replica) restoreEntries(entries []Prepare, intact bool) error {
 		}
 		prev, prevOK := r.journal.header(op - 1)
 		vh, vhOK := r.viewHeaderAt(op)
-		if (prevOK && prev.Checksum != p.Header.Parent) || (vhOK && vh.Checksum != p.Header.Checksum) {
-			if r.staleLeftover(&p.Header, prev, prevOK, vh, vhOK) {
-				// Not log_view's op: its slot is a gap (nacked with an
-				// intact journal, unprovable without), and the entries
-				// after it are checked as after any gap.
-				continue
-			}
-			if op-1 > r.commitMin && r.leftoverBefore(&p.Header, prev, prevOK, vh, vhOK) {
-				// The entry before is the leftover: out of the journal,
-				// its slot a gap, and this one, log_view's own, is loaded.
-				r.journal.remove(op - 1)
-				if !intact {
-					r.unprovable[op-1] = struct{}{}
-				}
-				prevOK = false
-			}
+		broken := (prevOK && prev.Checksum != p.Header.Parent) || (vhOK && vh.Checksum != p.Header.Checksum)
+		if broken && r.staleLeftover(&p.Header, prev, prevOK, vh, vhOK) {
+			// Not log_view's op: its slot is a gap (nacked with an intact
+			// journal, unprovable without), and the entries after it are
+			// checked as after any gap.
+			continue
 		}
-		if (prevOK && prev.Checksum != p.Header.Parent) || (vhOK && vh.Checksum != p.Header.Checksum) {
+		if broken && op-1 > r.commitMin && r.leftoverBefore(&p.Header, prev, prevOK, vh, vhOK) {
+			// The entry before is the leftover: out of the journal, its
+			// slot a gap, and this one, log_view's own (it matches any
+			// view header there), is loaded.
+			r.journal.remove(op - 1)
+			if !intact {
+				r.unprovable[op-1] = struct{}{}
+			}
+			broken = false
+		}
+		if broken {
 			// Chain break: the tail from here is not trustworthy, but it is
 			// durable and may have been acknowledged.
 			if r.n > 1 {

@@ -443,7 +443,7 @@ func (r *Replica) retryIfStalled(nonce Uint128) {
 		r.repair.active = false
 		return
 	}
-	if r.repair.topDown && r.journal.has(r.repair.to) || !r.repair.topDown && next > r.repair.missingBefore {
+	if (r.repair.topDown && r.journal.has(r.repair.to)) || (!r.repair.topDown && next > r.repair.missingBefore) {
 		return // progress: continueRepair asked for the next range
 	}
 	if int(r.repair.quickRetries) >= int(r.n)-1 {

@@ -60,6 +60,18 @@ type cluster struct {
 
 func newCluster(t testing.TB, n int, opts func(id uint8, o *Options)) *cluster {
 	t.Helper()
+	c, listeners := unstartedCluster(t, n, opts)
+	for i := range n {
+		c.start(uint8(i), listeners[i])
+	}
+	return c
+}
+
+// unstartedCluster binds n loopback listeners (the nodes' addresses) and
+// returns the cluster with no node started; every started node's bus is
+// closed at cleanup.
+func unstartedCluster(t testing.TB, n int, opts func(id uint8, o *Options)) (*cluster, []net.Listener) {
+	t.Helper()
 	c := &cluster{t: t, opts: opts, nodes: make([]*node, n)}
 	listeners := make([]net.Listener, n)
 	for i := range n {
@@ -70,9 +82,6 @@ func newCluster(t testing.TB, n int, opts func(id uint8, o *Options)) *cluster {
 		listeners[i] = ln
 		c.addrs = append(c.addrs, ln.Addr().String())
 	}
-	for i := range n {
-		c.start(uint8(i), listeners[i])
-	}
 	t.Cleanup(func() {
 		for _, nd := range c.nodes {
 			if nd != nil {
@@ -80,7 +89,7 @@ func newCluster(t testing.TB, n int, opts func(id uint8, o *Options)) *cluster {
 			}
 		}
 	})
-	return c
+	return c, listeners
 }
 
 // start (re)starts node id; ln nil rebinds its address.
