@@ -92,6 +92,38 @@ func (c *testCluster) waitPartitionCount(i int, p uint32, want int, within time.
 	}
 }
 
+// waitPartitionHolds polls node i's partition p until it holds every
+// offset of want with its payload; past within it calls missing with the
+// first offset that differs.
+func (c *testCluster) waitPartitionHolds(i int, p uint32, want map[uint64]string, within time.Duration, missing func(off uint64, got, want string)) {
+	c.t.Helper()
+	cl := rootClient(c.t, c.addr(i))
+	defer cl.Close()
+	deadline := time.Now().Add(within)
+	for {
+		got, err := pollAll(c.t, cl, p)
+		first, differs := uint64(0), false
+		if err == nil {
+			for off, pl := range want {
+				if got[off] != pl && (!differs || off < first) {
+					first, differs = off, true
+				}
+			}
+		}
+		if err == nil && !differs {
+			return
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				c.t.Fatalf("node %d partition %d: poll after %s: %v", i, p, within, err)
+			}
+			missing(first, got[first], want[first])
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // sendAnywhere sends one batch to partition p through whichever node
 // accepts it (the partition's primary), trying every running node except
 // skip until within passes.
