@@ -45,8 +45,9 @@ import (
 // are written without fsync (they survive a process crash in the page
 // cache, not a power loss); a persisted topic's are synced before the ack.
 //
-// Message bodies are stored inline (the segment-reference form of seed
-// 003, which avoids writing a body twice, is not built).
+// A message prepare whose batch the partition log holds already may be
+// recorded as a segment reference instead of with its body
+// (prepare_log_refs.go).
 //
 // One goroutine at a time: the partition's shard, or the write it hands
 // to carryOutBatch, never both.
@@ -63,6 +64,19 @@ type PrepareLog struct {
 	closedDirty     []uint64
 	rotateBytes     int64 // SetRotateBytes; default prepareLogRotateBytes
 	w               *bufio.Writer
+	// refs: the live prepares recorded as segment references, by op
+	// (those below the last reclaimed checkpoint forgotten).
+	refs map[uint64]refEntry
+}
+
+// liveRecord is an op's latest record while a log is read: the prepare
+// (its body resolved later for a reference), the reference, and where the
+// record starts.
+type liveRecord struct {
+	p   consensus.Prepare
+	ref BodyRef
+	seq uint64
+	at  int64
 }
 
 type prepareFile struct {
@@ -104,12 +118,12 @@ func OpenPrepareLog(dir string, fromOp uint64, opts ...Option) (*PrepareLog, []c
 	if err := ensureDir(fsys, dir); err != nil {
 		return nil, nil, err
 	}
-	l := &PrepareLog{fs: fsys, dir: dir, rotateBytes: prepareLogRotateBytes}
+	l := &PrepareLog{fs: fsys, dir: dir, rotateBytes: prepareLogRotateBytes, refs: make(map[uint64]refEntry)}
 	seqs, err := l.listFiles()
 	if err != nil {
 		return nil, nil, err
 	}
-	live := make(map[uint64]consensus.Prepare)
+	live := make(map[uint64]liveRecord)
 	var damage error
 	for i, seq := range seqs {
 		last := i == len(seqs)-1
@@ -119,14 +133,28 @@ func OpenPrepareLog(dir string, fromOp uint64, opts ...Option) (*PrepareLog, []c
 		}
 		l.files = append(l.files, pf)
 	}
+	if failed, rerr := resolveLive(resolverOf(opts), live); rerr != nil {
+		// Unresolved, it is lost with every later record (as after damage).
+		for op, r := range live {
+			if r.seq > failed.seq || (r.seq == failed.seq && r.at >= failed.at) {
+				delete(live, op)
+			}
+		}
+		if damage == nil {
+			damage = fmt.Errorf("%s: record at byte %d: %v", l.path(failed.seq), failed.at, rerr)
+		}
+	}
 	ops := make([]uint64, 0, len(live))
-	for op := range live {
+	for op, r := range live {
 		ops = append(ops, op)
+		if r.ref.Length > 0 {
+			l.refs[op] = refEntry{header: r.p.Header, ref: r.ref}
+		}
 	}
 	sort.Slice(ops, func(i, j int) bool { return ops[i] < ops[j] })
 	entries := make([]consensus.Prepare, len(ops))
 	for i, op := range ops {
-		entries[i] = live[op]
+		entries[i] = live[op].p
 	}
 	if damage != nil {
 		return l, entries, fmt.Errorf("%w: %v", ErrPrepareLogDamaged, damage)
@@ -165,7 +193,7 @@ func (l *PrepareLog) path(seq uint64) string {
 // scanFile replays one file's records into live. Damage in the last file
 // with nothing valid after it is a torn tail: cut. Anything else is
 // reported (the file's readable records before it still count).
-func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uint64]consensus.Prepare) (prepareFile, error) {
+func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uint64]liveRecord) (prepareFile, error) {
 	path := l.path(seq)
 	pf := prepareFile{seq: seq}
 	f, err := l.fs.Open(path)
@@ -193,7 +221,7 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 	for off < len(data) {
 		n, op, isTrunc, keep, perr := parsePrepareLogRecord(data[off:])
 		if perr != nil {
-			if _, _, found := findValidEntry(data, off+1); !last || found || completeRecord(data[off:]) {
+			if found := findValidPrepareLogRecord(data, off+1); !last || found || completeRecord(data[off:]) {
 				pf.bytes, pf.damaged, pf.damageAt = int64(len(data)), true, int64(off)
 				return pf, fmt.Errorf("%s: record at byte %d: %v", path, off, perr)
 			}
@@ -205,20 +233,26 @@ func (l *PrepareLog) scanFile(seq uint64, last bool, fromOp uint64, live map[uin
 			break
 		}
 		if isTrunc {
-			for o, p := range live {
-				if o >= op && keep[o] != p.Header.Checksum {
+			for o, r := range live {
+				if o >= op && keep[o] != r.p.Header.Checksum {
 					delete(live, o)
 				}
 			}
 		} else {
 			pf.maxOp = max(pf.maxOp, op)
 			if op >= fromOp {
-				p, _, err := parseEntry(data[off : off+n])
+				rec := liveRecord{seq: seq, at: int64(off)}
+				var err error
+				if binary.LittleEndian.Uint32(data[off:]) == refMagic {
+					rec.p.Header, rec.ref, _, err = parseRefRecord(data[off : off+n])
+				} else {
+					rec.p, _, err = parseEntry(data[off : off+n])
+				}
 				if err != nil {
 					pf.damaged, pf.damageAt = true, int64(off)
 					return pf, fmt.Errorf("%s: record at byte %d: %v", path, off, err)
 				}
-				live[op] = p
+				live[op] = rec
 			} else {
 				delete(live, op)
 			}
@@ -268,11 +302,35 @@ func parsePrepareLogRecord(b []byte) (n int, op uint64, isTrunc bool, keep map[u
 		}
 		return walHeaderBytes + size, from, true, keep, nil
 	}
+	if len(b) >= walHeaderBytes && le.Uint32(b) == refMagic {
+		h, _, n, err := parseRefRecord(b)
+		if err != nil {
+			return 0, 0, false, nil, err
+		}
+		return n, h.Op, false, nil, nil
+	}
 	p, n, err := parseEntry(b)
 	if err != nil {
 		return 0, 0, false, nil, err
 	}
 	return n, p.Header.Op, false, nil, nil
+}
+
+// findValidPrepareLogRecord says whether a complete valid entry or
+// reference record starts at or after from.
+func findValidPrepareLogRecord(data []byte, from int) bool {
+	if _, _, found := findValidEntry(data, from); found {
+		return true
+	}
+	for i := from; i+walHeaderBytes <= len(data); i++ {
+		if binary.LittleEndian.Uint32(data[i:]) != refMagic {
+			continue
+		}
+		if _, _, _, err := parseRefRecord(data[i:]); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // appendTruncRecord appends a truncation record from op from that keeps
@@ -303,17 +361,69 @@ func appendTruncRecord(buf []byte, from uint64, entries []consensus.Prepare) []b
 // bodies written from where they are (no copy of a batch into a record
 // buffer). Not synced (see Sync).
 func (l *PrepareLog) Write(from uint64, entries []consensus.Prepare) error {
+	return l.WriteRefs(from, entries, nil)
+}
+
+// WriteRefs is Write with segment references: entries[i] is recorded as
+// refs[i] (header and place, no body) when refs[i].Length > 0, which must
+// be the length of its body. refs may be nil or shorter than entries.
+func (l *PrepareLog) WriteRefs(from uint64, entries []consensus.Prepare, refs []BodyRef) error {
 	if l.poisoned != nil {
 		return l.poisoned
 	}
 	if from == 0 && len(entries) == 0 {
 		return nil
 	}
+	refAt := func(i int) BodyRef {
+		if i < len(refs) {
+			return refs[i]
+		}
+		return BodyRef{}
+	}
+	for i := range entries {
+		if r := refAt(i); r.Length > 0 && r.Length != uint64(len(entries[i].Body)) {
+			return fmt.Errorf("write prepare WAL %s: op %d references %d bytes, its body has %d", l.dir,
+				entries[i].Header.Op, r.Length, len(entries[i].Body))
+		}
+	}
 	// Exact capacity: the head slices below stay valid (no reallocation).
-	heads := make([]byte, 0, walHeaderBytes+len(entries)*(truncKeepPairBytes+walHeaderBytes+prepareFixedBytes))
+	heads := make([]byte, 0, walHeaderBytes+len(entries)*(truncKeepPairBytes+walHeaderBytes+prepareFixedBytes+refPlaceBytes))
 	var pieces [][]byte
 	var size int64
 	var maxOp uint64
+	// chunkFrom, chunkFirst: what the pieces not yet written hold (the
+	// truncation, entries[chunkFirst:i]): the references are noted only
+	// once their records are down.
+	chunkFrom, chunkFirst := from, 0
+	noteChunk := func(upTo int) {
+		if chunkFrom != 0 {
+			// As the truncation record does: an op >= from goes unless an
+			// entry of this call is the same prepare.
+			kept := make(map[uint64]uint64)
+			for j := range entries {
+				if h := &entries[j].Header; h.Op >= chunkFrom {
+					kept[h.Op] = h.Checksum
+				}
+			}
+			for op, r := range l.refs {
+				if sum, ok := kept[op]; op >= chunkFrom && (!ok || sum != r.header.Checksum) {
+					delete(l.refs, op)
+				}
+			}
+			chunkFrom = 0
+		}
+		for j := chunkFirst; j < upTo; j++ {
+			if r := refAt(j); r.Length > 0 {
+				l.refs[entries[j].Header.Op] = refEntry{header: entries[j].Header, ref: r}
+			} else {
+				delete(l.refs, entries[j].Header.Op)
+			}
+		}
+		chunkFirst = upTo
+	}
+	if l.refs == nil {
+		l.refs = make(map[uint64]refEntry)
+	}
 	if from != 0 {
 		heads = appendTruncRecord(heads, from, entries)
 		pieces, size = append(pieces, heads), int64(len(heads))
@@ -323,18 +433,30 @@ func (l *PrepareLog) Write(from uint64, entries []consensus.Prepare) error {
 			if err := l.writeLast(pieces, size, maxOp); err != nil {
 				return err
 			}
+			noteChunk(i)
 			pieces, size, maxOp = pieces[:0], 0, 0
 		}
 		start := len(heads)
-		heads = appendEntryHead(heads, &entries[i])
-		pieces = append(pieces, heads[start:len(heads):len(heads)])
-		if body := entries[i].Body; len(body) > 0 {
-			pieces = append(pieces, body)
+		written := int64(len(entries[i].Body))
+		if r := refAt(i); r.Length > 0 {
+			heads = appendRefRecord(heads, &entries[i].Header, r)
+			pieces = append(pieces, heads[start:len(heads):len(heads)])
+			written = 0
+		} else {
+			heads = appendEntryHead(heads, &entries[i])
+			pieces = append(pieces, heads[start:len(heads):len(heads)])
+			if body := entries[i].Body; len(body) > 0 {
+				pieces = append(pieces, body)
+			}
 		}
-		size += int64(len(heads)-start) + int64(len(entries[i].Body))
+		size += int64(len(heads)-start) + written
 		maxOp = max(maxOp, entries[i].Header.Op)
 	}
-	return l.writeLast(pieces, size, maxOp)
+	if err := l.writeLast(pieces, size, maxOp); err != nil {
+		return err
+	}
+	noteChunk(len(entries))
+	return nil
 }
 
 // appendEntryHead appends the record header and the encoded prepare
@@ -484,6 +606,11 @@ func (l *PrepareLog) Reclaim(checkpointOp uint64) error {
 	if l.poisoned != nil || len(l.files) == 0 {
 		return l.poisoned
 	}
+	for op := range l.refs {
+		if op < checkpointOp {
+			delete(l.refs, op) // a restart reads from the checkpoint's op on
+		}
+	}
 	if last := l.files[len(l.files)-1]; last.bytes >= l.rotateBytes || (last.maxOp < checkpointOp && last.bytes > 0) {
 		if err := l.rotate(); err != nil {
 			return err
@@ -593,38 +720,53 @@ func (l *PrepareLog) Close() error {
 // unsynced writes may come back in pieces anywhere after the last sync, so
 // a damaged record and everything after it are what the power loss took,
 // and the replica rejoins amnesiac (it never counts its journal as proof
-// of what it acknowledged). It reports where it cut; cut is false when
-// nothing was damaged.
-func CutPrepareLogAtDamage(dir string, opts ...Option) (cut bool, file string, at int64, err error) {
+// of what it acknowledged). A live segment reference at or above fromOp
+// whose body does not resolve (WithBodyResolver) is damage too. It
+// reports where it cut; cut is false when nothing was damaged.
+func CutPrepareLogAtDamage(dir string, fromOp uint64, opts ...Option) (cut bool, file string, at int64, err error) {
 	l := &PrepareLog{fs: fsOf(opts), dir: dir}
 	seqs, err := l.listFiles()
 	if err != nil {
 		return false, "", 0, err
 	}
-	live := make(map[uint64]consensus.Prepare)
+	live := make(map[uint64]liveRecord)
+	cutSeq, cutAt, cutIndex := uint64(0), int64(-1), len(seqs)
 	for i, seq := range seqs {
-		pf, derr := l.scanFile(seq, i == len(seqs)-1, ^uint64(0), live) // no entry is kept: validity only
+		pf, derr := l.scanFile(seq, i == len(seqs)-1, fromOp, live)
 		if derr == nil {
 			continue
 		}
 		if !pf.damaged {
 			return false, "", 0, derr
 		}
-		path := l.path(seq)
-		if err := truncateDurably(l.fs, path, pf.damageAt); err != nil {
-			return false, "", 0, fmt.Errorf("cut %s at byte %d: %w", path, pf.damageAt, err)
-		}
-		for _, later := range seqs[i+1:] {
-			if err := l.fs.Remove(l.path(later)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return false, "", 0, fmt.Errorf("remove %s after the cut: %w", l.path(later), err)
+		cutSeq, cutAt, cutIndex = seq, pf.damageAt, i
+		break
+	}
+	if failed, rerr := resolveLive(resolverOf(opts), live); rerr != nil {
+		// Read before any parse damage (the scan stopped there).
+		cutSeq, cutAt = failed.seq, failed.at
+		for i, seq := range seqs {
+			if seq == failed.seq {
+				cutIndex = i
 			}
 		}
-		if err := syncDir(l.fs, dir); err != nil {
-			return false, "", 0, err
-		}
-		return true, path, pf.damageAt, nil
 	}
-	return false, "", 0, nil
+	if cutAt < 0 {
+		return false, "", 0, nil
+	}
+	path := l.path(cutSeq)
+	if err := truncateDurably(l.fs, path, cutAt); err != nil {
+		return false, "", 0, fmt.Errorf("cut %s at byte %d: %w", path, cutAt, err)
+	}
+	for _, later := range seqs[cutIndex+1:] {
+		if err := l.fs.Remove(l.path(later)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return false, "", 0, fmt.Errorf("remove %s after the cut: %w", l.path(later), err)
+		}
+	}
+	if err := syncDir(l.fs, dir); err != nil {
+		return false, "", 0, err
+	}
+	return true, path, cutAt, nil
 }
 
 // truncateDurably truncates path to size and syncs it.

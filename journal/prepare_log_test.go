@@ -354,7 +354,7 @@ func TestCutPrepareLogAtDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Close()
-	if cut, _, _, err := CutPrepareLogAtDamage(dir); err != nil || cut {
+	if cut, _, _, err := CutPrepareLogAtDamage(dir, 0); err != nil || cut {
 		t.Fatalf("an intact WAL: cut %v, err %v", cut, err)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"+prepareLogSuffix))
@@ -368,7 +368,7 @@ func TestCutPrepareLogAtDamage(t *testing.T) {
 	if _, _, err := OpenPrepareLog(dir, 0); !errors.Is(err, ErrPrepareLogDamaged) {
 		t.Fatalf("open: %v, want ErrPrepareLogDamaged", err)
 	}
-	cut, file, at, err := CutPrepareLogAtDamage(dir)
+	cut, file, at, err := CutPrepareLogAtDamage(dir, 0)
 	if err != nil || !cut || file != first || at != int64(2*recordBytes) {
 		t.Fatalf("cut %v at %s byte %d, err %v; want %s byte %d", cut, file, at, err, first, 2*recordBytes)
 	}

@@ -162,8 +162,14 @@ func (mc *memCluster) stop(i int, clean bool) {
 // acknowledged offset.
 func (mc *memCluster) send(label string, count int) {
 	mc.t.Helper()
+	mc.sendWith(label, count, func(p string) string { return p })
+}
+
+// sendWith is send with each payload shaped by shape.
+func (mc *memCluster) sendWith(label string, count int, shape func(string) string) {
+	mc.t.Helper()
 	for i := range count {
-		payload := fmt.Sprintf("%s-%04d", label, i)
+		payload := shape(fmt.Sprintf("%s-%04d", label, i))
 		conf, err := mc.c.SendMessages(mc.ctx, wire.NamedID("s"), wire.NamedID("t"),
 			wire.Partitioning{Kind: wire.PartitioningPartitionID, PartitionID: 0},
 			[]wire.BatchMessageInput{{Payload: []byte(payload)}})

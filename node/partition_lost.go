@@ -62,8 +62,11 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 	return nil
 }
 
-// cutPastCheckpoint (restart, storage.lost recorded or the group amnesiac)
-// takes back the records a replica applied past its checkpoint. The group
+// cutPastCheckpoint (restart) takes back the records a replica applied
+// past its checkpoint: always when it restarts from its WAL, which holds
+// their ops (the log past the checkpoint may hold batches staged for ops
+// a view change drops, partition_stage.go), and when storage.lost is
+// recorded or the group is amnesiac. The group
 // does not count them: a replica that lost its prepare WAL no longer holds
 // their ops, and an amnesiac one (its page cache lost) may have lost
 // them from every replica's WAL, which a rack election then drops even
@@ -72,7 +75,7 @@ func (p *partitionPlane) noteStorageLost(e *partitionEntry, restored *consensus.
 // dropped them, what replaced them. Kept, they would be served at offsets
 // the other replicas hold differently or not at all (whole-node simulator
 // findings 20 and 26).
-func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) error {
+func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, why string) error {
 	next := e.log.NextOffset()
 	// Where the stored range starts, holes recorded at its start included:
 	// a log of only skipped offsets (no message) starts at its first
@@ -80,10 +83,6 @@ func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) 
 	// the skip, applied again, found nothing to skip: its files differed
 	// from its peers' (metadata simulator finding M20, seed 37528).
 	first := e.log.Stats().StartOffset
-	why := "amnesiac"
-	if storageLost {
-		why = "lost its prepare WAL"
-	}
 	switch {
 	case e.marker.PurgeOp > e.appliedOp:
 		// A purge after the checkpoint (or with none): every record is of
@@ -91,7 +90,7 @@ func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) 
 		if first == next {
 			return nil
 		}
-		p.log.Warn("partition replica takes back the records it applied after a purge past its checkpoint; the group applies their ops again",
+		p.logTakeBack(why, "partition replica takes back the records it applied after a purge past its checkpoint; the group applies their ops again",
 			"dir", e.dir, "why", why, "from_offset", first, "next_offset", next, "checkpoint_op", e.appliedOp, "purge_op", e.marker.PurgeOp)
 	case e.appliedNext >= next:
 		return nil // nothing past the checkpoint
@@ -101,10 +100,10 @@ func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) 
 		// frontier: every record is past the checkpoint. Kept, the records
 		// of ops an election dropped stayed past the end of what the
 		// group's ops give (metadata simulator finding M7).
-		p.log.Warn("partition replica takes back every record: all were applied past its checkpoint; the group applies their ops again",
+		p.logTakeBack(why, "partition replica takes back every record: all were applied past its checkpoint; the group applies their ops again",
 			"dir", e.dir, "why", why, "checkpoint_op", e.appliedOp, "checkpoint_frontier", e.appliedNext, "first_offset", first, "next_offset", next)
 	default:
-		p.log.Warn("partition replica takes back the records it applied past its checkpoint; the group applies their ops again",
+		p.logTakeBack(why, "partition replica takes back the records it applied past its checkpoint; the group applies their ops again",
 			"dir", e.dir, "why", why, "from_offset", e.appliedNext, "next_offset", next, "checkpoint_op", e.appliedOp)
 		if err := e.log.CutTail(e.appliedNext); err != nil {
 			return fmt.Errorf("take back the records past the checkpoint: %w", err)
@@ -117,6 +116,24 @@ func (p *partitionPlane) cutPastCheckpoint(e *partitionEntry, storageLost bool) 
 		return fmt.Errorf("take back the records past the checkpoint (from offset %d): %w", first, err)
 	}
 	return nil
+}
+
+// Why a restart takes back the records past the checkpoint.
+const (
+	takeBackAmnesiac   = "amnesiac"
+	takeBackLostWAL    = "lost its prepare WAL"
+	takeBackFromItsWAL = "restarts from its prepare WAL"
+)
+
+// logTakeBack logs a take-back: a warning after a loss, information on an
+// ordinary restart (every one from the WAL takes back what it applied
+// past its checkpoint).
+func (p *partitionPlane) logTakeBack(why, msg string, args ...any) {
+	if why == takeBackFromItsWAL {
+		p.log.Info(msg, args...)
+		return
+	}
+	p.log.Warn(msg, args...)
 }
 
 // rejoinedAfterLoss (shard goroutine, after a Ready) removes storage.lost

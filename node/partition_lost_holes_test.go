@@ -34,7 +34,7 @@ func TestTakingBackEveryRecordKeepsARecordedHoleAtTheStart(t *testing.T) {
 	// The restart: nothing past the checkpoint (op 0, offset 0) counts.
 	e.appliedOp, e.appliedNext = 0, 0
 	p := &partitionPlane{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if err := p.cutPastCheckpoint(e, false); err != nil {
+	if err := p.cutPastCheckpoint(e, takeBackAmnesiac); err != nil {
 		t.Fatal(err)
 	}
 	if out, _ := s.apply(e, &skip); out.code != wire.OK {

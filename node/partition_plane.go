@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/lodestream/lodestream/consensus"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -125,6 +126,10 @@ type partitionEntry struct {
 	// stalled on a later one (partitionEntry.apply); the retry of that
 	// Ready answers them from here instead of applying them twice.
 	stalledResults map[uint64]partitionOutcome
+	// inlineSends (cluster, loop): message prepares the WAL holds with
+	// their bodies whose batches the log does not hold yet, in op order;
+	// the next write stages them ahead of its own (partition_stage.go).
+	inlineSends []consensus.Prepare
 	// offsetsAppliedOp: the consumer offsets already reflect every op up to
 	// it (a restart whose log ended below its checkpoint's frontier kept
 	// that checkpoint's offsets, partition_vsr.go). Stores and deletes at

@@ -132,6 +132,9 @@ func (s *partitionShard) purgeTo(e *partitionEntry, generation, op uint64, why s
 // refused until both are done: a purge that failed half way (retried
 // under the fence) left a log neither epoch describes.
 func (s *partitionShard) purgeFiles(e *partitionEntry, generation, op, deletedUpTo uint64) error {
+	if err := e.inlineAllRefs(); err != nil { // the purge removes every segment (partition_stage.go)
+		return fmt.Errorf("purge generation %d: %w", generation, err)
+	}
 	e.purgeInFlight.Store(true)
 	if _, err := e.log.Purge(); err != nil {
 		return fmt.Errorf("purge generation %d: %w", generation, err)

@@ -259,12 +259,22 @@ func (p *partitionPlane) open(k partitionKey, d desiredPartition) *partitionEntr
 		e.lastTimestamp = lastAppendTime(l)
 	}
 	if e.log != nil {
-		if err := p.startGroup(e, d); err != nil {
+		err := p.startGroup(e, d)
+		var q *partitions.QuarantineError
+		if err != nil && p.clustered() && errors.As(err, &q) {
+			// Damage the restart found taking back the records past its
+			// checkpoint (the cut reads the segment again): set aside and
+			// opened again as the open would have, once.
+			err = p.restartAfterSettingAside(e, d, q)
+		}
+		if err != nil {
 			e.quarantine = fmt.Errorf("partition group: %w", err)
 			p.log.Error("partition group did not start: its requests are refused", "stream", k.stream, "topic", k.topic,
 				"partition", k.partition, "err", err)
 			_ = e.closeWAL()
-			_ = e.log.Close()
+			if e.log != nil {
+				_ = e.log.Close()
+			}
 			e.log = nil
 		}
 	}
@@ -325,6 +335,27 @@ func (p *partitionPlane) openLog(e *partitionEntry, t metadata.Topic) (*partitio
 		return nil, fmt.Errorf("set aside the damage in %s at offset %d (%s): %w", q.File, q.Offset, q.Reason, serr)
 	}
 	return partitions.Open(dir, opts)
+}
+
+// restartAfterSettingAside closes the partition's log, sets the damage q
+// names aside (partitions.SetAsideDamage), opens the log again and starts
+// the group on it.
+func (p *partitionPlane) restartAfterSettingAside(e *partitionEntry, d desiredPartition, q *partitions.QuarantineError) error {
+	p.log.Warn("partition log damage found at restart: setting the damage aside and refilling it from the other replicas",
+		"dir", e.dir, "file", q.File, "position", q.Position, "offset", q.Offset, "reason", q.Reason)
+	_ = e.closeWAL()
+	_ = e.log.Close()
+	e.log = nil
+	if err := partitions.SetAsideDamage(q); err != nil {
+		return fmt.Errorf("set aside the damage in %s at offset %d (%s): %w", q.File, q.Offset, q.Reason, err)
+	}
+	l, err := p.openLog(e, d.topic)
+	if err != nil {
+		return err
+	}
+	e.log = l
+	e.lastTimestamp = lastAppendTime(l)
+	return p.startGroup(e, d)
 }
 
 // lastAppendTime is the newest stored append time, so restarts keep

@@ -135,6 +135,9 @@ func (s *partitionShard) applyReserve(e *partitionEntry, p *consensus.Prepare) p
 	}
 	if skipTo > e.appliedNext {
 		if skipTo > e.log.NextOffset() { // else a replay: the log skipped it before
+			if err := e.inlineAllRefs(); err != nil { // the skip cuts staged bytes (partition_stage.go)
+				return e.storageFailure(wire.ErrCannotWriteToFile, p, err)
+			}
 			if err := e.log.SkipTo(skipTo); err != nil {
 				s.log.Error("skip offsets after a primary change", "dir", e.dir, "to", skipTo, "err", err)
 				return e.storageFailure(wire.ErrCannotWriteToFile, p, err)

@@ -717,7 +717,7 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 			}
 			continue
 		}
-		out, wrote := s.apply(e, &committed[i])
+		out, wrote := s.applyStaged(e, &committed[i])
 		if out.stall != nil {
 			if e.stalledResults == nil {
 				e.stalledResults = make(map[uint64]partitionOutcome, len(s.results))
@@ -920,8 +920,18 @@ func (s *partitionShard) appendCommitted(e *partitionEntry, p *consensus.Prepare
 			"op", p.Header.Op, "base_offset", h.BaseOffset, "messages", h.MessageCount, "reserved", e.marker.OffsetsReserved)
 		return partitionOutcome{code: wire.ErrTransientNotAccepted}, false
 	}
+	if tag, _, ok := e.log.FirstStaged(); ok && tag != p.Header.Op {
+		// A later op's batch is staged where this one goes: that op will be
+		// refused (its stamp follows another), this one is appended.
+		if err := e.unstage(); err != nil {
+			return e.storageFailure(wire.ErrCannotAppendMessage, p, err), false
+		}
+	}
 	body := p.Body
 	if s.cfg.broken.backupsRestamp && !e.group.IsPrimary() {
+		if err := e.unstage(); err != nil { // the batch staged is the primary's
+			return e.storageFailure(wire.ErrCannotAppendMessage, p, err), false
+		}
 		body = append([]byte(nil), body...)
 		if err := wire.StampBatch(body, uint32(h.PartitionID), h.BaseOffset, h.BaseTimestamp+1); err != nil {
 			return partitionOutcome{code: wire.ErrorCodeOf(err)}, false

@@ -10,6 +10,12 @@ import (
 // simulator can supply one on an in-memory file system.
 type partitionStore interface {
 	Append(batch []byte) (partitions.BatchLocation, error)
+	// Staged batches (segment references, partition_stage.go).
+	Stage(batch []byte, tag uint64) (partitions.BatchLocation, error)
+	CutStaged() error
+	CutStagedFrom(tag uint64) error
+	FirstStaged() (tag uint64, at partitions.BatchLocation, ok bool)
+	ReadBatch(loc partitions.BatchLocation) ([]byte, error)
 	Sync() error
 	FailedSyncPending() bool
 	NextOffset() uint64

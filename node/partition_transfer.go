@@ -98,6 +98,11 @@ func (s *partitionShard) transferReady(e *partitionEntry, snap consensus.Snapsho
 		if t != nil {
 			t.stop()
 		}
+		// The transfer moves and removes segments: no reference may name
+		// their bytes (partition_stage.go).
+		if err := e.inlineAllRefs(); err != nil {
+			return fmt.Errorf("state transfer to op %d: %w", snap.Op, err)
+		}
 		cp, err := decodePartitionCheckpoint(snap.Data)
 		if err != nil {
 			return fmt.Errorf("transferred snapshot at op %d: %w", snap.Op, err)

@@ -194,17 +194,30 @@ const superblockLogDir = "partition_groups"
 // from its superblock, checkpoint and prepare WAL when it has them.
 func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, st *journal.SuperblockState, empty, fsyncFailed bool) error {
 	restored := consensus.Restored{Superblock: &consensus.VsrState{}}
+	e.inlineSends = nil // set again from the WAL's entries below
 	// openWAL: the WAL's entries at or above fromOp; after a failed fsync
 	// (partition_fsync_failed.go) cut at any damage, as after a power
 	// loss, and written again through a fresh file.
+	// walOpened: the group restarts from its WAL, which holds every op
+	// past its checkpoint; the log past the checkpoint may hold batches
+	// staged for ops a view change drops (partition_stage.go), so it is
+	// taken back below and those ops apply again.
+	walOpened := false
 	openWAL := func(fromOp uint64, amnesiac bool) (entries []consensus.Prepare, lost bool, err error) {
 		entries, lost, err = p.openPartitionWAL(e, fromOp, amnesiac || fsyncFailed)
+		walOpened = err == nil
 		if err == nil && fsyncFailed {
 			if err = e.wal.Rewrite(entries); err != nil {
 				err = fmt.Errorf("rewrite the prepare WAL after a failed fsync: %w", err)
 			} else {
 				p.log.Warn("partition prepare WAL rewritten through a fresh file after a failed fsync; the group rejoins amnesiac",
 					"dir", e.dir, "entries", len(entries))
+			}
+		} else if err == nil && e.wal.RefCount() > 0 {
+			// Their bodies were read from the segments; the cut below may
+			// remove those bytes, so the WAL holds them inline first.
+			if err = e.wal.Rewrite(entries); err != nil {
+				err = fmt.Errorf("rewrite the prepare WAL's segment references inline: %w", err)
 			}
 		}
 		return entries, lost, err
@@ -327,6 +340,7 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 				restored.Entries = entries
 				restored.StorageLost = damaged
 				e.walReclaimed = vs.CheckpointOp
+				e.inlineSends = sendsAbove(entries, vs.CheckpointOp)
 			}
 		} else {
 			e.appliedNext = 0 // no checkpoint: every op is applied again from the first
@@ -339,13 +353,21 @@ func (p *partitionPlane) restartGroup(e *partitionEntry, cfg consensus.Config, s
 			}
 			restored.Entries = entries
 			restored.StorageLost = damaged
+			e.inlineSends = sendsAbove(entries, 0)
 		}
 	}
 	if err := p.noteStorageLost(e, &restored); err != nil {
 		return err
 	}
-	if restored.StorageLost || (st != nil && st.Amnesiac) {
-		if err := p.cutPastCheckpoint(e, restored.StorageLost); err != nil {
+	if restored.StorageLost || (st != nil && st.Amnesiac) || walOpened {
+		why := takeBackFromItsWAL
+		switch {
+		case restored.StorageLost:
+			why = takeBackLostWAL
+		case st != nil && st.Amnesiac:
+			why = takeBackAmnesiac
+		}
+		if err := p.cutPastCheckpoint(e, why); err != nil {
 			return err
 		}
 	}
@@ -454,6 +476,10 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	// about 1.6 s (docs/cluster.md, "Resting groups").
 	syncLog := st != nil && wal != nil && st.CheckpointOp > reclaimed
 	log := e.log
+	candidates := e.stageCandidates(from, entries)
+	pending := e.pendingInlineSends(from, candidates != nil)
+	var refs []journal.BodyRef
+	var pendingStaged []bool
 	primary := e.group.IsPrimary()
 	var retained int64 // the WAL's bytes after the write
 	// The superblock state goes to the node's superblock log with the
@@ -466,12 +492,27 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	fsys := e.shard.fsys
 	run := func() error {
 		if wal != nil && (from != 0 || len(entries) > 0) {
-			if err := wal.Write(from, entries); err != nil {
+			// Bodies staged in the segment first (partition_stage.go); on a
+			// persisted topic synced before a record names them.
+			pendingStaged = stagePending(log, pending)
+			refs = stageEntries(log, entries, candidates)
+			if refs != nil && syncWAL {
+				if err := log.Sync(); err != nil {
+					return segmentSyncFailed(fmt.Errorf("sync the staged batches: %w", err))
+				}
+			}
+			if err := wal.WriteRefs(from, entries, refs); err != nil {
 				return err
 			}
 			if syncWAL {
 				if err := wal.Sync(); err != nil {
 					return failedSync(fsys, dir, fmt.Errorf("sync the prepare WAL: %w", err))
+				}
+			}
+			if from != 0 {
+				// The truncated ops' staged bytes, once no record names them.
+				if err := log.CutStagedFrom(from); err != nil {
+					return fmt.Errorf("cut the staged batches of truncated ops: %w", err)
 				}
 			}
 		}
@@ -516,13 +557,14 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 			}
 			reclaimed = st.CheckpointOp
 		}
-		retained = wal.Bytes()
+		retained = wal.Bytes() + wal.RefBytes() // referenced bodies count against wal_bytes_max
 		return nil
 	}
 	done := func() {
 		if record != nil {
 			sb.NoteSequence(record.Sequence)
 		}
+		e.noteInlineSends(from, pending, pendingStaged, entries, refs)
 		if st != nil {
 			e.durableLogView = st.LogView
 		}

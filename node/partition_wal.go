@@ -38,7 +38,11 @@ func partitionWALPath(dir string) string { return filepath.Join(dir, partitionWA
 // whatever it lost.
 func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64, amnesiac bool) (entries []consensus.Prepare, damaged bool, err error) {
 	path := partitionWALPath(e.dir)
-	wal, entries, err := journal.OpenPrepareLog(path, fromOp, journal.WithFS(p.fsys))
+	opts := []journal.Option{journal.WithFS(p.fsys)}
+	if e.log != nil {
+		opts = append(opts, journal.WithBodyResolver(logResolver(e.log))) // segment references
+	}
+	wal, entries, err := journal.OpenPrepareLog(path, fromOp, opts...)
 	if err == nil {
 		p.useWAL(e, wal)
 		return entries, false, nil
@@ -48,11 +52,11 @@ func (p *partitionPlane) openPartitionWAL(e *partitionEntry, fromOp uint64, amne
 	}
 	wal.Close()
 	if amnesiac {
-		cut, file, at, cerr := journal.CutPrepareLogAtDamage(path, journal.WithFS(p.fsys))
+		cut, file, at, cerr := journal.CutPrepareLogAtDamage(path, fromOp, opts...)
 		if cerr == nil && cut {
 			p.log.Warn("partition prepare WAL damaged after a power loss: cut at the damage, the group rejoins amnesiac",
 				"dir", e.dir, "file", file, "byte", at, "damage", err)
-			if wal, entries, err = journal.OpenPrepareLog(path, fromOp, journal.WithFS(p.fsys)); err == nil {
+			if wal, entries, err = journal.OpenPrepareLog(path, fromOp, opts...); err == nil {
 				p.useWAL(e, wal)
 				return entries, false, nil
 			}

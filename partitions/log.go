@@ -58,6 +58,9 @@ type Log struct {
 	// indexEntryBuf is Append's index entry (under mu): a stack array would escape through the
 	// vfs.File interface call and cost an allocation per indexed append.
 	indexEntryBuf [indexEntrySize]byte
+	// staged: batches written past the active segment's applied end,
+	// not yet part of the log (stage.go).
+	staged []stagedBatch
 }
 
 // BatchLocation says where an appended batch lives: the segment's start offset, the byte position in
@@ -221,8 +224,14 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	}
 	s := l.active()
 	pos := s.sizeBytes
-	if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {
-		return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write batch at %d: %w", pos, err))
+	adopt, err := l.adoptable(s, h, len(batch))
+	if err != nil {
+		return BatchLocation{}, err
+	}
+	if !adopt {
+		if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {
+			return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write batch at %d: %w", pos, err))
+		}
 	}
 	s.dirty = true
 	indexLen := len(s.index)
@@ -236,7 +245,17 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 			// again once space returns instead of refusing them until a restart.
 			*s = before
 			s.index = s.index[:indexLen]
+			if adopt {
+				// The staged bytes stay staged (nothing was written over them).
+				return BatchLocation{}, fmt.Errorf("append to %s: write index entry: %w", l.dir, err)
+			}
 			return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write index entry: %w", err))
+		}
+	}
+	if adopt {
+		l.staged = l.staged[1:]
+		if len(l.staged) == 0 {
+			l.staged = nil
 		}
 	}
 	l.nextOffset = s.nextOffset
@@ -296,6 +315,9 @@ func (l *Log) rollbackWrite(s *segment, pos uint64, cause error) error {
 // roll seals the active segment (syncing it, so a sealed segment never has a torn tail) and starts a
 // new one at the next offset. On failure the old segment stays active and writable.
 func (l *Log) roll() error {
+	if len(l.staged) > 0 {
+		return fmt.Errorf("roll %s: %d batches are staged past the applied end", l.dir, len(l.staged))
+	}
 	s := l.active()
 	s.dirty = true
 	if err := s.sync(vfs.SyncsInParallel(l.opts.FS)); err != nil {
@@ -493,9 +515,10 @@ func (l *Log) ReadBatch(loc BatchLocation) ([]byte, error) {
 		if s.startOffset != loc.SegmentStartOffset {
 			continue
 		}
+		end := l.stagedEnd(s) // a staged batch is read back for its prepare (segment references)
 		if loc.Length < wire.BatchHeaderSize || loc.Length > wire.BatchFrameBytesMax ||
-			loc.Position > s.sizeBytes || loc.Length > s.sizeBytes-loc.Position {
-			return nil, fmt.Errorf("read batch %+v from %s: outside the segment's %d bytes", loc, l.dir, s.sizeBytes)
+			loc.Position > end || loc.Length > end-loc.Position {
+			return nil, fmt.Errorf("read batch %+v from %s: outside the segment's %d bytes", loc, l.dir, end)
 		}
 		b := make([]byte, loc.Length)
 		if _, err := s.logFile.ReadAt(b, int64(loc.Position)); err != nil {

@@ -255,6 +255,9 @@ func (l *Log) SkipTo(offset uint64) error {
 	if offset <= l.nextOffset {
 		return nil
 	}
+	if err := l.cutStagedLocked(); err != nil {
+		return err
+	}
 	prev := l.nextOffset
 	l.nextOffset = offset
 	if err := l.crossHole(); err != nil {

@@ -126,6 +126,7 @@ func (l *Log) resetToLocked(start uint64) (RetentionResult, error) {
 	if err := l.writable(); err != nil {
 		return RetentionResult{}, err
 	}
+	l.staged = nil // their files go below
 	var res RetentionResult
 	for _, s := range l.segments {
 		res.SegmentsDeleted++

@@ -41,12 +41,13 @@ func (l *Log) syncFailed(start uint64, err error) error {
 		// Removed since (retention): nothing of it is served any more.
 		return &SyncError{Err: err, RewriteRecorded: true}
 	}
-	if merr := l.markPendingCut(start, s.sizeBytes); merr != nil {
+	// Staged batches included: prepare WAL references name them (stage.go).
+	if merr := l.markPendingCut(start, l.stagedEnd(s)); merr != nil {
 		l.logger.Error("partition segment fsync failed and the rewrite could not be recorded", "dir", l.dir,
 			"segment", start, "err", err, "record_err", merr)
 		return &SyncError{Err: errors.Join(err, merr)}
 	}
 	l.logger.Error("partition segment fsync failed: the log refuses writes until it is reopened, which rewrites the segment through a fresh file",
-		"dir", l.dir, "segment", start, "bytes", s.sizeBytes, "err", err)
+		"dir", l.dir, "segment", start, "bytes", l.stagedEnd(s), "err", err)
 	return &SyncError{Err: err, RewriteRecorded: true}
 }

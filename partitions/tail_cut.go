@@ -21,6 +21,9 @@ func (l *Log) CutTail(offset uint64) error {
 	if err := l.writable(); err != nil {
 		return err
 	}
+	if err := l.cutStagedLocked(); err != nil {
+		return err
+	}
 	if offset >= l.nextOffset {
 		return nil
 	}
@@ -101,7 +104,9 @@ func (l *Log) truncateSegment(s *segment, pos uint64) error {
 		return err
 	}
 	fail := func(err error) error {
-		l.failure = fmt.Errorf("%w: cut of segment %d at byte %d: %v", ErrFailed, start, pos, err)
+		// Wrapped: damage the rebuild finds is a QuarantineError the caller
+		// sets aside (node/partition_reconcile.go).
+		l.failure = fmt.Errorf("%w: cut of segment %d at byte %d: %w", ErrFailed, start, pos, err)
 		return l.failure
 	}
 	if err := s.logFile.Truncate(int64(pos)); err != nil {
