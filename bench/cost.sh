@@ -19,6 +19,8 @@
 #   SETUPS=cluster3 DURABILITIES=replicated PERF=/tmp/prof bench/cost.sh
 #   SETUPS=cluster3 DURABILITIES=replicated RATE=1 DOWN=1 bench/cost.sh
 #
+# HALF_MBPS=N runs the same-load rows at N MB/s instead of half the measured
+# maximum (to compare two builds at one load).
 # SETUPS (single cluster3) and DURABILITIES (replicated persisted) pick the
 # rows; DD=0 skips the dd line. PERF=DIR records each server process with
 # `perf record -e cpu-clock -g` over the bench run into DIR/<setup>-<durability>-<i>.data
@@ -198,6 +200,7 @@ if [ "$RATE" = 1 ]; then
     maxes=""
     for durability in $DURABILITIES; do maxes="$maxes${MAX[$setup-$durability]},"; done
     half=$(python3 -c "print(max(1, min([$maxes]) / 2))")
+    [ -n "${HALF_MBPS:-}" ] && half=$HALF_MBPS
     for durability in $DURABILITIES; do
       run "$setup" "$durability" "$half"
       if [ "$DOWN" = 1 ] && [ "$setup" = cluster3 ]; then

@@ -509,7 +509,7 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 					return failedSync(fsys, dir, fmt.Errorf("sync the prepare WAL: %w", err))
 				}
 			}
-			if from != 0 {
+			if from != 0 && log != nil {
 				// The truncated ops' staged bytes, once no record names them.
 				if err := log.CutStagedFrom(from); err != nil {
 					return fmt.Errorf("cut the staged batches of truncated ops: %w", err)
