@@ -46,7 +46,10 @@ func (e *partitionEntry) stageCandidates(from uint64, entries []consensus.Prepar
 	}
 	var out []int
 	for i := range entries {
-		if wire.Operation(entries[i].Header.Operation) == wire.OpSendMessages && len(entries[i].Body) > 0 {
+		// An op applied already (written again by a view change's log) is
+		// never adopted: its staged bytes would only linger.
+		if wire.Operation(entries[i].Header.Operation) == wire.OpSendMessages && len(entries[i].Body) > 0 &&
+			entries[i].Header.Op > e.appliedOp {
 			out = append(out, i)
 		}
 	}
@@ -139,7 +142,7 @@ func (e *partitionEntry) stagedPassed(op uint64) bool {
 }
 
 // stagedAt (loop, after op applied) reports that op's batch still staged:
-// apply refused it.
+// apply refused it, or carried it out without its batch (a retry's replay).
 func (e *partitionEntry) stagedAt(op uint64) bool {
 	if e.log == nil {
 		return false
@@ -174,7 +177,7 @@ func (s *partitionShard) applyStaged(e *partitionEntry, p *consensus.Prepare) (p
 	if out.stall == nil {
 		e.dropApplied(p.Header.Op)
 	}
-	if out.stall == nil && e.stagedAt(p.Header.Op) {
+	if out.stall == nil && (e.stagedAt(p.Header.Op) || e.stagedPassed(p.Header.Op)) {
 		if err := e.unstage(); err != nil {
 			s.log.Error("partition staged batches: writing their prepares inline", "dir", e.dir, "op", p.Header.Op, "err", err)
 			// Applied; the staged bytes stay until a later op or a restart.

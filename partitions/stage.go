@@ -65,6 +65,10 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 		next, pos = last.offset+uint64(last.count), last.position+last.length
 	}
 	switch {
+	case len(l.staged) > 0 && tag <= l.staged[len(l.staged)-1].tag:
+		// Tags ascend (the caller's ops): a later op staged first (a lagging
+		// replica's repairs fill gaps out of order) keeps the earlier inline.
+		return BatchLocation{}, fmt.Errorf("%w: tag %d after tag %d", ErrNotStageable, tag, l.staged[len(l.staged)-1].tag)
 	case l.opts.ReserveOffsets:
 		return BatchLocation{}, fmt.Errorf("%w: the log reserves offsets itself", ErrNotStageable)
 	case h.BaseOffset != next:

@@ -229,3 +229,20 @@ func TestFailedSyncRewriteKeepsStagedBatches(t *testing.T) {
 		t.Fatalf("the staged batch after the rewrite: %v", err)
 	}
 }
+
+// TestStagingKeepsTagsAscending: a later op staged first (a lagging
+// replica's repairs arrive out of order) keeps an earlier one inline, so
+// the staged batches are always in op order.
+func TestStagingKeepsTagsAscending(t *testing.T) {
+	l := openLog(t, t.TempDir(), Options{})
+	defer l.Close()
+	if _, err := l.Stage(makeBatch(t, 0, 2, 50, 1000), 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Stage(makeBatch(t, 2, 2, 50, 1000), 5); !errors.Is(err, ErrNotStageable) {
+		t.Fatalf("staging tag 5 after tag 8: %v, want ErrNotStageable", err)
+	}
+	if _, err := l.Stage(makeBatch(t, 2, 2, 50, 1000), 9); err != nil {
+		t.Fatal(err)
+	}
+}
