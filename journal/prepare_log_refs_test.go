@@ -95,13 +95,7 @@ func TestPrepareLogUnresolvedReferenceIsDamage(t *testing.T) {
 			segs := fakeSegments{}
 			l, _ := openPL(t, dir, 0)
 			entries := plRangeRef(1, 5, 1, 200)
-			refs := make([]BodyRef, len(entries))
-			for i := range entries {
-				refs[i] = segs.put(entries[i], uint64(i)*200)
-			}
-			if err := l.WriteRefs(0, entries, refs); err != nil {
-				t.Fatal(err)
-			}
+			refs := writeAsRefs(t, l, segs, entries)
 			l.Close()
 			tc.spoil(segs, refs[2]) // op 3
 			_, got, err := OpenPrepareLog(dir, 0, WithBodyResolver(segs.resolve))
@@ -122,6 +116,22 @@ func TestPrepareLogUnresolvedReferenceIsDamage(t *testing.T) {
 	}
 }
 
+// writeAsRefs puts each entry's body in segs, one after another, and
+// writes every entry as a reference to it.
+func writeAsRefs(t *testing.T, l *PrepareLog, segs fakeSegments, entries []consensus.Prepare) []BodyRef {
+	t.Helper()
+	refs := make([]BodyRef, len(entries))
+	var pos uint64
+	for i := range entries {
+		refs[i] = segs.put(entries[i], pos)
+		pos += uint64(len(entries[i].Body))
+	}
+	if err := l.WriteRefs(0, entries, refs); err != nil {
+		t.Fatal(err)
+	}
+	return refs
+}
+
 func plRangeRef(from, to uint64, view uint32, size int) []consensus.Prepare {
 	var out []consensus.Prepare
 	for op := from; op <= to; op++ {
@@ -138,13 +148,7 @@ func TestPrepareLogInlineRefsSupersedesReferences(t *testing.T) {
 	segs := fakeSegments{}
 	l, _ := openPL(t, dir, 0)
 	entries := plRangeRef(1, 4, 1, 100)
-	refs := make([]BodyRef, len(entries))
-	for i := range entries {
-		refs[i] = segs.put(entries[i], uint64(i)*100)
-	}
-	if err := l.WriteRefs(0, entries, refs); err != nil {
-		t.Fatal(err)
-	}
+	refs := writeAsRefs(t, l, segs, entries)
 	n, err := l.InlineRefs(func(_ uint64, r BodyRef) bool { return r.Position >= 200 }, segs.resolve)
 	if err != nil || n != 2 {
 		t.Fatalf("InlineRefs: %d, %v; want 2", n, err)
@@ -171,13 +175,7 @@ func TestPrepareLogTruncationForgetsReferences(t *testing.T) {
 	segs := fakeSegments{}
 	l, _ := openPL(t, dir, 0)
 	entries := plRangeRef(1, 6, 1, 100)
-	refs := make([]BodyRef, len(entries))
-	for i := range entries {
-		refs[i] = segs.put(entries[i], uint64(i)*100)
-	}
-	if err := l.WriteRefs(0, entries, refs); err != nil {
-		t.Fatal(err)
-	}
+	refs := writeAsRefs(t, l, segs, entries)
 	// From op 4: op 4 comes back as the same prepare (inline), 5 and 6 go.
 	if err := l.Write(4, []consensus.Prepare{entries[3]}); err != nil {
 		t.Fatal(err)
