@@ -193,9 +193,18 @@ func (l *Log) createSegment(start uint64) (*segment, error) {
 // admission). The active segment is sealed (synced) and a new one started once it reaches the segment
 // size. Append does not sync: call Sync for persisted durability.
 func (l *Log) Append(batch []byte) (BatchLocation, error) {
-	h, err := wire.CheckBatchSeal(batch)
+	h, err := wire.DecodeBatchHeader(batch)
 	if err != nil {
 		return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	// The batch staged first was checked when it was staged (stage.go):
+	// adopting it skips the second pass over its bytes.
+	sealed := false
+	if !l.isStagedHead(h, len(batch)) {
+		if _, err := wire.CheckBatchSeal(batch); err != nil {
+			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
+		sealed = true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -227,6 +236,11 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	adopt, err := l.adoptable(s, h, len(batch))
 	if err != nil {
 		return BatchLocation{}, err
+	}
+	if !adopt && !sealed {
+		if _, err := wire.CheckBatchSeal(batch); err != nil {
+			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
 	}
 	if !adopt {
 		if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {

@@ -106,6 +106,18 @@ func (l *Log) adoptable(s *segment, h wire.BatchHeader, length int) (bool, error
 	return true, nil
 }
 
+// isStagedHead reports whether the batch with header h (length bytes) is
+// the first staged one: its offset, length and batch checksum.
+func (l *Log) isStagedHead(h wire.BatchHeader, length int) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.staged) == 0 {
+		return false
+	}
+	st := l.staged[0]
+	return st.offset == h.BaseOffset && st.length == uint64(length) && st.checksum == h.BatchChecksum
+}
+
 // CutStaged removes every staged batch (the caller no longer needs their
 // bytes: the prepares naming them were written inline, or are gone).
 func (l *Log) CutStaged() error {
