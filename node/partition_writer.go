@@ -28,10 +28,13 @@ import (
 // commits, so a view change of many groups costs a few commits, not one
 // fsync pair per group), at most writeSlotsMax at once per shard.
 //
-// What stays on the loop: applying committed batches to the segments (a
-// page-cache write; the sync is the write's, above, or for a single
-// node's persisted topic its barrier before the replies, which also runs
-// off the loop: partition_barrier.go).
+// A cluster replica's write also stages each message prepare's batch in
+// the segment (partition_stage.go): apply then adopts it in place. What
+// stays on the loop: a single node's appends of committed batches, and a
+// cluster replica's of the batches its WAL holds inline (a page-cache
+// write; the sync is the write's, above, or for a single node's
+// persisted topic its barrier before the replies, which also runs off
+// the loop: partition_barrier.go).
 
 // writeSlotsMax bounds one shard's concurrent durable writes.
 const writeSlotsMax = 64
