@@ -550,6 +550,9 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// Offsets never re-issued after a crash (issue 15 point 5). A
 		// replica's offsets come from its group's log, the same on every node.
 		ReserveOffsets: !p.clustered(),
+		// A single node has no prepare WAL to tell a batch it staged from
+		// one it applied (partition_stage.go, singleNodeWrite).
+		StageUnsealed: !p.clustered(),
 		// A single node acknowledges a replicated topic's batches from the page cache: after a
 		// power loss their torn tail is cut, not refused as corruption (issue 15 point 5).
 		AckBeforeSync: !p.clustered() && t.Options.Durability != metadata.DurabilityPersisted && !t.Options.EnforceFsync,
@@ -564,16 +567,18 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// apart: their writeback begins as they fill, so a checkpoint's
 		// sync (which the group's next Ready waits for) finds about the last
 		// MiB to write, not everything since the previous one. A single
-		// node's persisted topic syncs after every Ready, where it would
-		// only add an I/O request per batch (measured: no gain).
-		WritebackBytes: segmentWritebackBytes(p.clustered()),
+		// node's replicated topic syncs only when a segment rolls, on the
+		// shard loop: the same keeps that sync to about the last MiB. A
+		// single node's persisted topic syncs after every Ready, where it
+		// would only add an I/O request per batch (measured: no gain).
+		WritebackBytes: segmentWritebackBytes(p.clustered() || t.Options.Durability != metadata.DurabilityPersisted),
 	}
 }
 
-// segmentWritebackBytes is partitions.Options.WritebackBytes: 1 MiB on a
-// cluster replica, none on a single node.
-func segmentWritebackBytes(clustered bool) uint64 {
-	if clustered {
+// segmentWritebackBytes is partitions.Options.WritebackBytes: 1 MiB where
+// the segments are not synced after every Ready, none where they are.
+func segmentWritebackBytes(syncedLazily bool) uint64 {
+	if syncedLazily {
 		return 1 << 20
 	}
 	return 0

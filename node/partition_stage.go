@@ -36,12 +36,46 @@ import (
 // A persisted topic's staged bytes are synced before the WAL records that
 // name them, so a durable reference always has a durable body.
 
+// stagesSends: the group's durable writes stage its sends: a cluster
+// replica's (it has a prepare WAL) and a single node's (no superblock, no
+// WAL: singleNodeWrite).
+func (e *partitionEntry) stagesSends() bool {
+	return e.log != nil && (e.wal != nil || e.superblock == nil)
+}
+
+// singleNodeWrite (loop) is a single node's durable write of a Ready
+// (issue 9 point 3): it stages the Ready's sends, and those left inline
+// before, in the active segment off the loop, unsealed
+// (partitions.Options.StageUnsealed: a batch apply then refuses is cut
+// at the next open if the process stops first); apply adopts and seals
+// them (partitions.Log.Append), and a persisted topic's barrier syncs them
+// before the answers (partition_barrier.go). The offset reservation moves
+// ahead in the stage too. nil when the Ready has no send to stage.
+func (e *partitionEntry) singleNodeWrite(rd *consensus.Ready) *durableWrite {
+	candidates := e.stageCandidates(rd.Truncate, rd.Entries)
+	pending := e.pendingInlineSends(rd.Truncate, candidates != nil)
+	if candidates == nil && pending == nil {
+		return nil
+	}
+	log, entries := e.log, rd.Entries
+	var refs []journal.BodyRef
+	var pendingStaged []bool
+	return &durableWrite{
+		run: func() error {
+			pendingStaged = stagePending(log, pending)
+			refs = stageEntries(log, entries, candidates)
+			return nil // a batch not staged is appended at apply
+		},
+		done: func() { e.noteInlineSends(0, pending, pendingStaged, entries, refs) },
+	}
+}
+
 // stageCandidates (loop) are the entries of a Ready its write may stage:
 // message sends, unless the Ready truncates (the prepares a truncation
 // keeps are written inline: their old references stay readable until the
 // new records are down).
 func (e *partitionEntry) stageCandidates(from uint64, entries []consensus.Prepare) []int {
-	if e.wal == nil || e.log == nil || from != 0 {
+	if !e.stagesSends() || from != 0 {
 		return nil
 	}
 	var out []int
@@ -224,7 +258,7 @@ func stagePending(log partitionStore, pending []consensus.Prepare) []bool {
 // own written with their bodies.
 func (e *partitionEntry) noteInlineSends(from uint64, pending []consensus.Prepare, pendingStaged []bool,
 	entries []consensus.Prepare, refs []journal.BodyRef) {
-	if e.wal == nil {
+	if !e.stagesSends() {
 		return
 	}
 	var kept []consensus.Prepare

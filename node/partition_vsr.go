@@ -430,7 +430,7 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 		}
 	}
 	if e.superblock == nil {
-		return nil, nil // a single node: no superblock, no WAL
+		return e.singleNodeWrite(rd), nil // a single node: no superblock, no WAL
 	}
 	wal, from, entries := e.wal, rd.Truncate, rd.Entries
 	syncWAL := e.barrierNeeded(entries)

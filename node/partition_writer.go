@@ -28,13 +28,17 @@ import (
 // commits, so a view change of many groups costs a few commits, not one
 // fsync pair per group), at most writeSlotsMax at once per shard.
 //
-// A cluster replica's write also stages each message prepare's batch in
-// the segment (partition_stage.go): apply then adopts it in place. What
-// stays on the loop: a single node's appends of committed batches, and a
-// cluster replica's of the batches its WAL holds inline (a page-cache
-// write; the sync is the write's, above, or for a single node's
-// persisted topic its barrier before the replies, which also runs off
-// the loop: partition_barrier.go).
+// A group's write also stages each message prepare's batch in the
+// segment (partition_stage.go; a single node's write is only that:
+// singleNodeWrite), moving the offset reservation and beginning the
+// writeback as it goes: apply then adopts the batch in place, writing at
+// most its 8-byte seal (a single node's) and a 16-byte index entry. What
+// stays on the loop: the appends of batches that were not staged (a
+// cluster replica's Ready that truncated, the first after a restart or a
+// hole, the one after a batch that filled the segment) and the roll of a
+// full segment, whose sync waits for about the last MiB (its writeback
+// began as it filled). A single node's persisted topic syncs in its
+// barrier before the replies, off the loop too (partition_barrier.go).
 
 // writeSlotsMax bounds one shard's concurrent durable writes.
 const writeSlotsMax = 64

@@ -246,6 +246,9 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {
 			return BatchLocation{}, l.rollbackWrite(s, pos, fmt.Errorf("write batch at %d: %w", pos, err))
 		}
+	} else if err := l.sealStaged(s, pos, h.BatchLength); err != nil {
+		// Still staged, still unsealed: nothing changed.
+		return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	s.dirty = true
 	indexLen := len(s.index)
@@ -273,7 +276,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		}
 	}
 	l.nextOffset = s.nextOffset
-	l.startWriteback(s)
+	l.startWriteback(s, s.sizeBytes)
 	loc := BatchLocation{SegmentStartOffset: s.startOffset, Position: pos, Length: h.BatchLength}
 	if s.sizeBytes >= l.opts.SegmentSizeBytes {
 		if err := l.roll(); err != nil {
@@ -284,21 +287,24 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	return loc, nil
 }
 
-// startWriteback begins the writeback of what s took since the last time, once that reaches
-// Options.WritebackBytes. A failure is only logged: a later Sync reports what matters.
-func (l *Log) startWriteback(s *segment) {
+// startWriteback begins the writeback of what s took below end since the last time, once that
+// reaches Options.WritebackBytes: Append for what it wrote, Stage for the staged bytes (off the
+// caller's loop). A failure is only logged: a later Sync reports what matters.
+func (l *Log) startWriteback(s *segment, end uint64) {
 	if l.opts.WritebackBytes == 0 {
 		return
 	}
-	from := min(s.writebackFrom, s.sizeBytes) // a rolled-back write may have shortened the segment
-	if s.sizeBytes-from < l.opts.WritebackBytes {
+	// Bytes cut since (a rolled-back write, cut staged batches) are begun again where the segment
+	// now ends; staged bytes already begun stay begun.
+	from := min(s.writebackFrom, l.stagedEnd(s))
+	if end <= from || end-from < l.opts.WritebackBytes {
 		s.writebackFrom = from
 		return
 	}
-	if err := s.logFile.StartWriteback(int64(from), int64(s.sizeBytes-from)); err != nil {
+	if err := s.logFile.StartWriteback(int64(from), int64(end-from)); err != nil {
 		l.logger.Debug("beginning a segment's writeback failed", "dir", l.dir, "segment", s.startOffset, "err", err)
 	}
-	s.writebackFrom = s.sizeBytes
+	s.writebackFrom = end
 }
 
 // rollbackWrite undoes a failed append by truncating the segment back to pos. If that fails too the
@@ -485,6 +491,10 @@ func (l *Log) Close() error {
 		return nil
 	}
 	var syncErr error
+	if l.failure == nil && !l.readOnly && l.opts.StageUnsealed {
+		// Never adopted: a clean close leaves no torn tail for the next open to cut.
+		syncErr = l.cutStagedLocked()
+	}
 	if l.failure == nil && !l.readOnly {
 		if l.recoveredTail == nil || l.changed() {
 			syncErr = l.syncLocked()
@@ -538,6 +548,7 @@ func (l *Log) ReadBatch(loc BatchLocation) ([]byte, error) {
 		if _, err := s.logFile.ReadAt(b, int64(loc.Position)); err != nil {
 			return nil, fmt.Errorf("read batch %+v from %s: %w", loc, l.dir, err)
 		}
+		l.sealRead(s, loc, b)
 		if _, err := wire.VerifyBatch(b); err != nil {
 			return nil, fmt.Errorf("read batch %+v from %s: %w", loc, l.dir, err)
 		}

@@ -76,6 +76,12 @@ type Options struct {
 	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
 	// offsets come from its group's log instead.
 	ReserveOffsets bool
+	// StageUnsealed: staged batches (stage.go) are written with batch_length zero and sealed
+	// when Append adopts them, so a batch staged and never adopted reads after a crash as a torn
+	// tail (cut), never as applied data. For a log whose caller has nothing else to tell staged
+	// bytes from applied ones (a single node: no prepare WAL); a cluster replica's staged batches
+	// stay sealed, since its prepare WAL's references are resolved from them.
+	StageUnsealed bool
 	// Files is the open-file cache the log's segment files go through (filecache.go): shared by every
 	// log of a node so their descriptors stay under one bound. nil: SharedFileCache().
 	Files *FileCache

@@ -1,16 +1,19 @@
 package partitions
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/lodestream/lodestream/wire"
 )
 
-// Staged batches (issue 9 point 2, segment references). A cluster replica
-// writes a prepared batch into the active segment before it commits, past
-// the applied end, so its prepare WAL records a reference (segment,
-// position, length) instead of a second copy of the body. Staged bytes
+// Staged batches (issue 9 points 2 and 3). A cluster replica writes a
+// prepared batch into the active segment before it commits, past the
+// applied end, so its prepare WAL records a reference (segment, position,
+// length) instead of a second copy of the body; a single node stages its
+// batches the same way, so their bytes are written off its shard loop.
+// Staged bytes
 // are not part of the log: reads, stats, syncs' frontier and the scrubber
 // stop at the applied end (segment.sizeBytes). Append of the batch staged
 // first adopts it in place (accounting and index only, no data write);
@@ -22,10 +25,11 @@ import (
 // inline, unless the batch continues the staged ones exactly (or the
 // applied end, when none) and fits in the active segment below its size:
 // a staged batch never rolls a segment nor crosses a hole, so staged
-// bytes live only in the active segment, after its applied end. Staged
-// bytes that survive a crash are not told apart from applied ones by
-// Open; a cluster replica takes back everything past its checkpoint at a
-// restart (node/partition_vsr.go), so they never pass for applied data.
+// bytes live only in the active segment, after its applied end. Sealed
+// staged bytes that survive a crash are not told apart from applied ones
+// by Open; a cluster replica takes back everything past its checkpoint at
+// a restart (node/partition_vsr.go), so they never pass for applied data.
+// A single node stages unsealed (Options.StageUnsealed): Open cuts them.
 
 // ErrNotStageable: the batch cannot be staged now; write it inline.
 var ErrNotStageable = errors.New("batch cannot be staged")
@@ -47,7 +51,11 @@ type stagedBatch struct {
 // Stage writes a stamped, sealed batch past the applied end (after the
 // batches staged before it) and says where it is; tag is the caller's
 // name for it (ascending). It is not synced (Sync syncs staged bytes too)
-// and not readable until Append adopts it.
+// and not readable until Append adopts it. A log that reserves offsets
+// moves its reservation here, ahead of the staged end, so adopting never
+// writes it; with StageUnsealed the batch is written unsealed (stage
+// header, below). A staged batch may end past the segment size, as an
+// appended one may; nothing is staged after it (the next append rolls).
 func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 	h, err := wire.CheckBatchSeal(batch)
 	if err != nil {
@@ -69,16 +77,21 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 		// Tags ascend (the caller's ops): a later op staged first (a lagging
 		// replica's repairs fill gaps out of order) keeps the earlier inline.
 		return BatchLocation{}, fmt.Errorf("%w: tag %d after tag %d", ErrNotStageable, tag, l.staged[len(l.staged)-1].tag)
-	case l.opts.ReserveOffsets:
-		return BatchLocation{}, fmt.Errorf("%w: the log reserves offsets itself", ErrNotStageable)
 	case h.BaseOffset != next:
 		return BatchLocation{}, fmt.Errorf("%w: base offset %d, staged end %d", ErrNotStageable, h.BaseOffset, next)
 	case l.nextOffset != s.nextOffset:
 		return BatchLocation{}, fmt.Errorf("%w: a hole is crossed first", ErrNotStageable)
-	case pos+uint64(len(batch)) > l.opts.SegmentSizeBytes:
+	case pos >= l.opts.SegmentSizeBytes:
 		return BatchLocation{}, fmt.Errorf("%w: the active segment is full", ErrNotStageable)
 	}
-	if _, err := s.logFile.WriteAt(batch, int64(pos)); err != nil {
+	if l.opts.ReserveOffsets {
+		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved || !l.reservedDurable {
+			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
+				return BatchLocation{}, fmt.Errorf("stage in %s: %w", l.dir, err)
+			}
+		}
+	}
+	if err := l.writeStaged(s, batch, pos); err != nil {
 		if terr := s.logFile.Truncate(int64(pos)); terr != nil {
 			l.failure = fmt.Errorf("%w: staging failed (%v) and could not be rolled back: %v", ErrFailed, err, terr)
 			return BatchLocation{}, l.failure
@@ -88,7 +101,55 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 	s.dirty = true
 	l.staged = append(l.staged, stagedBatch{offset: h.BaseOffset, count: h.MessageCount, position: pos,
 		length: uint64(len(batch)), checksum: h.BatchChecksum, tag: tag})
+	l.startWriteback(s, pos+uint64(len(batch)))
 	return BatchLocation{SegmentStartOffset: s.startOffset, Position: pos, Length: uint64(len(batch))}, nil
+}
+
+// Unsealed staging (Options.StageUnsealed): the batch's header goes down
+// with batch_length zero, which no batch has (it covers at least the
+// header), so Open reads it as the end of the log; Append writes the
+// length when it adopts the batch. A single node commits every op it
+// stages, but apply may still refuse one (a retry's replay, a stamp a
+// purge overtook): its bytes must not come back as data after a crash
+// between the stage and the cut.
+
+// writeStaged writes batch at pos of s (under l.mu), unsealed if the log
+// says so: its header with batch_length zero, then the rest.
+func (l *Log) writeStaged(s *segment, batch []byte, pos uint64) error {
+	if !l.opts.StageUnsealed {
+		_, err := s.logFile.WriteAt(batch, int64(pos))
+		return err
+	}
+	var header [wire.BatchHeaderSize]byte
+	copy(header[:], batch)
+	clear(header[wire.BatchLengthOffset : wire.BatchLengthOffset+8])
+	if _, err := s.logFile.WriteAt(header[:], int64(pos)); err != nil {
+		return err
+	}
+	_, err := s.logFile.WriteAt(batch[wire.BatchHeaderSize:], int64(pos)+wire.BatchHeaderSize)
+	return err
+}
+
+// sealStaged (Append adopting an unsealed staged batch at pos, under
+// l.mu) writes its batch_length.
+func (l *Log) sealStaged(s *segment, pos, length uint64) error {
+	if !l.opts.StageUnsealed {
+		return nil
+	}
+	var field [8]byte
+	binary.LittleEndian.PutUint64(field[:], length)
+	if _, err := s.logFile.WriteAt(field[:], int64(pos)+wire.BatchLengthOffset); err != nil {
+		return fmt.Errorf("seal the staged batch at %d: %w", pos, err)
+	}
+	return nil
+}
+
+// sealRead puts back the batch_length of an unsealed staged batch read
+// whole at loc (b its bytes), as it will be once adopted.
+func (l *Log) sealRead(s *segment, loc BatchLocation, b []byte) {
+	if l.opts.StageUnsealed && loc.Position >= s.sizeBytes && len(b) >= wire.BatchHeaderSize {
+		binary.LittleEndian.PutUint64(b[wire.BatchLengthOffset:], loc.Length)
+	}
 }
 
 // adoptable reports whether batch (header h) is the first staged batch,

@@ -106,8 +106,9 @@ func TestAnotherBatchNeedsTheStagedOnesCut(t *testing.T) {
 }
 
 // TestStagingIsRefusedWhereItCannotContinueTheLog: a batch that does not
-// continue the staged ones, or would not fit in the active segment, is
-// refused (written inline by the caller) and changes nothing.
+// continue the staged ones, or finds the active segment full, is refused
+// (written inline by the caller) and changes nothing. A batch may end past
+// the segment size, as an appended one may; nothing is staged after it.
 func TestStagingIsRefusedWhereItCannotContinueTheLog(t *testing.T) {
 	dir := t.TempDir()
 	l := openLog(t, dir, Options{SegmentSizeBytes: 4096})
@@ -119,11 +120,14 @@ func TestStagingIsRefusedWhereItCannotContinueTheLog(t *testing.T) {
 	if _, err := l.Stage(makeBatch(t, 2, 1, 700, 2000), 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Stage(makeBatch(t, 3, 2, 700, 2000), 4); !errors.Is(err, ErrNotStageable) {
-		t.Fatalf("staging beyond the segment size: %v", err)
+	if _, err := l.Stage(makeBatch(t, 3, 2, 700, 2000), 4); err != nil {
+		t.Fatalf("staging a batch that ends past the segment size: %v", err)
 	}
-	if l.StagedCount() != 1 {
-		t.Fatalf("%d staged, want 1", l.StagedCount())
+	if _, err := l.Stage(makeBatch(t, 5, 1, 100, 2000), 5); !errors.Is(err, ErrNotStageable) {
+		t.Fatalf("staging after the segment is full: %v", err)
+	}
+	if l.StagedCount() != 2 {
+		t.Fatalf("%d staged, want 2", l.StagedCount())
 	}
 	if err := l.SkipTo(10); err != nil {
 		t.Fatal(err)
@@ -131,10 +135,75 @@ func TestStagingIsRefusedWhereItCannotContinueTheLog(t *testing.T) {
 	if l.StagedCount() != 0 {
 		t.Fatal("a skip kept the staged batches past the hole it left")
 	}
-	r := openLog(t, t.TempDir(), Options{ReserveOffsets: true})
-	defer r.Close()
-	if _, err := r.Stage(makeBatch(t, 0, 1, 10, 2000), 5); !errors.Is(err, ErrNotStageable) {
-		t.Fatalf("staging in a log that reserves offsets itself: %v", err)
+}
+
+// TestUnsealedStagingReadsAsATornTail: a single node's log (ReserveOffsets,
+// StageUnsealed) reserves offsets when it stages, writes the batch with
+// batch_length zero, and seals it when it adopts it. A staged batch never
+// adopted is cut at the next open, whether the process stopped (crash: the
+// file as it was) or closed the log; an adopted one reads back whole.
+func TestUnsealedStagingReadsAsATornTail(t *testing.T) {
+	opts := Options{ReserveOffsets: true, StageUnsealed: true}
+	for _, closeIt := range []bool{false, true} {
+		dir, plain := t.TempDir(), t.TempDir()
+		opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+		l := openLog(t, dir, opts)
+		ref := openLog(t, plain, Options{ReserveOffsets: true})
+		fillLog(t, l, 2, 3, 100)
+		fillLog(t, ref, 2, 3, 100)
+		b1, b2 := makeBatch(t, 6, 4, 100, 2000), makeBatch(t, 10, 2, 100, 2010)
+		loc1, err := l.Stage(b1, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Stage(b2, 8); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := l.ReadBatch(loc1); err != nil || !bytes.Equal(got, b1) {
+			t.Fatalf("ReadBatch of an unsealed staged batch: %v", err)
+		}
+		onDisk := segmentFileBytes(t, dir, 0)[loc1.Position:]
+		if h, err := wire.DecodeBatchHeader(onDisk); err == nil {
+			t.Fatalf("the staged batch is on disk with a readable header: %+v", h)
+		}
+		if _, err := l.Append(b1); err != nil {
+			t.Fatalf("adopt: %v", err)
+		}
+		if _, err := ref.Append(b1); err != nil {
+			t.Fatal(err)
+		}
+		if closeIt {
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+		} // else the process dies: the log is dropped, not closed
+		if !closeIt && len(segmentFileBytes(t, dir, 0)) == len(segmentFileBytes(t, plain, 0)) {
+			t.Fatal("the second staged batch was not in the file at the crash")
+		}
+		opts.Files = NewFileCache(OpenFilesMin, quietLogger)
+		again := openLog(t, dir, opts)
+		if again.NextOffset() != 10 || again.Stats() != ref.Stats() {
+			t.Fatalf("close=%v: reopened at %d %+v, want 10 %+v (the unadopted batch cut)", closeIt, again.NextOffset(), again.Stats(), ref.Stats())
+		}
+		if len(again.DamagedRanges()) != 0 {
+			t.Fatalf("close=%v: the unadopted batch read as damage: %+v", closeIt, again.DamagedRanges())
+		}
+		if err := again.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := ref.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(segmentFileBytes(t, dir, 0), segmentFileBytes(t, plain, 0)) {
+			t.Fatalf("close=%v: the segment differs from one that appended the adopted batch", closeIt)
+		}
+		res, err := os.ReadFile(filepath.Join(dir, reservedFileName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _, ok := decodeReservationFrontier(res); !ok || v != 10 {
+			t.Fatalf("close=%v: reservation %d, want 10 after a clean close", closeIt, v)
+		}
 	}
 }
 

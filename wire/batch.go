@@ -16,14 +16,16 @@ const (
 	// BatchMessageHeaderSize is the fixed size of the header in front of every message frame.
 	BatchMessageHeaderSize = 48
 
-	batchPartitionIDOffset      = 0
-	batchBaseOffsetOffset       = 8
-	batchBaseTimestampOffset    = 16
-	batchOriginTimestampOffset  = 24
-	batchLengthOffset           = 32
-	batchChecksumOffset         = 40
-	batchMessageCountOffset     = 48
-	BatchReservedOffset         = 52
+	batchPartitionIDOffset     = 0
+	batchBaseOffsetOffset      = 8
+	batchBaseTimestampOffset   = 16
+	batchOriginTimestampOffset = 24
+	batchLengthOffset          = 32
+	batchChecksumOffset        = 40
+	batchMessageCountOffset    = 48
+	BatchReservedOffset        = 52
+	// BatchLengthOffset is where batch_length sits in the batch header (u64).
+	BatchLengthOffset           = batchLengthOffset
 	batchChecksumHeaderBytes    = 44 // the six header fields hashed ahead of the frame checksums
 	batchFrameChecksumBytes     = 8
 	batchMessageIDOffset        = 8
