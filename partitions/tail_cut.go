@@ -61,7 +61,7 @@ func (l *Log) CutTail(offset uint64) error {
 		if err != nil {
 			return fmt.Errorf("cut the tail of %s: %w", l.dir, err)
 		}
-		if err := l.truncateSegment(s, pos); err != nil {
+		if err := l.truncateSegment(s, pos, offset); err != nil {
 			return err
 		}
 	}
@@ -97,8 +97,12 @@ func (l *Log) CutTail(offset uint64) error {
 }
 
 // truncateSegment cuts the last segment s at byte pos, durably, and rebuilds its accounting and
-// index from what is left (under l.mu).
-func (l *Log) truncateSegment(s *segment, pos uint64) error {
+// index from what is left (under l.mu). The records below kept (the cut's offset) are the caller's
+// applied ones (a cluster replica's, below its checkpoint, synced before the superblock that names
+// it): the rebuild treats damage among them as corruption (set apart, or a QuarantineError), never
+// as a torn tail to cut. Otherwise rot in the last kept batch, now at the segment's end, was cut
+// and its offsets skipped as lost on this replica alone (whole-node simulator seed 47745).
+func (l *Log) truncateSegment(s *segment, pos, kept uint64) error {
 	start := s.startOffset
 	if err := l.markPendingCut(start, pos); err != nil {
 		return err
@@ -121,7 +125,10 @@ func (l *Log) truncateSegment(s *segment, pos uint64) error {
 	if err := s.close(); err != nil {
 		return fail(err)
 	}
+	synced := l.opts.SyncedBelow
+	l.opts.SyncedBelow = max(synced, kept)
 	rebuilt, err := l.recoverSegment(start, math.MaxUint64, true)
+	l.opts.SyncedBelow = synced
 	if err != nil {
 		return fail(err)
 	}

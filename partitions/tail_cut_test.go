@@ -195,3 +195,40 @@ func TestCutTailAtARollKeepsTheEmptySegment(t *testing.T) {
 	}
 	sameSegmentFiles(t, cutDir, onlyDir)
 }
+
+// TestCutTailKeepsRotBelowTheCutAsDamage: the records a cut keeps are the
+// caller's applied ones. Rot in the last kept batch, at the segment's end
+// after the cut, is set apart as damage (repaired later with a peer's
+// copy), never cut as a torn tail with its offsets skipped as lost
+// (whole-node simulator seed 47745: a replica lost a committed batch its
+// peers kept, and its files differed from theirs).
+func TestCutTailKeepsRotBelowTheCutAsDamage(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{ServeAroundSealedDamage: true, RollFullAtOpen: true})
+	defer l.Close()
+	var bases []uint64
+	var positions []uint64
+	for i := 0; i < 4; i++ {
+		bases = append(bases, l.NextOffset())
+		loc, err := l.Append(makeBatch(t, l.NextOffset(), 3, 200, uint64(1000+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		positions = append(positions, loc.Position)
+	}
+	// A payload byte of the third batch rots on disk under the open log.
+	flipByteInPlace(t, filepath.Join(dir, segmentBaseName(0)+logSuffix), int64(positions[2]+wire.BatchHeaderSize+60))
+	if err := l.CutTail(bases[3]); err != nil {
+		t.Fatalf("CutTail(%d): %v", bases[3], err)
+	}
+	if got := l.NextOffset(); got != bases[3] {
+		t.Fatalf("after the cut the log continues at %d, want %d (the rotted batch kept as damage)", got, bases[3])
+	}
+	damaged := l.DamagedRanges()
+	if len(damaged) != 1 || damaged[0].FirstOffset != bases[2] || damaged[0].EndOffset != bases[3] {
+		t.Fatalf("damaged ranges %+v, want the rotted batch [%d, %d)", damaged, bases[2], bases[3])
+	}
+	if lost, _ := filepath.Glob(filepath.Join(dir, "*"+lostSuffix)); len(lost) != 0 {
+		t.Fatalf("the cut recorded a hole: %v", lost)
+	}
+}
