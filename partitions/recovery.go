@@ -114,7 +114,7 @@ func (l *Log) recoverSegments() error {
 		if !last {
 			nextStart = starts[i+1]
 		}
-		s, err := l.recoverSegment(start, nextStart, last)
+		s, err := l.recoverSegment(start, nextStart, last, 0)
 		if err != nil {
 			return err
 		}
@@ -187,7 +187,10 @@ func (l *Log) damageError(s *segment, d *damagedRange) (*CorruptionError, bool) 
 
 // recoverSegment opens, walks and (if needed) repairs one segment. nextStart is the next segment's
 // start offset (when not last).
-func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, error) {
+// recoverSegment opens and verifies one segment (recoverSegments, and the rebuilds of a tail cut and
+// of a repair). appliedEnd > 0 bounds the walk: bytes past it are batches staged after the applied end
+// (stage.go), which a rebuild at run time must neither count nor cut.
+func (l *Log) recoverSegment(start, nextStart uint64, last bool, appliedEnd uint64) (*segment, error) {
 	name := segmentBaseName(start) + logSuffix
 	mode := os.O_RDWR
 	if l.readOnly {
@@ -209,6 +212,9 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool) (*segment, erro
 		return fail(fmt.Errorf("open segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
+	if appliedEnd > 0 {
+		size = min(size, appliedEnd)
+	}
 	// A sealed segment was synced when it was sealed: damage in it is never a torn write. Nor is
 	// damage to a batch below SyncedBelow: served around too when its extent is known (serve).
 	serveAround := l.opts.ServeAroundDamage || (l.opts.ServeAroundSealedDamage && !last)

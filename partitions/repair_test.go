@@ -1,6 +1,7 @@
 package partitions
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 
@@ -155,4 +156,64 @@ func TestRepairBatchCoversAdjacentDamage(t *testing.T) {
 		t.Fatalf("after the repair the scrub found %v", found)
 	}
 	sameSegmentFiles(t, damagedDir, peerDir)
+}
+
+// TestRepairOfTheActiveSegmentLeavesStagedBatchesStaged: a repair of a
+// batch set apart at open in the active segment rebuilds that segment up
+// to its applied end only. The batch staged past it (a cluster replica's
+// segment reference) stays staged and is adopted in place afterwards, and
+// the files end identical to a log that never rotted (whole-node
+// simulator seed 48374: the rebuild counted the staged batch as applied,
+// the segment rolled early and the replica's files left its peers').
+func TestRepairOfTheActiveSegmentLeavesStagedBatchesStaged(t *testing.T) {
+	dir, refDir := t.TempDir(), t.TempDir()
+	opts := Options{SegmentSizeBytes: 1 << 20, ServeAroundSealedDamage: true, Logger: quietLogger}
+	l, ref := openLog(t, dir, opts), openLog(t, refDir, opts)
+	defer ref.Close()
+	var batches [][]byte
+	var positions []uint64
+	for i := 0; i < 4; i++ {
+		b := makeBatch(t, l.NextOffset(), 3, 200, uint64(1000+i))
+		loc, err := l.Append(append([]byte(nil), b...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ref.Append(append([]byte(nil), b...)); err != nil {
+			t.Fatal(err)
+		}
+		batches, positions = append(batches, b), append(positions, loc.Position)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg := segmentBaseName(0) + logSuffix
+	flipByte(t, filepath.Join(dir, seg), int64(positions[1]+wire.BatchHeaderSize+60))
+	// Below the frontier a checkpoint synced: damage there is rot, set apart.
+	reopened := opts
+	reopened.SyncedBelow = l.NextOffset()
+	l = openLog(t, dir, reopened)
+	defer l.Close()
+	if len(l.DamagedRanges()) != 1 {
+		t.Fatalf("damaged ranges at open: %+v, want the rotted batch", l.DamagedRanges())
+	}
+	next := makeBatch(t, l.NextOffset(), 2, 200, 2000)
+	if _, err := l.Stage(append([]byte(nil), next...), 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RepairBatch(seg, positions[1], batches[1]); err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	if l.StagedCount() != 1 || l.NextOffset() != ref.NextOffset() || l.Stats() != ref.Stats() {
+		t.Fatalf("after the repair: %d staged, next %d, %+v; want 1 staged, next %d, %+v", l.StagedCount(),
+			l.NextOffset(), l.Stats(), ref.NextOffset(), ref.Stats())
+	}
+	if _, err := l.Append(next); err != nil {
+		t.Fatalf("adopting the staged batch after the repair: %v", err)
+	}
+	if _, err := ref.Append(append([]byte(nil), next...)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Stats() != ref.Stats() || !bytes.Equal(segmentFileBytes(t, dir, 0), segmentFileBytes(t, refDir, 0)) {
+		t.Fatalf("after adoption %+v, want %+v, and identical segment files", l.Stats(), ref.Stats())
+	}
 }

@@ -127,7 +127,7 @@ func (l *Log) truncateSegment(s *segment, pos, kept uint64) error {
 	}
 	synced := l.opts.SyncedBelow
 	l.opts.SyncedBelow = max(synced, kept)
-	rebuilt, err := l.recoverSegment(start, math.MaxUint64, true)
+	rebuilt, err := l.recoverSegment(start, math.MaxUint64, true, 0) // CutTail cut the staged batches first
 	l.opts.SyncedBelow = synced
 	if err != nil {
 		return fail(err)
