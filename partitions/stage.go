@@ -23,8 +23,9 @@ import (
 //
 // Staging is refused (ErrNotStageable), and the caller keeps the body
 // inline, unless the batch continues the staged ones exactly (or the
-// applied end, when none) and fits in the active segment below its size:
-// a staged batch never rolls a segment nor crosses a hole, so staged
+// applied end, when none) and starts below the active segment's size (it
+// may end past it, as an appended batch may; the next append rolls): a
+// staged batch never rolls a segment nor crosses a hole, so staged
 // bytes live only in the active segment, after its applied end. Sealed
 // staged bytes that survive a crash are not told apart from applied ones
 // by Open; a cluster replica takes back everything past its checkpoint at
