@@ -33,19 +33,35 @@ func (s *syncBlockingStore) Sync() error {
 // only once its sync returns. Before, the sync ran on the loop and the
 // second send waited for the first partition's disk.
 func TestASingleNodesPersistedSyncLeavesTheShardLoop(t *testing.T) {
-	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20, Durability: metadata.DurabilityPersisted}}
+	slow, fast := twoPartitionsOnOneShard(t, topic)
+	blocking := &syncBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	slow.shard.do(func() { slow.log = blocking })
+	expectTheShardNotToWait(t, slow, fast, blocking.started, blocking.release, "fsync")
+}
+
+// twoPartitionsOnOneShard opens two partitions of topic on a one-shard
+// single-node plane.
+func twoPartitionsOnOneShard(t *testing.T, topic metadata.Topic) (*partitionEntry, *partitionEntry) {
+	t.Helper()
+	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
 	slow := p.open(partitionKey{0, 0, 0}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 1}})
 	fast := p.open(partitionKey{0, 0, 1}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 1}})
 	if slow.log == nil || fast.log == nil || slow.shard != fast.shard {
 		t.Fatalf("want two open partitions on one shard: %v %v", slow.quarantine, fast.quarantine)
 	}
-	blocking := &syncBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
-	slow.shard.do(func() { slow.log = blocking })
+	return slow, fast
+}
+
+// expectTheShardNotToWait sends to slow, whose storage call (what) hangs
+// once started until release is closed, and to fast: fast is answered
+// meanwhile, slow only after the release, both OK.
+func expectTheShardNotToWait(t *testing.T, slow, fast *partitionEntry, started <-chan struct{}, release chan struct{}, what string) {
+	t.Helper()
 	released := false
 	defer func() {
 		if !released {
-			close(blocking.release)
+			close(release)
 		}
 	}()
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("a")}})
@@ -61,9 +77,9 @@ func TestASingleNodesPersistedSyncLeavesTheShardLoop(t *testing.T) {
 	}
 	slowDone := send(slow)
 	select {
-	case <-blocking.started:
+	case <-started:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the slow partition's sync never started")
+		t.Fatalf("the slow partition's %s never started (not the durable write's)", what)
 	}
 	select {
 	case out := <-send(fast):
@@ -71,21 +87,21 @@ func TestASingleNodesPersistedSyncLeavesTheShardLoop(t *testing.T) {
 			t.Fatalf("send to the other partition: %+v", out)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("a send to another partition waited for the hanging fsync: the sync runs on the shard loop")
+		t.Fatalf("a send to another partition waited for the hanging %s: it runs on the shard loop", what)
 	}
 	select {
 	case out := <-slowDone:
-		t.Fatalf("the send whose sync hangs was answered (%+v) before its sync returned", out)
+		t.Fatalf("the send whose %s hangs was answered (%+v) before it returned", what, out)
 	default:
 	}
-	close(blocking.release)
+	close(release)
 	released = true
 	select {
 	case out := <-slowDone:
 		if out.code != wire.OK {
-			t.Fatalf("the slow send after its sync: %+v", out)
+			t.Fatalf("the slow send after its %s: %+v", what, out)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the slow send was not answered after its sync returned")
+		t.Fatalf("the slow send was not answered after its %s returned", what)
 	}
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -44,61 +43,10 @@ func (s *stageBlockingStore) Stage(batch []byte, tag uint64) (partitions.BatchLo
 // returns, its batch adopted where it was staged. Before, apply wrote the
 // batch on the loop and the second send waited for the first one's disk.
 func TestASingleNodesSegmentWritesLeaveTheShardLoop(t *testing.T) {
-	p := singleNodeTestPlane(t, t.TempDir(), partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 8})
-	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}}
-	slow := p.open(partitionKey{0, 0, 0}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 1}})
-	fast := p.open(partitionKey{0, 0, 1}, desiredPartition{topic: topic, part: metadata.Partition{CreatedRevision: 1}})
-	if slow.log == nil || fast.log == nil || slow.shard != fast.shard {
-		t.Fatalf("want two open partitions on one shard: %v %v", slow.quarantine, fast.quarantine)
-	}
+	slow, fast := twoPartitionsOnOneShard(t, metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}})
 	blocking := &stageBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
 	slow.shard.do(func() { slow.log = blocking })
-	released := false
-	defer func() {
-		if !released {
-			close(blocking.release)
-		}
-	}()
-	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("a")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	send := func(e *partitionEntry) <-chan partitionOutcome {
-		ch := make(chan partitionOutcome, 1)
-		go func() {
-			ch <- e.shard.propose(context.Background(), &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch})
-		}()
-		return ch
-	}
-	slowDone := send(slow)
-	select {
-	case <-blocking.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the slow partition's send was never staged: its segment write is not the durable write's")
-	}
-	select {
-	case out := <-send(fast):
-		if out.code != wire.OK {
-			t.Fatalf("send to the other partition: %+v", out)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("a send to another partition waited for the hanging segment write: it runs on the shard loop")
-	}
-	select {
-	case out := <-slowDone:
-		t.Fatalf("the send whose segment write hangs was answered (%+v) before its write returned", out)
-	default:
-	}
-	close(blocking.release)
-	released = true
-	select {
-	case out := <-slowDone:
-		if out.code != wire.OK {
-			t.Fatalf("the slow send after its write: %+v", out)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the slow send was not answered after its write returned")
-	}
+	expectTheShardNotToWait(t, slow, fast, blocking.started, blocking.release, "segment write")
 	var st partitions.Stats
 	var staged bool
 	slow.shard.do(func() { st = blocking.Stats(); _, _, staged = blocking.FirstStaged() })
