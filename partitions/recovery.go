@@ -114,7 +114,7 @@ func (l *Log) recoverSegments() error {
 		if !last {
 			nextStart = starts[i+1]
 		}
-		s, err := l.recoverSegment(start, nextStart, last, 0)
+		s, err := l.recoverSegment(start, nextStart, last, walkBounds{syncedBelow: l.opts.SyncedBelow})
 		if err != nil {
 			return err
 		}
@@ -185,12 +185,20 @@ func (l *Log) damageError(s *segment, d *damagedRange) (*CorruptionError, bool) 
 	return e, first
 }
 
-// recoverSegment opens, walks and (if needed) repairs one segment. nextStart is the next segment's
-// start offset (when not last).
-// recoverSegment opens and verifies one segment (recoverSegments, and the rebuilds of a tail cut and
-// of a repair). appliedEnd > 0 bounds the walk: bytes past it are batches staged after the applied end
-// (stage.go), which a rebuild at run time must neither count nor cut.
-func (l *Log) recoverSegment(start, nextStart uint64, last bool, appliedEnd uint64) (*segment, error) {
+// walkBounds bounds a segment's walk (recoverSegment).
+type walkBounds struct {
+	// appliedEnd > 0: bytes past it are batches staged after the applied end (stage.go), which a
+	// rebuild at run time must neither count nor cut.
+	appliedEnd uint64
+	// syncedBelow: batches starting below it were synced (Options.SyncedBelow at open; a rebuild's
+	// kept records): damage to them is corruption, never a torn tail.
+	syncedBelow uint64
+}
+
+// recoverSegment opens, walks and (if needed) repairs one segment: at open (recoverSegments) and to
+// rebuild one at run time (a tail cut, a repair). nextStart is the next segment's start offset (when
+// not last).
+func (l *Log) recoverSegment(start, nextStart uint64, last bool, bounds walkBounds) (*segment, error) {
 	name := segmentBaseName(start) + logSuffix
 	mode := os.O_RDWR
 	if l.readOnly {
@@ -212,8 +220,8 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool, appliedEnd uint
 		return fail(fmt.Errorf("open segment %s: %w", name, err))
 	}
 	size := uint64(info.Size())
-	if appliedEnd > 0 {
-		size = min(size, appliedEnd)
+	if bounds.appliedEnd > 0 {
+		size = min(size, bounds.appliedEnd)
 	}
 	// A sealed segment was synced when it was sealed: damage in it is never a torn write. Nor is
 	// damage to a batch below SyncedBelow: served around too when its extent is known (serve).
@@ -236,7 +244,7 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool, appliedEnd uint
 		if !last && !serveAround {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, "sealed segment damaged: "+damage.reason))
 		}
-		serve := serveAround || (l.opts.ServeAroundSealedDamage && s.nextOffset < l.opts.SyncedBelow)
+		serve := serveAround || (l.opts.ServeAroundSealedDamage && s.nextOffset < bounds.syncedBelow)
 		at, found, err := findVerifiedBatchAfter(f, damage.position, size, s.nextOffset)
 		if err != nil {
 			return fail(err)
@@ -267,9 +275,9 @@ func (l *Log) recoverSegment(start, nextStart uint64, last bool, appliedEnd uint
 			pos = damage.position + damage.length
 			continue
 		}
-		if !serveAround && s.nextOffset < l.opts.SyncedBelow {
+		if !serveAround && s.nextOffset < bounds.syncedBelow {
 			return fail(l.quarantine(name, damage.position, s.nextOffset, fmt.Sprintf(
-				"%s, below offset %d that was synced (corruption, not a torn tail)", damage.reason, l.opts.SyncedBelow)))
+				"%s, below offset %d that was synced (corruption, not a torn tail)", damage.reason, bounds.syncedBelow)))
 		}
 		if !last {
 			// A sealed segment damaged to its end: its remaining offsets are refused.

@@ -138,14 +138,11 @@ func (l *Log) reloadSegment(s *segment) error {
 	// to cut. The active segment's walk stops at its applied end: the batches staged past it are
 	// not records yet (whole-node simulator seed 48374: a repair's rebuild counted a cluster
 	// replica's staged batches as applied, the segment rolled early, and its files left its peers').
-	appliedEnd := uint64(0)
+	bounds := walkBounds{syncedBelow: max(l.opts.SyncedBelow, s.nextOffset)}
 	if last && len(l.staged) > 0 {
-		appliedEnd = l.staged[0].position
+		bounds.appliedEnd = l.staged[0].position
 	}
-	synced := l.opts.SyncedBelow
-	l.opts.SyncedBelow = max(synced, s.nextOffset)
-	rebuilt, err := l.recoverSegment(s.startOffset, nextStart, last, appliedEnd)
-	l.opts.SyncedBelow = synced
+	rebuilt, err := l.recoverSegment(s.startOffset, nextStart, last, bounds)
 	if err != nil {
 		mode := os.O_RDWR
 		if l.readOnly {

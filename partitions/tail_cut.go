@@ -125,10 +125,8 @@ func (l *Log) truncateSegment(s *segment, pos, kept uint64) error {
 	if err := s.close(); err != nil {
 		return fail(err)
 	}
-	synced := l.opts.SyncedBelow
-	l.opts.SyncedBelow = max(synced, kept)
-	rebuilt, err := l.recoverSegment(start, math.MaxUint64, true, 0) // CutTail cut the staged batches first
-	l.opts.SyncedBelow = synced
+	// (CutTail cut the staged batches first: the walk goes to the file's end.)
+	rebuilt, err := l.recoverSegment(start, math.MaxUint64, true, walkBounds{syncedBelow: max(l.opts.SyncedBelow, kept)})
 	if err != nil {
 		return fail(err)
 	}
