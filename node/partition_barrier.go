@@ -90,6 +90,5 @@ func (s *partitionShard) finishBarrier(e *partitionEntry, bar *segmentBarrier, e
 		}
 		return
 	}
-	s.checkpoint(e)
-	s.promoteBacklog(e)
+	s.afterReady(e)
 }

@@ -181,6 +181,9 @@ type partitionEntry struct {
 	stampView      uint32
 	stampNext      uint64
 	stampTimestamp uint64
+	// stampRoom: the bytes the active segment takes before the batches
+	// stamped since the last re-sync fill it (partition_roll.go).
+	stampRoom uint64
 	// Offset reservations (partition_reserve.go): what the primary may
 	// stamp below, the skip its view still owes, 1 + the view of the last
 	// reservation op applied (0: none), and the adaptive chunk.
@@ -558,6 +561,10 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		AckBeforeSync: !p.clustered() && t.Options.Durability != metadata.DurabilityPersisted && !t.Options.EnforceFsync,
 		// A replica's files stay its peers' across a power loss (the whole-node simulator).
 		RollFullAtOpen: p.clustered(),
+		// The append that fills a segment runs on the shard loop; the
+		// segment's sealing sync and the next one's creation run in the
+		// group's writer (partition_roll.go).
+		DeferRoll: true,
 		// One descriptor bound for every partition of the node; a persisted
 		// topic's files are synced before the cache closes them.
 		Files:       p.files,
@@ -567,8 +574,9 @@ func (p *partitionPlane) logOptions(t metadata.Topic) partitions.Options {
 		// apart: their writeback begins as they fill, so a checkpoint's
 		// sync (which the group's next Ready waits for) finds about the last
 		// MiB to write, not everything since the previous one. A single
-		// node's replicated topic syncs only when a segment rolls, on the
-		// shard loop: the same keeps that sync to about the last MiB. A
+		// node's replicated topic syncs only when a segment rolls (off the
+		// loop, partition_roll.go): the same keeps that sync to about the
+		// last MiB. A
 		// single node's persisted topic syncs after every Ready, where it
 		// would only add an I/O request per batch (measured: no gain).
 		WritebackBytes: segmentWritebackBytes(p.clustered() || t.Options.Durability != metadata.DurabilityPersisted),

@@ -103,6 +103,9 @@ type partitionShard struct {
 	// barriers: groups whose log sync is to leave the loop at the end of
 	// this turn (partition_barrier.go).
 	barriers []*partitionEntry
+	// rolls: groups whose full segment is to roll off the loop at the end
+	// of this turn (partition_roll.go).
+	rolls []*partitionEntry
 	// fsys holds the shard's partition files (the plane's, useFS).
 	fsys  vfs.FS
 	log   *slog.Logger

@@ -53,7 +53,7 @@ func (e *partitionEntry) stagesSends() bool {
 // ahead in the stage too. nil when the Ready has no send to stage.
 func (e *partitionEntry) singleNodeWrite(rd *consensus.Ready) *durableWrite {
 	candidates := e.stageCandidates(rd.Truncate, rd.Entries)
-	pending := e.pendingInlineSends(rd.Truncate, candidates != nil)
+	pending := e.pendingInlineSends(rd.Truncate, candidates != nil || e.commitsInlineSend(rd.Truncate, rd.Committed))
 	if candidates == nil && pending == nil {
 		return nil
 	}
@@ -192,6 +192,7 @@ func (s *partitionShard) applyStaged(e *partitionEntry, p *consensus.Prepare) (p
 	if e.log == nil {
 		return s.apply(e, p)
 	}
+	s.rollFirst(e, wire.Operation(p.Header.Operation))
 	var err error
 	switch wire.Operation(p.Header.Operation) {
 	case partitionOpPurge, partitionOpCut:
@@ -233,6 +234,37 @@ func (e *partitionEntry) pendingInlineSends(from uint64, staging bool) []consens
 		}
 	}
 	return out
+}
+
+// commitsInlineSend (loop): the Ready (truncating nothing) commits a send
+// left inline (e.inlineSends): its write stages the pending inline sends,
+// so apply adopts them instead of appending them on the loop (after a
+// truncation, a restart, a refused stage).
+func (e *partitionEntry) commitsInlineSend(from uint64, committed []consensus.Prepare) bool {
+	if from != 0 || len(e.inlineSends) == 0 || len(committed) == 0 {
+		return false
+	}
+	last := committed[len(committed)-1].Header.Op
+	for i := range e.inlineSends {
+		if op := e.inlineSends[i].Header.Op; op > e.appliedOp && op <= last {
+			return true
+		}
+	}
+	return false
+}
+
+// stagePendingWrite (loop) is the write of a Ready that needs no storage
+// but commits sends left inline: it stages them (nil when there is none).
+func (e *partitionEntry) stagePendingWrite(rd *consensus.Ready) *durableWrite {
+	if !e.stagesSends() || !e.commitsInlineSend(rd.Truncate, rd.Committed) {
+		return nil
+	}
+	log, pending := e.log, e.pendingInlineSends(0, true)
+	var staged []bool
+	return &durableWrite{
+		run:  func() error { staged = stagePending(log, pending); return nil },
+		done: func() { e.noteInlineSends(0, pending, staged, nil, nil) },
+	}
 }
 
 // stagePending (the write) stages the pending inline sends (their WAL

@@ -38,10 +38,13 @@ func (s *partitionShard) stampReady(e *partitionEntry) bool {
 	if e.stampValid && e.stampView == g.View() {
 		return true
 	}
-	if g.Op() != e.appliedOp || e.inflight > 0 {
-		return false
+	if g.Op() != e.appliedOp || e.inflight > 0 || (e.log != nil && e.log.RollDue()) {
+		return false // (a full segment rolls first: partition_roll.go)
 	}
 	e.stampValid, e.stampView = true, g.View()
+	if e.log != nil {
+		e.stampRoom = e.log.SegmentRoom()
+	}
 	e.stampNext, e.stampTimestamp = s.resyncReservation(e, e.appliedNext, g.View()), e.lastTimestamp
 	return true
 }
@@ -60,6 +63,7 @@ func (s *partitionShard) stamp(e *partitionEntry, batch []byte) wire.ErrorCode {
 	}
 	e.stampNext += uint64(h.MessageCount)
 	e.stampTimestamp = ts
+	e.noteStampedBytes(uint64(len(batch)))
 	return wire.OK
 }
 

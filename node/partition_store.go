@@ -18,6 +18,10 @@ type partitionStore interface {
 	ReadBatch(loc partitions.BatchLocation) ([]byte, error)
 	Sync() error
 	FailedSyncPending() bool
+	// A full segment's deferred roll (partition_roll.go).
+	RollDue() bool
+	Roll() error
+	SegmentRoom() uint64
 	NextOffset() uint64
 	Stats() partitions.Stats
 	Poll(q partitions.PollQuery) (partitions.PollResult, error)

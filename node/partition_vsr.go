@@ -442,7 +442,9 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 		st = &journal.SuperblockState{Identity: e.shard.identity, VsrState: *rd.Superblock, OffsetFrontier: e.checkpointFrontier}
 	}
 	if st == nil && (wal == nil || (from == 0 && len(entries) == 0)) {
-		return nil, nil
+		// Nothing to write but, perhaps, sends this Ready commits that
+		// were left inline: staged off the loop, apply adopts them.
+		return e.stagePendingWrite(rd), nil
 	}
 	// The retry table of the checkpoint is on disk before the superblock
 	// that names the checkpoint.
@@ -477,7 +479,7 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	syncLog := st != nil && wal != nil && st.CheckpointOp > reclaimed
 	log := e.log
 	candidates := e.stageCandidates(from, entries)
-	pending := e.pendingInlineSends(from, candidates != nil)
+	pending := e.pendingInlineSends(from, candidates != nil || e.commitsInlineSend(from, rd.Committed))
 	var refs []journal.BodyRef
 	var pendingStaged []bool
 	primary := e.group.IsPrimary()
@@ -491,10 +493,10 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	}
 	fsys := e.shard.fsys
 	run := func() error {
+		pendingStaged = stagePending(log, pending)
 		if wal != nil && (from != 0 || len(entries) > 0) {
 			// Bodies staged in the segment first (partition_stage.go); on a
 			// persisted topic synced before a record names them.
-			pendingStaged = stagePending(log, pending)
 			refs = stageEntries(log, entries, candidates)
 			if refs != nil && syncWAL {
 				if err := log.Sync(); err != nil {

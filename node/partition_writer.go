@@ -52,6 +52,8 @@ type writeBatch struct {
 	// barriers (a batch of single-node log syncs, partition_barrier.go):
 	// the held answers of each entry's advanced Ready; nil otherwise.
 	barriers []*segmentBarrier
+	// rolls: a batch of deferred segment rolls (partition_roll.go).
+	rolls bool
 }
 
 // processTouched takes the touched groups' Readys through the one Ready
@@ -108,7 +110,11 @@ func (s *partitionShard) processTouched() {
 	if batch != nil {
 		s.startWrites(batch)
 	}
+	for _, e := range live {
+		s.holdForRoll(e) // one left due (a failed roll) is tried again
+	}
 	s.startBarriers()
+	s.startRolls()
 	for _, e := range live {
 		s.promoteBacklog(e) // a backlog may wait on the role, not on a Ready
 		e.publishRole()
@@ -225,6 +231,14 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 			}
 			continue
 		}
+		if b.rolls {
+			if live {
+				s.finishRoll(e, b.writes[i])
+				s.touch(e)
+				s.schedule(e)
+			}
+			continue
+		}
 		if !live {
 			continue // dropped meanwhile (controls settle writes first; kept for safety)
 		}
@@ -245,6 +259,7 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 		s.schedule(e)
 	}
 	s.startBarriers()
+	s.startRolls()
 }
 
 // settleWrites (loop) waits for every write in flight and finishes it:
@@ -296,11 +311,7 @@ func (s *partitionShard) readyDone(e *partitionEntry) {
 		s.holdForBarrier(e)
 		return
 	}
-	if s.fenceAFailedRoll(e) {
-		return
-	}
-	s.checkpoint(e)
-	s.promoteBacklog(e)
+	s.afterReady(e)
 }
 
 // fenceAFailedRoll (after a Ready) fences and reopens a group whose log

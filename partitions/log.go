@@ -278,7 +278,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	l.nextOffset = s.nextOffset
 	l.startWriteback(s, s.sizeBytes)
 	loc := BatchLocation{SegmentStartOffset: s.startOffset, Position: pos, Length: h.BatchLength}
-	if s.sizeBytes >= l.opts.SegmentSizeBytes {
+	if s.sizeBytes >= l.opts.SegmentSizeBytes && !l.opts.DeferRoll {
 		if err := l.roll(); err != nil {
 			// The batch is stored; only the roll failed. The next append retries it.
 			l.logger.Error("segment roll failed", "dir", l.dir, "err", err)
@@ -340,7 +340,13 @@ func (l *Log) roll() error {
 	}
 	s := l.active()
 	s.dirty = true
-	if err := s.sync(vfs.SyncsInParallel(l.opts.FS)); err != nil {
+	return l.seal(s, s.sync(vfs.SyncsInParallel(l.opts.FS)))
+}
+
+// seal finishes the roll of the full active segment s once its sealing sync returned err: on success
+// it starts the next segment; on failure s stays active (the failure is recorded for the next Sync).
+func (l *Log) seal(s *segment, err error) error {
+	if err != nil {
 		// Linux marks the pages this fdatasync could not write clean: a later one succeeds without
 		// them. The next Sync reports this failure, so the batches it covered are not acknowledged
 		// as persisted on that later success (as for a failed sync at eviction, filecache.go).
@@ -462,6 +468,11 @@ func (l *Log) Stats() Stats {
 
 func (l *Log) statsLocked() Stats {
 	st := Stats{SegmentsCount: uint32(len(l.segments)), NextOffset: l.nextOffset, FirstOffset: l.nextOffset, StartOffset: l.nextOffset}
+	if l.opts.DeferRoll && l.rollDueLocked() {
+		// The roll is deferred to the caller's writer (roll.go): count the segment it starts, as the
+		// append that filled the segment would have.
+		st.SegmentsCount++
+	}
 	if len(l.segments) > 0 {
 		st.StartOffset = l.segments[0].startOffset
 	}

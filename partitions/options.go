@@ -72,6 +72,11 @@ type Options struct {
 	// lost with the page cache, and its files must stay its peers'). Otherwise the next append
 	// rolls it.
 	RollFullAtOpen bool
+	// DeferRoll: Append leaves a segment it filled active, and the caller rolls it with Roll, off
+	// its loop (roll.go): the sealing fdatasync then never stalls the caller's loop. Until it does,
+	// RollDue reports it and Stats counts the segment the roll starts; an Append before it rolls
+	// first, as after a failed roll.
+	DeferRoll bool
 	// ReserveOffsets reserves offsets durably ahead of use so a restart resumes above every offset ever
 	// handed out, whatever a crash lost (reserve.go). A single node sets it; a cluster replica's
 	// offsets come from its group's log instead.

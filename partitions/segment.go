@@ -189,32 +189,36 @@ func (s *segment) sync(parallel bool) error {
 	if !s.dirty {
 		return nil
 	}
-	defer journal.ObserveSync(journal.SyncSegment, time.Now())
-	if s.indexFile == nil || !parallel {
-		if err := s.logFile.Sync(); err != nil {
-			return fmt.Errorf("sync segment %d log: %w", s.startOffset, err)
-		}
-		if s.indexFile != nil {
-			if err := s.indexFile.Sync(); err != nil {
-				return fmt.Errorf("sync segment %d index: %w", s.startOffset, err)
-			}
-		}
-		s.dirty = false
-		return nil
-	}
-	indexErr := make(chan error, 1)
-	index := s.indexFile
-	go func() { indexErr <- index.Sync() }()
-	var err error
-	if lerr := s.logFile.Sync(); lerr != nil {
-		err = fmt.Errorf("sync segment %d log: %w", s.startOffset, lerr)
-	}
-	if ierr := <-indexErr; ierr != nil {
-		err = errors.Join(err, fmt.Errorf("sync segment %d index: %w", s.startOffset, ierr))
-	}
-	if err != nil {
+	if err := syncSegmentFiles(s.startOffset, s.logFile, s.indexFile, parallel); err != nil {
 		return err
 	}
 	s.dirty = false
 	return nil
+}
+
+// syncSegmentFiles fdatasyncs a segment's log and (when open) index, at once when parallel. It
+// touches no segment field, so Roll runs it without the log's lock.
+func syncSegmentFiles(start uint64, log, index *CachedFile, parallel bool) error {
+	defer journal.ObserveSync(journal.SyncSegment, time.Now())
+	if index == nil || !parallel {
+		if err := log.Sync(); err != nil {
+			return fmt.Errorf("sync segment %d log: %w", start, err)
+		}
+		if index != nil {
+			if err := index.Sync(); err != nil {
+				return fmt.Errorf("sync segment %d index: %w", start, err)
+			}
+		}
+		return nil
+	}
+	indexErr := make(chan error, 1)
+	go func() { indexErr <- index.Sync() }()
+	var err error
+	if lerr := log.Sync(); lerr != nil {
+		err = fmt.Errorf("sync segment %d log: %w", start, lerr)
+	}
+	if ierr := <-indexErr; ierr != nil {
+		err = errors.Join(err, fmt.Errorf("sync segment %d index: %w", start, ierr))
+	}
+	return err
 }

@@ -1,0 +1,148 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lodestream/lodestream/metadata"
+	"github.com/lodestream/lodestream/partitions"
+	"github.com/lodestream/lodestream/wire"
+)
+
+// rollBlockingStore holds each Roll until release is closed, and says
+// when one started.
+type rollBlockingStore struct {
+	partitionStore
+	started chan struct{}
+	release chan struct{}
+}
+
+func (s *rollBlockingStore) Roll() error {
+	select {
+	case s.started <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return s.partitionStore.Roll()
+}
+
+// TestAFullSegmentRollsOffTheShardLoop (issue 9 point 3): the send that
+// fills a segment is answered, and the segment's roll (its sealing
+// fdatasync, the next segment's creation) runs in the group's writer, off
+// the shard loop: while it hangs, a send to another partition of the
+// shard is answered; the next send to the full partition waits for the
+// roll (the primary stamps nothing past a full segment), is then answered
+// and lands in the new segment. Before, the append that filled the
+// segment rolled it on the loop, and the writer's Roll never ran.
+func TestAFullSegmentRollsOffTheShardLoop(t *testing.T) {
+	const segmentBytes = 4096
+	slow, fast := twoPartitionsOnOneShard(t, metadata.Topic{Options: metadata.TopicOptions{SegmentSize: segmentBytes}})
+	blocking := &rollBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	slow.shard.do(func() { slow.log = blocking })
+	released := false
+	defer func() {
+		if !released {
+			close(blocking.release)
+		}
+	}()
+	batchOf := func(n int) []byte {
+		b, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: bytes.Repeat([]byte("x"), n)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	send := func(e *partitionEntry, batch []byte) <-chan partitionOutcome {
+		ch := make(chan partitionOutcome, 1)
+		go func() {
+			ch <- e.shard.propose(context.Background(), &partitionProposal{entry: e, op: wire.OpSendMessages, body: batch})
+		}()
+		return ch
+	}
+	answer := func(ch <-chan partitionOutcome, what string) partitionOutcome {
+		t.Helper()
+		select {
+		case out := <-ch:
+			if out.code != wire.OK {
+				t.Fatalf("%s: %+v", what, out)
+			}
+			return out
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s was not answered", what)
+		}
+		return partitionOutcome{}
+	}
+	answer(send(slow, batchOf(segmentBytes)), "the send that fills the segment")
+	select {
+	case <-blocking.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the full segment's roll never left the loop (the append rolled it)")
+	}
+	next := send(slow, batchOf(10))
+	answer(send(fast, batchOf(10)), "a send to another partition of the shard while the roll hangs")
+	select {
+	case out := <-next:
+		t.Fatalf("a send past the full segment was answered (%+v) before its roll returned", out)
+	case <-time.After(50 * time.Millisecond):
+	}
+	// (Read off the loop: shard.do would wait for the roll. The log locks.)
+	if st := blocking.Stats(); st.SegmentsCount != 2 {
+		t.Fatalf("stats during the roll count %d segments: want 2 (the one the roll starts)", st.SegmentsCount)
+	}
+	close(blocking.release)
+	released = true
+	out := answer(next, "the send after the roll")
+	if out.baseOffset != 1 {
+		t.Fatalf("the send after the roll got offset %d, want 1", out.baseOffset)
+	}
+	var st partitions.Stats
+	var due bool
+	var end uint64
+	slow.shard.do(func() { st, due, end = blocking.Stats(), blocking.RollDue(), blocking.SegmentEndOffset(1) })
+	if st.SegmentsCount != 2 || st.MessagesCount != 2 || due || end != 1 {
+		t.Fatalf("after the roll: %d segments, %d messages, roll due %v, second segment starts at %d: want 2, 2, false, 1",
+			st.SegmentsCount, st.MessagesCount, due, end)
+	}
+}
+
+// TestClusterRollsSegmentsAtTheSameOpOnEveryReplica: with small segments
+// the roll of each full segment runs in every replica's writer, after the
+// Ready that applied the filling op; a replica killed mid-stream restarts
+// and catches up; every replica ends with the same segment files,
+// byte-identical.
+func TestClusterRollsSegmentsAtTheSameOpOnEveryReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("boots a 3-node cluster and restarts one node")
+	}
+	const victim = 1
+	mc := startMemCluster(t, 3, 9_300, wire.OptionUint64(wire.OptSegmentSize, wire.SegmentSizeMin))
+	mc.sendPadded("before", 60, 40_000)
+	mc.stop(victim, false)
+	mc.sendPadded("while-down", 30, 40_000)
+	mc.start(victim)
+	mc.sendPadded("after", 60, 40_000)
+	for i := range 3 {
+		mc.holdsEveryAcked(i)
+	}
+	want := mc.segmentFiles(0)
+	if len(want) < 5 {
+		t.Fatalf("node 0 holds %d segment files: want 1 MiB segments of the 6 MB sent", len(want))
+	}
+	for i := 1; i < 3; i++ {
+		waitFor(t, fmt.Sprintf("node %d's segment files to match node 0's", i), 30*time.Second, func() bool {
+			got := mc.segmentFiles(i)
+			if len(got) != len(want) {
+				return false
+			}
+			for name, b := range want {
+				if !bytes.Equal(got[name], b) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
