@@ -184,6 +184,9 @@ type partitionEntry struct {
 	// stampRoom: the bytes the active segment takes before the batches
 	// stamped since the last re-sync fill it (partition_roll.go).
 	stampRoom uint64
+	// midReady: a Ready whose apply stopped after the op that filled the
+	// segment, held until the roll is back (partition_roll.go).
+	midReady *consensus.Ready
 	// Offset reservations (partition_reserve.go): what the primary may
 	// stamp below, the skip its view still owes, 1 + the view of the last
 	// reservation op applied (0: none), and the adaptive chunk.

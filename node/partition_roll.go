@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lodestream/lodestream/consensus"
 	"github.com/lodestream/lodestream/wire"
 )
 
@@ -67,6 +68,57 @@ func (s *partitionShard) startRolls() {
 	s.startWrites(b)
 }
 
+// A cluster replica may still commit the filling op and later ones in one
+// Ready (a backup a step behind its peers: the primary proposed the next
+// batch once the filling one committed there). Apply stops after the
+// filling op (errRollMidReady; what it applied is kept as a stalled
+// Ready's is), the Ready waits un-advanced while the roll leaves the
+// loop, as it would for a durable write, and apply resumes once the roll
+// is back (resumeReady): the next batch lands in the new segment, staged
+// by the roll's write if it was left inline.
+
+// errRollMidReady: apply stopped after an op that filled the segment.
+var errRollMidReady = errors.New("the segment filled before the Ready's last op: rolled first")
+
+// rollsMidReady (apply, after an op): a cluster replica whose log has a
+// roll due stops applying there. (A single node's primary stamps nothing
+// past a full segment; its persisted barrier counts one apply pass.)
+func (e *partitionEntry) rollsMidReady() bool {
+	return e.superblock != nil && e.log != nil && e.log.RollDue()
+}
+
+// holdReadyForRoll (loop, finishReady returned err) holds a Ready whose
+// apply stopped for a roll and queues the roll; false for another error.
+func (s *partitionShard) holdReadyForRoll(e *partitionEntry, rd *consensus.Ready, err error) bool {
+	if !errors.Is(err, errRollMidReady) {
+		return false
+	}
+	held := *rd
+	e.midReady = &held
+	if !s.holdForRoll(e) {
+		// Not due after all (cannot happen: apply just saw it): resume now.
+		s.resumeReady(e)
+	}
+	return true
+}
+
+// resumeReady (loop) applies the rest of a Ready held for a roll and
+// takes it on (reply, Advance, readyDone); it may stop for the next roll.
+func (s *partitionShard) resumeReady(e *partitionEntry) {
+	rd := e.midReady
+	e.midReady = nil
+	s.catchUp(e)
+	if err := e.apply(rd.Committed); err != nil {
+		if !s.holdReadyForRoll(e, rd, err) {
+			s.readyFailed(e, err)
+		}
+		return
+	}
+	e.reply(rd.Replies)
+	e.group.Advance(*rd)
+	s.readyDone(e)
+}
+
 // finishRoll (loop) takes the group on after its roll: a failed sealing
 // sync fences it until a reopen (fenceAFailedRoll); a roll that failed
 // otherwise (the next segment could not be created: a full disk) fences
@@ -77,11 +129,18 @@ func (s *partitionShard) finishRoll(e *partitionEntry, w *durableWrite) {
 	if w.done != nil {
 		w.done()
 	}
+	held := e.midReady != nil
 	if s.fenceAFailedRoll(e) {
+		e.midReady = nil // tried again whole, as a stalled Ready is
 		return
 	}
 	if e.log.RollDue() {
+		e.midReady = nil
 		s.fenceGroup(e, errRollFailed, false)
+		return
+	}
+	if held {
+		s.resumeReady(e)
 		return
 	}
 	s.liftFence(e)

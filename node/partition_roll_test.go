@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,5 +145,88 @@ func TestClusterRollsSegmentsAtTheSameOpOnEveryReplica(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// laggingStore holds the first Stage after hold is set until release is
+// closed, and counts the Rolls that found a roll due.
+type laggingStore struct {
+	partitionStore
+	hold     atomic.Bool
+	release  chan struct{}
+	dueRolls atomic.Int32
+}
+
+func (s *laggingStore) Stage(batch []byte, tag uint64) (partitions.BatchLocation, error) {
+	if s.hold.CompareAndSwap(true, false) {
+		<-s.release
+	}
+	return s.partitionStore.Stage(batch, tag)
+}
+
+func (s *laggingStore) Roll() error {
+	if s.partitionStore.RollDue() {
+		s.dueRolls.Add(1)
+	}
+	return s.partitionStore.Roll()
+}
+
+// TestALaggingBackupRollsBetweenTheOpsOfOneReady: a backup a step behind
+// its peers commits the op that filled its segment and the next ones in
+// one Ready. Apply stops after the filling op, the roll runs in the
+// group's writer, and apply resumes: the backup's segments end where the
+// primary's do, byte for byte. Before, the next op's append rolled the
+// segment on the shard loop (the writer's Roll then found nothing due).
+func TestALaggingBackupRollsBetweenTheOpsOfOneReady(t *testing.T) {
+	entries, _ := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 4, journalSlots: 64})
+	primary, backup := entries[0], entries[2]
+	lagging := &laggingStore{partitionStore: backup.log, release: make(chan struct{})}
+	backup.shard.do(func() { backup.log = lagging })
+	released := false
+	defer func() {
+		if !released {
+			close(lagging.release)
+		}
+	}()
+	send := func(payload int) {
+		t.Helper()
+		batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: bytes.Repeat([]byte("p"), payload)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := primary.shard.propose(context.Background(), &partitionProposal{entry: primary, op: wire.OpSendMessages, body: batch})
+		if out.code != wire.OK {
+			t.Fatalf("send: %+v", out)
+		}
+	}
+	const big = 300 << 10 // the fourth fills the 1 MiB segment
+	for range 3 {
+		send(big)
+	}
+	waitFor(t, "the backup to hold the first batches", 10*time.Second, func() bool { return lagging.NextOffset() == 3 })
+	lagging.hold.Store(true)
+	send(big) // fills the segment; a quorum without the backup commits it
+	send(10)
+	send(10)
+	close(lagging.release)
+	released = true
+	want := primary.log.NextOffset()
+	waitFor(t, "the backup to catch up", 10*time.Second, func() bool { return lagging.NextOffset() == want })
+	if n := lagging.dueRolls.Load(); n != 1 {
+		t.Fatalf("the backup's writer rolled %d full segments, want 1 (the loop rolled it)", n)
+	}
+	if got, exp := lagging.SegmentEndOffset(1), primary.log.SegmentEndOffset(1); got != exp || exp != 4 {
+		t.Fatalf("the backup's second segment starts at %d, the primary's at %d (want 4)", got, exp)
+	}
+	a, _, err := primary.log.ReadRecords(nil, 0, want, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := lagging.ReadRecords(nil, 0, want, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("the backup's records differ from the primary's")
 	}
 }

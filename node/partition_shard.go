@@ -732,6 +732,16 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 		appended = appended || wrote
 		s.results[op] = out
 		e.appliedOp = op
+		if i+1 < len(committed) && e.rollsMidReady() {
+			// The op filled the segment: the rest of the Ready is applied
+			// after its roll, off the loop (partition_roll.go).
+			if e.stalledResults == nil {
+				e.stalledResults = make(map[uint64]partitionOutcome, len(s.results))
+			}
+			maps.Copy(e.stalledResults, s.results)
+			clear(s.results)
+			return errRollMidReady
+		}
 	}
 	e.stalledResults = nil
 	if appended && e.persisted && e.wal == nil {

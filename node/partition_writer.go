@@ -97,6 +97,9 @@ func (s *partitionShard) processTouched() {
 			}
 			progressed = true
 			if err := finishReady(e.group, e, &rd); err != nil {
+				if s.holdReadyForRoll(e, &rd, err) {
+					continue
+				}
 				stalled[e] = true
 				s.readyFailed(e, err)
 				continue
@@ -252,7 +255,9 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 		}
 		s.catchUp(e)
 		if err := finishReady(e.group, e, &b.rds[i]); err != nil {
-			s.readyFailed(e, err)
+			if !s.holdReadyForRoll(e, &b.rds[i], err) {
+				s.readyFailed(e, err)
+			}
 			continue
 		}
 		s.readyDone(e)
