@@ -32,13 +32,15 @@ import (
 // segment (partition_stage.go; a single node's write is only that:
 // singleNodeWrite), moving the offset reservation and beginning the
 // writeback as it goes: apply then adopts the batch in place, writing at
-// most its 8-byte seal (a single node's) and a 16-byte index entry. What
-// stays on the loop: the appends of batches that were not staged (a
-// cluster replica's Ready that truncated, the first after a restart or a
-// hole, the one after a batch that filled the segment) and the roll of a
-// full segment, whose sync waits for about the last MiB (its writeback
-// began as it filled). A single node's persisted topic syncs in its
-// barrier before the replies, off the loop too (partition_barrier.go).
+// most its 8-byte seal (a single node's) and a 16-byte index entry. A
+// full segment rolls in a write of its own after the Ready that filled it
+// (partition_roll.go), and a Ready committing sends left inline stages
+// them first (stagePendingWrite). What stays on the loop are fallbacks:
+// the append of a batch that could not be staged (above a hole, a
+// truncating Ready's own) and a roll found due by an append or by an op
+// that moves segments (after a failed roll). A single node's persisted
+// topic syncs in its barrier before the replies, off the loop too
+// (partition_barrier.go).
 
 // writeSlotsMax bounds one shard's concurrent durable writes.
 const writeSlotsMax = 64
