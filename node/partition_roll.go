@@ -96,7 +96,8 @@ func (s *partitionShard) holdReadyForRoll(e *partitionEntry, rd *consensus.Ready
 	held := *rd
 	e.midReady = &held
 	if !s.holdForRoll(e) {
-		// Not due after all (cannot happen: apply just saw it): resume now.
+		// The group's fence holds its storage work back: resume now (the
+		// next append rolls first, on the loop, as after a failed roll).
 		s.resumeReady(e)
 	}
 	return true
