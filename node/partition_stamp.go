@@ -38,8 +38,13 @@ func (s *partitionShard) stampReady(e *partitionEntry) bool {
 	if e.stampValid && e.stampView == g.View() {
 		return true
 	}
-	if g.Op() != e.appliedOp || e.inflight > 0 || (e.log != nil && e.log.RollDue()) {
-		return false // (a full segment rolls first: partition_roll.go)
+	if g.Op() != e.appliedOp || e.inflight > 0 || e.writing {
+		// (While a write of the group is out, its log is the writer's: a
+		// sync holds the log's lock, which the loop must never wait for.)
+		return false
+	}
+	if e.log != nil && e.log.RollDue() {
+		return false // a full segment rolls first (partition_roll.go)
 	}
 	e.stampValid, e.stampView = true, g.View()
 	if e.log != nil {
