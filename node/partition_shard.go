@@ -181,6 +181,9 @@ type partitionShard struct {
 
 	wedgedTimeout time.Duration // 0: a fenced group never stops the process
 	fatal         chan error    // the plane's: a fence outlived wedgedTimeout
+	// outstanding: the write batches out in the writers, for the hung
+	// write check (partition_hung_write.go).
+	outstanding map[*writeBatch]struct{}
 	// fsyncFailed (the plane's afterFsyncFailure; nil in unit tests) takes
 	// a group a failed fsync just fenced on.
 	fsyncFailed func(*partitionEntry, *fsyncFailed)
@@ -373,6 +376,7 @@ func (s *partitionShard) onTick() {
 		s.noteQuiet(e, elapsed)
 		s.schedule(e)
 	}
+	s.checkHungWrites(nowT)
 	s.sendRestHeartbeats()
 	s.led.Store(int64(led))
 	s.served.Store(int64(len(s.groups)))

@@ -56,6 +56,8 @@ type writeBatch struct {
 	barriers []*segmentBarrier
 	// rolls: a batch of deferred segment rolls (partition_roll.go).
 	rolls bool
+	// started: when it left the loop (partition_hung_write.go).
+	started time.Time
 }
 
 // processTouched takes the touched groups' Readys through the one Ready
@@ -153,6 +155,7 @@ func (s *partitionShard) startWrites(b *writeBatch) {
 		s.inlineDone = append(s.inlineDone, b)
 		return
 	}
+	s.noteWriteStarted(b)
 	go func() {
 		runWrites(b.writes, b.errs, s.writeSlots, s.sbLog)
 		s.writesDone <- b
@@ -225,6 +228,7 @@ func appendSuperblockRecords(sbLog *journal.SuperblockLog, records []journal.Sup
 // answered).
 func (s *partitionShard) finishWrites(b *writeBatch) {
 	s.writesInFlight--
+	s.noteWriteFinished(b)
 	for i, e := range b.entries {
 		e.writing = false
 		_, live := s.groups[e]
