@@ -34,6 +34,10 @@ type Log struct {
 	// that segment's start offset.
 	rollSyncErr     error
 	rollSyncSegment uint64
+	// mutations counts the changes that leave something for a sync (a segment or the directory
+	// dirty): Sync, which runs its fdatasyncs without the exclusive lock, marks clean only what
+	// no change touched meanwhile (sync.go).
+	mutations uint64
 	closed          bool
 	offsets         *offsetStore
 	corruption      corruptionReports
@@ -185,6 +189,7 @@ func (l *Log) createSegment(start uint64) (*segment, error) {
 		return nil, fmt.Errorf("create index of segment %d: %w", start, err)
 	}
 	l.dirDirty = true
+	l.mutations++
 	return &segment{startOffset: start, nextOffset: start, logFile: logFile, indexFile: indexFile}, nil
 }
 
@@ -251,6 +256,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	s.dirty = true
+	l.mutations++
 	indexLen := len(s.index)
 	before := *s // the accounting noteBatch changes, restored if the index write fails
 	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
@@ -340,6 +346,7 @@ func (l *Log) roll() error {
 	}
 	s := l.active()
 	s.dirty = true
+	l.mutations++
 	return l.seal(s, s.sync(vfs.SyncsInParallel(l.opts.FS)))
 }
 
@@ -382,17 +389,6 @@ func (l *Log) seal(s *segment, err error) error {
 	return nil
 }
 
-// Sync makes everything appended so far durable: fdatasync of the active segment's log and index, and
-// of the directory when segments were created or removed. This is the persisted-durability barrier.
-func (l *Log) Sync() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return ErrClosed
-	}
-	return l.syncLocked()
-}
-
 // FailedSyncPending reports a roll's failed fsync that the next Sync returns (the append that
 // rolled succeeded). A caller whose next Sync may be far off (a cluster replica syncs at its
 // checkpoints) calls Sync now, to be fenced and reopened without waiting.
@@ -407,6 +403,7 @@ func (l *Log) syncRecoveredTail() {
 	if l.recoveredTail != nil {
 		l.recoveredTail.dirty = true
 		l.dirDirty = true
+		l.mutations++
 		l.recoveredTail = nil
 	}
 }

@@ -182,6 +182,7 @@ func (l *Log) replaceEmptyActive(s *segment) error {
 		return fmt.Errorf("remove the empty segment %d: %w", s.startOffset, err)
 	}
 	l.dirDirty = true
+	l.mutations++
 	if err := l.opts.FS.Remove(segmentIndexPath(l.dir, s.startOffset)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		l.failure = fmt.Errorf("%w: remove the index of the empty segment %d: %v", ErrFailed, s.startOffset, err)
 		return l.failure
@@ -237,6 +238,7 @@ func (l *Log) removeLostMarkersIn(lo, hi uint64) error {
 				return err
 			}
 			l.dirDirty = true
+			l.mutations++
 		}
 	}
 	return nil

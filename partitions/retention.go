@@ -139,6 +139,7 @@ func (l *Log) resetToLocked(start uint64) (RetentionResult, error) {
 	}
 	l.segments = nil
 	l.dirDirty = true
+	l.mutations++
 	s, err := l.createSegment(start)
 	if err != nil {
 		l.failure = fmt.Errorf("%w: purge could not create a new segment: %v", ErrFailed, err)
@@ -188,6 +189,7 @@ func (l *Log) deleteOldestSegment(res *RetentionResult) error {
 	res.BytesDeleted += s.sizeBytes
 	l.segments = l.segments[1:]
 	l.dirDirty = true
+	l.mutations++
 	l.logger.Info("deleted segment", "dir", l.dir, "start_offset", s.startOffset, "messages", s.messages,
 		"bytes", s.sizeBytes)
 	return nil

@@ -100,6 +100,7 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("stage in %s at byte %d: %w", l.dir, pos, err)
 	}
 	s.dirty = true
+	l.mutations++
 	l.staged = append(l.staged, stagedBatch{offset: h.BaseOffset, count: h.MessageCount, position: pos,
 		length: uint64(len(batch)), checksum: h.BatchChecksum, tag: tag})
 	l.startWriteback(s, pos+uint64(len(batch)))

@@ -39,6 +39,7 @@ func (l *Log) CutTail(offset uint64) error {
 		}
 		l.segments = l.segments[:len(l.segments)-1]
 		l.dirDirty = true
+		l.mutations++
 	}
 	if err := l.removeLostMarkersIn(offset, math.MaxUint64); err != nil {
 		return fmt.Errorf("cut the tail of %s at offset %d: %w", l.dir, offset, err)
