@@ -9,20 +9,33 @@ import (
 	"github.com/lodestream/lodestream/wire"
 )
 
-// syncBlockingStore holds each Sync until release is closed, and says when
+// storageGate holds a storage call until release is closed, and says when
 // one started.
-type syncBlockingStore struct {
-	partitionStore
+type storageGate struct {
 	started chan struct{}
 	release chan struct{}
 }
 
-func (s *syncBlockingStore) Sync() error {
+func newStorageGate() storageGate {
+	return storageGate{started: make(chan struct{}, 1), release: make(chan struct{})}
+}
+
+func (g storageGate) hold() {
 	select {
-	case s.started <- struct{}{}:
+	case g.started <- struct{}{}:
 	default:
 	}
-	<-s.release
+	<-g.release
+}
+
+// syncBlockingStore holds each Sync at its gate.
+type syncBlockingStore struct {
+	partitionStore
+	storageGate
+}
+
+func (s *syncBlockingStore) Sync() error {
+	s.hold()
 	return s.partitionStore.Sync()
 }
 
@@ -35,7 +48,7 @@ func (s *syncBlockingStore) Sync() error {
 func TestASingleNodesPersistedSyncLeavesTheShardLoop(t *testing.T) {
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20, Durability: metadata.DurabilityPersisted}}
 	slow, fast := twoPartitionsOnOneShard(t, topic)
-	blocking := &syncBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	blocking := &syncBlockingStore{partitionStore: slow.log, storageGate: newStorageGate()}
 	slow.shard.do(func() { slow.log = blocking })
 	expectTheShardNotToWait(t, slow, fast, blocking.started, blocking.release, "fsync")
 }

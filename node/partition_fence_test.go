@@ -253,19 +253,25 @@ func TestClusterReplicaThatCannotAppendStallsThenCatchesUp(t *testing.T) {
 			t.Fatalf("the replica's log ends at %d after the disk recovered, the primary's at %d", faulty.NextOffset(), want)
 		}
 	}
-	a, _, err := primary.log.ReadRecords(nil, 0, want, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := faulty.ReadRecords(nil, 0, want, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(a) != string(b) {
+	if !sameRecords(t, primary.log, faulty, want) {
 		t.Fatal("the recovered replica's records differ from the primary's")
 	}
 	entries[2].shard.do(func() { fenced = entries[2].fence.fenced() })
 	if fenced {
 		t.Fatal("the fence did not lift after the disk took writes again")
 	}
+}
+
+// sameRecords reports whether two logs hold the same records below end.
+func sameRecords(t *testing.T, a, b partitionStore, end uint64) bool {
+	t.Helper()
+	ra, _, err := a.ReadRecords(nil, 0, end, 16<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _, err := b.ReadRecords(nil, 0, end, 16<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ra) == string(rb)
 }

@@ -20,7 +20,7 @@ func TestAWriteThatNeverReturnsStopsTheProcessAtTheWedgedTimeout(t *testing.T) {
 	topic := metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20, Durability: metadata.DurabilityPersisted}}
 	slow, _ := twoPartitionsOnOneShard(t, topic)
 	slow.shard.do(func() { slow.shard.wedgedTimeout = 300 * time.Millisecond })
-	blocking := &syncBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	blocking := &syncBlockingStore{partitionStore: slow.log, storageGate: newStorageGate()}
 	slow.shard.do(func() { slow.log = blocking })
 	defer close(blocking.release)
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("a")}})

@@ -13,20 +13,14 @@ import (
 	"github.com/lodestream/lodestream/wire"
 )
 
-// rollBlockingStore holds each Roll until release is closed, and says
-// when one started.
+// rollBlockingStore holds each Roll at its gate.
 type rollBlockingStore struct {
 	partitionStore
-	started chan struct{}
-	release chan struct{}
+	storageGate
 }
 
 func (s *rollBlockingStore) Roll() error {
-	select {
-	case s.started <- struct{}{}:
-	default:
-	}
-	<-s.release
+	s.hold()
 	return s.partitionStore.Roll()
 }
 
@@ -41,7 +35,7 @@ func (s *rollBlockingStore) Roll() error {
 func TestAFullSegmentRollsOffTheShardLoop(t *testing.T) {
 	const segmentBytes = 4096
 	slow, fast := twoPartitionsOnOneShard(t, metadata.Topic{Options: metadata.TopicOptions{SegmentSize: segmentBytes}})
-	blocking := &rollBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	blocking := &rollBlockingStore{partitionStore: slow.log, storageGate: newStorageGate()}
 	slow.shard.do(func() { slow.log = blocking })
 	released := false
 	defer func() {
@@ -218,15 +212,7 @@ func TestALaggingBackupRollsBetweenTheOpsOfOneReady(t *testing.T) {
 	if got, exp := lagging.SegmentEndOffset(1), primary.log.SegmentEndOffset(1); got != exp || exp != 4 {
 		t.Fatalf("the backup's second segment starts at %d, the primary's at %d (want 4)", got, exp)
 	}
-	a, _, err := primary.log.ReadRecords(nil, 0, want, 4<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, err := lagging.ReadRecords(nil, 0, want, 4<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
+	if !sameRecords(t, primary.log, lagging, want) {
 		t.Fatal("the backup's records differ from the primary's")
 	}
 }

@@ -13,21 +13,16 @@ import (
 	"github.com/lodestream/lodestream/wire"
 )
 
-// stageBlockingStore holds each Stage until release is closed, says when
-// one started, and counts those that succeeded.
+// stageBlockingStore holds each Stage at its gate and counts those that
+// succeeded.
 type stageBlockingStore struct {
 	partitionStore
-	started chan struct{}
-	release chan struct{}
-	staged  atomic.Int32
+	storageGate
+	staged atomic.Int32
 }
 
 func (s *stageBlockingStore) Stage(batch []byte, tag uint64) (partitions.BatchLocation, error) {
-	select {
-	case s.started <- struct{}{}:
-	default:
-	}
-	<-s.release
+	s.hold()
 	loc, err := s.partitionStore.Stage(batch, tag)
 	if err == nil {
 		s.staged.Add(1)
@@ -44,7 +39,7 @@ func (s *stageBlockingStore) Stage(batch []byte, tag uint64) (partitions.BatchLo
 // batch on the loop and the second send waited for the first one's disk.
 func TestASingleNodesSegmentWritesLeaveTheShardLoop(t *testing.T) {
 	slow, fast := twoPartitionsOnOneShard(t, metadata.Topic{Options: metadata.TopicOptions{SegmentSize: 1 << 20}})
-	blocking := &stageBlockingStore{partitionStore: slow.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	blocking := &stageBlockingStore{partitionStore: slow.log, storageGate: newStorageGate()}
 	slow.shard.do(func() { slow.log = blocking })
 	expectTheShardNotToWait(t, slow, fast, blocking.started, blocking.release, "segment write")
 	var st partitions.Stats
@@ -68,7 +63,7 @@ func TestASingleNodesReplayInFlightLeavesNoStagedBytes(t *testing.T) {
 	if e.log == nil {
 		t.Fatalf("partition did not open: %v", e.quarantine)
 	}
-	blocking := &stageBlockingStore{partitionStore: e.log, started: make(chan struct{}, 1), release: make(chan struct{})}
+	blocking := &stageBlockingStore{partitionStore: e.log, storageGate: newStorageGate()}
 	e.shard.do(func() { e.log = blocking })
 	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("once")}})
 	if err != nil {

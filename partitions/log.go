@@ -37,12 +37,12 @@ type Log struct {
 	// mutations counts the changes that leave something for a sync (a segment or the directory
 	// dirty): Sync, which runs its fdatasyncs without the exclusive lock, marks clean only what
 	// no change touched meanwhile (sync.go).
-	mutations uint64
-	closed          bool
-	offsets         *offsetStore
-	corruption      corruptionReports
-	readOnly        bool   // Options.ReadOnly
-	reserved        uint64 // durable offset reservation (Options.ReserveOffsets)
+	mutations  uint64
+	closed     bool
+	offsets    *offsetStore
+	corruption corruptionReports
+	readOnly   bool   // Options.ReadOnly
+	reserved   uint64 // durable offset reservation (Options.ReserveOffsets)
 	// reservedRebooted: the reservation was written before the machine last booted.
 	reservedRebooted bool
 	// reservedDurable: this process wrote the reservation durably. The file Open reads may be a

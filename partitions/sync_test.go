@@ -46,15 +46,14 @@ func (s *stuckSyncFile) wait() {
 func (s *stuckSyncFile) Sync() error     { s.wait(); return s.File.Sync() }
 func (s *stuckSyncFile) Datasync() error { s.wait(); return s.File.Datasync() }
 
-// TestReadsGoOnWhileASyncIsStuck: Sync runs its fdatasyncs without the
-// log's exclusive lock, so a poll of the partition is served while the
-// disk holds the sync (before, every reader waited for it: a stuck disk
-// held the partition's reads for as long). Once the sync returns, the log
-// is clean.
-func TestReadsGoOnWhileASyncIsStuck(t *testing.T) {
+// syncStuckAfter opens a log on a stuckSyncFS, appends n batches and
+// starts a Sync that is stuck in the segment's fdatasync (its result comes
+// on the channel once fsys.release is closed).
+func syncStuckAfter(t *testing.T, n int) (*Log, *stuckSyncFS, <-chan error) {
+	t.Helper()
 	fsys := &stuckSyncFS{FS: vfs.OS, started: make(chan struct{}, 1), release: make(chan struct{})}
 	l := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 1 << 20, FS: fsys})
-	appendN(t, l, 3)
+	appendN(t, l, n)
 	fsys.stuck.Store(true)
 	synced := make(chan error, 1)
 	go func() { synced <- l.Sync() }()
@@ -63,6 +62,16 @@ func TestReadsGoOnWhileASyncIsStuck(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the sync never reached the segment's fdatasync")
 	}
+	return l, fsys, synced
+}
+
+// TestReadsGoOnWhileASyncIsStuck: Sync runs its fdatasyncs without the
+// log's exclusive lock, so a poll of the partition is served while the
+// disk holds the sync (before, every reader waited for it: a stuck disk
+// held the partition's reads for as long). Once the sync returns, the log
+// is clean.
+func TestReadsGoOnWhileASyncIsStuck(t *testing.T) {
+	l, fsys, synced := syncStuckAfter(t, 3)
 	polled := make(chan PollResult, 1)
 	go func() { polled <- poll(t, l, wire.PollFirst, 0, 10) }()
 	select {
@@ -88,13 +97,7 @@ func TestReadsGoOnWhileASyncIsStuck(t *testing.T) {
 // TestASyncLeavesDirtyWhatChangedMeanwhile: an append between the sync's
 // plan and its end keeps the log dirty (the next Sync covers it).
 func TestASyncLeavesDirtyWhatChangedMeanwhile(t *testing.T) {
-	fsys := &stuckSyncFS{FS: vfs.OS, started: make(chan struct{}, 1), release: make(chan struct{})}
-	l := openLog(t, t.TempDir(), Options{SegmentSizeBytes: 1 << 20, FS: fsys})
-	appendN(t, l, 1)
-	fsys.stuck.Store(true)
-	synced := make(chan error, 1)
-	go func() { synced <- l.Sync() }()
-	<-fsys.started
+	l, fsys, synced := syncStuckAfter(t, 1)
 	appended := make(chan struct{})
 	go func() { appendN(t, l, 1); close(appended) }() // waits for the read lock to go
 	close(fsys.release)
