@@ -48,6 +48,13 @@ type Options struct {
 	// under a running node. Only the metadata and partition storage go
 	// through it (diagnostics read /proc and the real disk).
 	FS vfs.FS
+	// OnWedged (may be nil) is called once when storage stayed unwritable
+	// past superblock_wedged_fatal_timeout, a partition write that never
+	// returned included. Run then shuts down and returns the error (its
+	// ExitCode is ExitStorageWedged), but that shutdown may itself wait on
+	// the stuck storage: a caller that must exit (the server binary) does
+	// so after a grace period.
+	OnWedged func(error)
 }
 
 // Node is one running server.
@@ -406,8 +413,10 @@ func Run(ctx context.Context, opts Options) error {
 	case err := <-driverErr:
 		driverDone = true
 		runErr = fmt.Errorf("metadata group stopped: %w", err)
+		noteWedged(opts.OnWedged, err)
 	case err := <-n.plane.fatal:
 		runErr = fmt.Errorf("partition plane stopped: %w", err)
+		noteWedged(opts.OnWedged, err)
 	case err := <-serveErr:
 		serveErr <- err
 		runErr = fmt.Errorf("client listener stopped: %w", err)

@@ -98,3 +98,12 @@ func (d *driver) mayRetryStorage() bool {
 func refuseFenced(p *proposal) {
 	p.done <- outcome{kind: consensus.ReplyNotAccepted, err: errMetadataFenced}
 }
+
+// noteWedged tells the caller of Run (Options.OnWedged) that storage is
+// wedged, before a shutdown that may wait on it.
+func noteWedged(onWedged func(error), err error) {
+	var w *wedgedError
+	if onWedged != nil && errors.As(err, &w) {
+		onWedged(err)
+	}
+}
