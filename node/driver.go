@@ -185,6 +185,9 @@ type driver struct {
 	// fenced mirrors it for other goroutines (status, tests).
 	fence  storageFence
 	fenced atomic.Bool
+	// storageSince: when the storage work under way began (unix ns; 0:
+	// none), for the hung-write watchdog (metadata_hung_write.go).
+	storageSince atomic.Int64
 	// unwrittenSnapshot: a checkpoint consensus accepted whose snapshot
 	// write failed; written before anything else is persisted.
 	unwrittenSnapshot *consensus.Snapshot
@@ -369,6 +372,8 @@ func (d *driver) admit(p *proposal) {
 func (d *driver) processReady() error {
 	defer d.publishStatus()
 	defer d.maybeRejoined()
+	d.storageSince.Store(time.Now().UnixNano())
+	defer d.storageSince.Store(0)
 	if !d.mayRetryStorage() {
 		return nil
 	}

@@ -395,6 +395,12 @@ func Run(ctx context.Context, opts Options) error {
 		defer wg.Done()
 		driverErr <- n.driver.run(driverCtx)
 	}()
+	metadataHung := make(chan error, 1)
+	if timeout := cfg.Cluster.SuperblockWedgedFatalTimeout.Duration; timeout > 0 {
+		watchCtx, stopWatch := context.WithCancel(context.Background())
+		defer stopWatch()
+		go watchStorage(watchCtx, n.driver.storageBegan, timeout, time.Second, metadataHung)
+	}
 	serveCtx, stopServe := context.WithCancel(ctx)
 	wg.Add(1)
 	go func() {
@@ -416,6 +422,9 @@ func Run(ctx context.Context, opts Options) error {
 		noteWedged(opts.OnWedged, err)
 	case err := <-n.plane.fatal:
 		runErr = fmt.Errorf("partition plane stopped: %w", err)
+		noteWedged(opts.OnWedged, err)
+	case err := <-metadataHung:
+		runErr = fmt.Errorf("metadata group stuck: %w", err)
 		noteWedged(opts.OnWedged, err)
 	case err := <-serveErr:
 		serveErr <- err
