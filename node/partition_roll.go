@@ -23,10 +23,12 @@ import (
 // The primary stops stamping at the batch that fills the segment
 // (stampRoom): the batches after it wait in the backlog until it applied
 // and the roll is done, so no Ready applies a send past a full segment
-// before its roll. A replica that still must (a lagging backup committing
-// the filling op and the next in one Ready) rolls on the loop in the
-// append, as after a failed roll; so does an op that moves segments
-// (purge, cut, reservation) applied while a roll is due (rollFirst).
+// before its roll. A cluster replica that still commits the filling op
+// and later ones in one Ready (a lagging backup) stops apply there and
+// resumes after the roll (below). What rolls on the loop is the failure
+// fallback: an append that finds a roll due (a roll that failed), and an
+// op that moves segments (purge, cut, reservation) applied then
+// (rollFirst).
 
 // holdForRoll (after a Ready) queues the group's roll when its log has a
 // full active segment; false when none is due.
