@@ -49,21 +49,13 @@ func (s *partitionShard) startRolls() {
 	b := &writeBatch{rolls: true}
 	for _, e := range s.rolls {
 		log := e.log
-		pending := e.pendingInlineSends(0, e.stagesSends())
-		var staged []bool
 		b.entries = append(b.entries, e)
-		b.writes = append(b.writes, &durableWrite{
-			run: func() error {
-				// A failed roll is recorded by the log (FailedSyncPending,
-				// or retried by the next append): finishRoll handles it.
-				_ = log.Roll()
-				if !log.RollDue() {
-					staged = stagePending(log, pending)
-				}
-				return nil
-			},
-			done: func() { e.noteInlineSends(0, pending, staged, nil, nil) },
-		})
+		b.writes = append(b.writes, e.pendingStagingWrite(func() bool {
+			// A failed roll is recorded by the log (FailedSyncPending, or
+			// retried by the next append): finishRoll handles it.
+			_ = log.Roll()
+			return !log.RollDue()
+		}))
 	}
 	clear(s.rolls)
 	s.rolls = s.rolls[:0]

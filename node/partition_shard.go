@@ -726,11 +726,7 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 		}
 		out, wrote := s.applyStaged(e, &committed[i])
 		if out.stall != nil {
-			if e.stalledResults == nil {
-				e.stalledResults = make(map[uint64]partitionOutcome, len(s.results))
-			}
-			maps.Copy(e.stalledResults, s.results)
-			clear(s.results)
+			e.keepStalledResults()
 			return out.stall
 		}
 		appended = appended || wrote
@@ -739,11 +735,7 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 		if i+1 < len(committed) && e.rollsMidReady() {
 			// The op filled the segment: the rest of the Ready is applied
 			// after its roll, off the loop (partition_roll.go).
-			if e.stalledResults == nil {
-				e.stalledResults = make(map[uint64]partitionOutcome, len(s.results))
-			}
-			maps.Copy(e.stalledResults, s.results)
-			clear(s.results)
+			e.keepStalledResults()
 			return errRollMidReady
 		}
 	}
@@ -756,6 +748,17 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 		e.barrier = &segmentBarrier{sends: append([]ambiguousSend(nil), s.recordedSends...)}
 	}
 	return nil
+}
+
+// keepStalledResults keeps the outcomes of the ops a Ready applied before
+// it stopped (a stall, a roll), for the attempt that carries it on.
+func (e *partitionEntry) keepStalledResults() {
+	s := e.shard
+	if e.stalledResults == nil {
+		e.stalledResults = make(map[uint64]partitionOutcome, len(s.results))
+	}
+	maps.Copy(e.stalledResults, s.results)
+	clear(s.results)
 }
 
 // reply implements readySteps: it answers the waiting proposals.

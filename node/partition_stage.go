@@ -259,10 +259,21 @@ func (e *partitionEntry) stagePendingWrite(rd *consensus.Ready) *durableWrite {
 	if !e.stagesSends() || !e.commitsInlineSend(rd.Truncate, rd.Committed) {
 		return nil
 	}
-	log, pending := e.log, e.pendingInlineSends(0, true)
+	return e.pendingStagingWrite(nil)
+}
+
+// pendingStagingWrite (loop) is a write that stages the pending inline
+// sends, after first (nil: none) if it says the log may take them.
+func (e *partitionEntry) pendingStagingWrite(first func() bool) *durableWrite {
+	log, pending := e.log, e.pendingInlineSends(0, e.stagesSends())
 	var staged []bool
 	return &durableWrite{
-		run:  func() error { staged = stagePending(log, pending); return nil },
+		run: func() error {
+			if first == nil || first() {
+				staged = stagePending(log, pending)
+			}
+			return nil
+		},
 		done: func() { e.noteInlineSends(0, pending, staged, nil, nil) },
 	}
 }

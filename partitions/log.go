@@ -421,27 +421,6 @@ func (l *Log) changed() bool {
 	return false
 }
 
-func (l *Log) syncLocked() error {
-	l.syncRecoveredTail()
-	if err := l.rollSyncErr; err != nil {
-		l.rollSyncErr = nil
-		return l.syncFailed(l.rollSyncSegment, err)
-	}
-	for _, s := range l.segments {
-		if err := s.sync(vfs.SyncsInParallel(l.opts.FS)); err != nil {
-			return l.syncFailed(s.startOffset, err)
-		}
-	}
-	if l.dirDirty {
-		if err := syncDir(l.opts.FS, l.dir); err != nil {
-			return err
-		}
-		l.dirDirty = false
-	}
-	l.syncedBelow = max(l.syncedBelow, l.nextOffset)
-	return nil
-}
-
 func (l *Log) writable() error {
 	if l.closed {
 		return ErrClosed

@@ -44,11 +44,7 @@ func (l *Log) Roll() error {
 	if !l.rollDueLocked() || l.active() != s {
 		return nil // rolled, cut or closed meanwhile (the caller wrote after all)
 	}
-	if err == nil {
-		s.dirty = false
-	} else {
-		s.dirty = true
-	}
+	s.dirty = err != nil
 	return l.seal(s, err)
 }
 

@@ -41,11 +41,31 @@ func (l *Log) Sync() error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.finishSync(plan, failed, err)
+}
+
+// syncLocked is Sync under the exclusive lock (Close, and Sync when the log changed between its
+// locks or a roll's failure is to be reported).
+func (l *Log) syncLocked() error {
+	l.syncRecoveredTail()
+	if err := l.rollSyncErr; err != nil {
+		l.rollSyncErr = nil
+		return l.syncFailed(l.rollSyncSegment, err)
+	}
+	plan := l.planSync()
+	failed, err := plan.run(l)
+	return l.finishSync(plan, failed, err)
+}
+
+// finishSync (under the exclusive lock) records a run plan's outcome: a segment's failure through
+// syncFailed, the directory's as it is; on success it marks clean what the plan covered, unless the
+// log changed since the plan was taken.
+func (l *Log) finishSync(plan syncPlan, failed *segment, err error) error {
 	if err != nil {
 		if failed != nil {
 			return l.syncFailed(failed.startOffset, err)
 		}
-		return err // the directory's sync
+		return err
 	}
 	if l.mutations == plan.mutations {
 		for _, s := range plan.segments {
