@@ -8,13 +8,32 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/lodestream/lodestream/httpapi"
 	"github.com/lodestream/lodestream/node"
 )
 
-func main() { os.Exit(execute(os.Args[1:], runNode)) }
+// gcPercentDefault replaces Go's GOGC=100 unless GOGC is set. The server's
+// live heap is mostly the message bodies its consensus journals hold, and
+// every produce frame is a new 1 MiB buffer. At GOGC=100 the heap grows to
+// twice that before each collection, and between collections the runtime
+// hands the freed half back to the kernel (its scavenger keeps about 1.1×
+// the live heap), so the next frames are read into pages that fault in
+// again, one 4 KiB page at a time: on the 2-core VM that was most of a
+// backup's CPU (perf: memclr and the socket copy in page faults). At 20 the
+// heap stays within what the scavenger keeps, and the collections, which
+// mark few pointers in a heap of byte slices, cost far less than the faults
+// did (BENCHMARKS.md, "GOGC 20").
+const gcPercentDefault = 20
+
+func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercentDefault)
+	}
+	os.Exit(execute(os.Args[1:], runNode))
+}
 
 // runNode runs one node until ctx is cancelled (SIGINT/SIGTERM).
 func runNode(ctx context.Context, boot Boot) error {
