@@ -49,6 +49,7 @@ type Log struct {
 	// replacement whose rename a failed directory fsync left undurable (a power loss can revert it),
 	// so the first append rewrites it before handing out offsets.
 	reservedDurable bool
+	reserving       *reservationAhead // the next reservation, being written ahead (reserve.go)
 	// syncedBelow: every batch below this offset is known synced: Open reads the durable value
 	// offsets.reserved recorded, a successful sync or roll raises it, each reservation write
 	// records it (reserve.go). A lower bound: syncs after the last reservation write are not
@@ -224,10 +225,8 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	if l.opts.ReserveOffsets {
-		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved || !l.reservedDurable {
-			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
-				return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
-			}
+		if err := l.reserveFor(h.BaseOffset + uint64(h.MessageCount)); err != nil {
+			return BatchLocation{}, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
 	}
 	if l.active().sizeBytes >= l.opts.SegmentSizeBytes {
@@ -477,6 +476,7 @@ func (l *Log) Close() error {
 	if l.closed {
 		return nil
 	}
+	l.collectReservation(true) // no write ahead outlives the log
 	var syncErr error
 	if l.failure == nil && !l.readOnly && l.opts.StageUnsealed {
 		// Never adopted: a clean close leaves no torn tail for the next open to cut.

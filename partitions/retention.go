@@ -169,6 +169,7 @@ func (l *Log) Delete() error {
 	if l.closed {
 		return ErrClosed
 	}
+	l.collectReservation(true) // its file is about to go with the directory
 	l.closed = true
 	closeErr := l.closeSegments()
 	// All or nothing across a crash: a half-removed directory (segments

@@ -86,10 +86,8 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 		return BatchLocation{}, fmt.Errorf("%w: the active segment is full", ErrNotStageable)
 	}
 	if l.opts.ReserveOffsets {
-		if end := h.BaseOffset + uint64(h.MessageCount); end > l.reserved || !l.reservedDurable {
-			if err := l.reserve(end + ReserveOffsetsStep); err != nil {
-				return BatchLocation{}, fmt.Errorf("stage in %s: %w", l.dir, err)
-			}
+		if err := l.reserveFor(h.BaseOffset + uint64(h.MessageCount)); err != nil {
+			return BatchLocation{}, fmt.Errorf("stage in %s: %w", l.dir, err)
 		}
 	}
 	if err := l.writeStaged(s, batch, pos); err != nil {
