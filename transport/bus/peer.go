@@ -219,7 +219,7 @@ func (pc *peerConn) reader() {
 				"peer", pc.peer, "size", size, "max_message_size", b.maxMessageBytes)
 			return
 		}
-		frame := make([]byte, size)
+		frame := newFrameBuffer(int(size))
 		copy(frame, header)
 		if _, err := io.ReadFull(pc.nc, frame[HeaderBytes:]); err != nil {
 			b.log.Info("replica connection closed mid-frame", "peer", pc.peer, "err", err)
