@@ -22,7 +22,8 @@
 # HALF_MBPS=N runs the same-load rows at N MB/s instead of half the measured
 # maximum (to compare two builds at one load).
 # SETUPS (single cluster3) and DURABILITIES (replicated persisted) pick the
-# rows; DD=0 skips the dd line. PERF=DIR records each server process with
+# rows; DD=0 skips the dd line. SETTLE_S (default 20) is the pause before
+# each run, after the earlier runs' data is deleted (see run_once). PERF=DIR records each server process with
 # `perf record -e cpu-clock -g` over the bench run into DIR/<setup>-<durability>-<i>.data
 # (i = replica id; read with `perf report -i FILE --no-children`).
 #
@@ -40,6 +41,7 @@ SETUPS=${SETUPS:-single cluster3}
 DURABILITIES=${DURABILITIES:-replicated persisted}
 DD=${DD:-1}
 PERF=${PERF:-}
+SETTLE_S=${SETTLE_S:-20}
 WORK=$(mktemp -d /tmp/lodestream-cost.XXXXXX)
 PIDS=()
 cleanup() {
@@ -133,6 +135,15 @@ run_once() {
   # otherwise ran during this run and billed its CPU and latency (the same
   # cluster run measured 8.5 and 13.2 CPU-s/GB depending on what ran before).
   sync
+  # Every run starts on memory in the same state. On this VM the kernel
+  # hands freed pages back to the host within seconds, and the page cache
+  # pays about 4 us per fresh 4 KiB page on first write (dd into the page
+  # cache: 0.9 GB/s on fresh pages, 7.5 GB/s on pages freed a moment ago).
+  # Without this, a run right after another run's data was deleted wrote
+  # into warm pages and was billed a fraction of the CPU of a cold run
+  # (single node: 0.1 against 2.4 CPU-s/GB in the page-cache copy alone).
+  rm -rf "$WORK"/data-*/
+  sleep "$SETTLE_S"
   start "$setup"
   local label=$setup
   if [ "$down" = 1 ]; then
