@@ -75,7 +75,7 @@ func TestClusterNodeRejoinsAmnesiacAfterPowerLoss(t *testing.T) {
 type memCluster struct {
 	t     *testing.T
 	n     int
-	ports []int
+	ports loopbackRoster
 	mems  []*vfs.Mem
 	dirs  []string
 	logs  []*lockedLog
@@ -149,6 +149,9 @@ func (mc *memCluster) start(i int) {
 // stop stops node i; clean: Run must return nil.
 func (mc *memCluster) stop(i int, clean bool) {
 	mc.t.Helper()
+	if mc.stops[i] == nil {
+		mc.t.Fatalf("stop node %d: it is not running (its boot failed, see above)", i)
+	}
 	err := mc.stops[i]()
 	mc.stops[i] = nil
 	if err != nil && clean {

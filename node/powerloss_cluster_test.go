@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,43 +268,60 @@ const clusterDialMax = 30 * time.Second
 
 // pickLoopbackPorts reserves count distinct TCP ports on 127.0.0.1 (held
 // until all are picked, then released for the nodes to bind).
-func pickLoopbackPorts(t *testing.T, count int) []int {
+// loopbackRoster is an in-process cluster's roster address: a loopback
+// address of its own and the ports picked free on it.
+type loopbackRoster struct {
+	ip    string
+	ports []int
+}
+
+// clusterLoopbacks numbers the in-process clusters of this test process.
+var clusterLoopbacks atomic.Uint32
+
+// pickLoopbackPorts reserves count free TCP ports on a loopback address of
+// the cluster's own (127.0.3.1, .2, ...): the ports are closed again
+// before the nodes bind them, and on 127.0.0.1 another test's outgoing
+// connection could take one as its source port meanwhile (CI: "bind:
+// address already in use" for a roster port). Connections to 127.0.0.1
+// never use this address as their source.
+func pickLoopbackPorts(t *testing.T, count int) loopbackRoster {
 	t.Helper()
-	var ports []int
+	r := loopbackRoster{ip: fmt.Sprintf("127.0.3.%d", 1+clusterLoopbacks.Add(1)%250)}
 	var ls []net.Listener
-	for len(ports) < count {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for len(r.ports) < count {
+		l, err := net.Listen("tcp", net.JoinHostPort(r.ip, "0"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		r.ports = append(r.ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	for _, l := range ls {
 		l.Close()
 	}
-	return ports
+	return r
 }
 
 // startClusterNodeOn boots replica id of an n-node loopback cluster whose
 // roster uses ports (client TCP, replica bus, WebSocket per node; QUIC and
 // HTTP off), its data on fsys.
-func startClusterNodeOn(t *testing.T, dir string, fsys vfs.FS, id uint8, n int, ports []int) (string, func() error) {
+func startClusterNodeOn(t *testing.T, dir string, fsys vfs.FS, id uint8, n int, ports loopbackRoster) (string, func() error) {
 	t.Helper()
 	return runNodeLogged(t, clusterNodeConfig(t, dir, n, ports), id, fsys, powerLossLogger())
 }
 
 // clusterNodeConfig is the configuration of one of n in-process cluster
 // nodes on loopback (ports: n client, n replica, n websocket ports).
-func clusterNodeConfig(t *testing.T, dir string, n int, ports []int) *config.Config {
+func clusterNodeConfig(t *testing.T, dir string, n int, roster loopbackRoster) *config.Config {
 	t.Helper()
+	ports := roster.ports
 	env := config.Env{
 		"IGGY_CLUSTER_ENABLED":                                "true",
 		"IGGY_CLUSTER_NAME":                                   "powerloss",
 		"IGGY_QUIC_ENABLED":                                   "false",
 		"IGGY_HTTP_ENABLED":                                   "false",
-		"IGGY_TCP_ADDRESS":                                    "127.0.0.1:0",
-		"IGGY_WEBSOCKET_ADDRESS":                              "127.0.0.1:0",
+		"IGGY_TCP_ADDRESS":                                    roster.ip + ":0",
+		"IGGY_WEBSOCKET_ADDRESS":                              roster.ip + ":0",
 		"IGGY_CLUSTER_HEARTBEAT_TIMEOUT":                      "2s",
 		"IGGY_CLUSTER_COMMIT_BROADCAST_INTERVAL":              "100ms",
 		"IGGY_CLUSTER_PREPARE_RETRANSMIT_INTERVAL":            "100ms",
@@ -316,7 +334,7 @@ func clusterNodeConfig(t *testing.T, dir string, n int, ports []int) *config.Con
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("IGGY_CLUSTER_NODES_%d_", i)
 		env[p+"NAME"] = fmt.Sprintf("node-%d", i)
-		env[p+"IP"] = "127.0.0.1"
+		env[p+"IP"] = roster.ip
 		env[p+"REPLICA_ID"] = strconv.Itoa(i)
 		env[p+"PORTS_TCP"] = strconv.Itoa(ports[i])
 		env[p+"PORTS_TCP_REPLICA"] = strconv.Itoa(ports[n+i])
