@@ -73,22 +73,22 @@ func TestClusterNodeRejoinsAmnesiacAfterPowerLoss(t *testing.T) {
 // one stream "s" and one `replicated` topic "t" of one partition, and a
 // leader-aware client that records what was acknowledged.
 type memCluster struct {
-	t     *testing.T
-	n     int
-	ports loopbackRoster
-	mems  []*vfs.Mem
-	dirs  []string
-	logs  []*lockedLog
-	addrs []string
-	stops []func() error
-	ctx   context.Context
-	c     *client.Client
-	acked []ackedSend
+	t      *testing.T
+	n      int
+	roster loopbackRoster
+	mems   []*vfs.Mem
+	dirs   []string
+	logs   []*lockedLog
+	addrs  []string
+	stops  []func() error
+	ctx    context.Context
+	c      *client.Client
+	acked  []ackedSend
 }
 
 func startMemCluster(t *testing.T, n int, seed uint64, topicOptions ...wire.Option) *memCluster {
 	t.Helper()
-	mc := &memCluster{t: t, n: n, ports: pickLoopbackPorts(t, 3*n), mems: make([]*vfs.Mem, n), dirs: make([]string, n),
+	mc := &memCluster{t: t, n: n, roster: pickLoopbackPorts(t, 3*n), mems: make([]*vfs.Mem, n), dirs: make([]string, n),
 		logs: make([]*lockedLog, n), addrs: make([]string, n), stops: make([]func() error, n)}
 	for i := range n {
 		mc.mems[i] = vfs.NewMem(seed + uint64(i))
@@ -142,7 +142,7 @@ func (mc *memCluster) start(i int) {
 	if os.Getenv("LODESTREAM_TEST_LOGS") != "" {
 		out = io.MultiWriter(out, os.Stderr)
 	}
-	mc.addrs[i], mc.stops[i] = runNodeLogged(mc.t, clusterNodeConfig(mc.t, mc.dirs[i], mc.n, mc.ports), uint8(i), mc.mems[i],
+	mc.addrs[i], mc.stops[i] = runNodeLogged(mc.t, clusterNodeConfig(mc.t, mc.dirs[i], mc.n, mc.roster), uint8(i), mc.mems[i],
 		slog.New(slog.NewTextHandler(out, nil)))
 }
 

@@ -266,8 +266,6 @@ func clusterClient(ctx context.Context, t *testing.T, seeds []string) *client.Cl
 // clusterDialMax bounds how long clusterClient dials a booting cluster.
 const clusterDialMax = 30 * time.Second
 
-// pickLoopbackPorts reserves count distinct TCP ports on 127.0.0.1 (held
-// until all are picked, then released for the nodes to bind).
 // loopbackRoster is an in-process cluster's roster address: a loopback
 // address of its own and the ports picked free on it.
 type loopbackRoster struct {
@@ -279,11 +277,13 @@ type loopbackRoster struct {
 var clusterLoopbacks atomic.Uint32
 
 // pickLoopbackPorts reserves count free TCP ports on a loopback address of
-// the cluster's own (127.0.3.1, .2, ...): the ports are closed again
+// the cluster's own (127.0.3.2, .3, ...): the ports are closed again
 // before the nodes bind them, and on 127.0.0.1 another test's outgoing
 // connection could take one as its source port meanwhile (CI: "bind:
 // address already in use" for a roster port). Connections to 127.0.0.1
 // never use this address as their source.
+// The ports are held until all are picked, then released for the nodes to
+// bind.
 func pickLoopbackPorts(t *testing.T, count int) loopbackRoster {
 	t.Helper()
 	r := loopbackRoster{ip: fmt.Sprintf("127.0.3.%d", 1+clusterLoopbacks.Add(1)%250)}
@@ -303,11 +303,11 @@ func pickLoopbackPorts(t *testing.T, count int) loopbackRoster {
 }
 
 // startClusterNodeOn boots replica id of an n-node loopback cluster whose
-// roster uses ports (client TCP, replica bus, WebSocket per node; QUIC and
-// HTTP off), its data on fsys.
-func startClusterNodeOn(t *testing.T, dir string, fsys vfs.FS, id uint8, n int, ports loopbackRoster) (string, func() error) {
+// roster is (client TCP, replica bus, WebSocket per node; QUIC and HTTP
+// off), its data on fsys.
+func startClusterNodeOn(t *testing.T, dir string, fsys vfs.FS, id uint8, n int, roster loopbackRoster) (string, func() error) {
 	t.Helper()
-	return runNodeLogged(t, clusterNodeConfig(t, dir, n, ports), id, fsys, powerLossLogger())
+	return runNodeLogged(t, clusterNodeConfig(t, dir, n, roster), id, fsys, powerLossLogger())
 }
 
 // clusterNodeConfig is the configuration of one of n in-process cluster
