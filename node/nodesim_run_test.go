@@ -631,6 +631,12 @@ func (w *simWorld) check() error {
 	var errs []error
 	var first map[string][]byte
 	for i, n := range w.nodes {
+		if n.entry == nil {
+			// Down after a failed boot (a broken build's run goes on to
+			// the checks without converging): nothing of it to read.
+			errs = append(errs, fmt.Errorf("node %d is down: its files are not checked", n.id))
+			continue
+		}
 		// Every acknowledged message at its offset, every request at most
 		// once (exactly once when acknowledged), every polled message
 		// where the poll saw it.

@@ -55,6 +55,7 @@ func (s *partitionShard) fenceGroup(e *partitionEntry, err error, sticky bool) {
 	}
 	f.lastErr, f.retryAt = err, now.Add(storageRetryInterval)
 	f.sticky = f.sticky || sticky
+	e.filesReshaped++ // its files may be rewritten (partition_presync.go)
 	e.stampValid = false
 	for tag, p := range s.waiting {
 		if p.entry == e {

@@ -153,6 +153,19 @@ type partitionEntry struct {
 	// (partition_cp_offsets.go).
 	checkpointOffsets, writtenOffsets []partitions.ConsumerOffsetEntry
 	checkpointOffsetsDirty            bool
+	// A checkpoint's log sync ahead of it (partition_presync.go): the one
+	// out, the one synced and waiting to be handed over, a failure to fence
+	// on, whether the next checkpoint syncs in its write instead (the last
+	// sync ahead proved nothing), and the checkpoint op whose frontier was
+	// synced ahead (its write skips the sync).
+	presync, presyncDone *capturedCheckpoint
+	presyncErr           error
+	presyncBypass        bool
+	logSyncedCheckpoint  uint64
+	// filesReshaped counts what changed the files other than by appending
+	// (a purge, a cut, a reservation, an installed snapshot, a fence): a
+	// checkpoint captured before one is not handed over.
+	filesReshaped uint64
 	// offsetsFileWritten: checkpoint.offsets holds writtenOffsets. Until it
 	// does, a checkpoint writes the file even when its offsets are none: a
 	// restart from a checkpoint whose file is missing keeps the offsets

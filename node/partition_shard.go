@@ -692,6 +692,8 @@ func (e *partitionEntry) send(msgs []consensus.Message) {
 // snapshot's frontier and installed its consumer offsets
 // (partition_transfer.go); the group's applied state now starts there.
 func (e *partitionEntry) install(snap consensus.Snapshot) error {
+	e.logSyncedCheckpoint = 0
+	e.filesReshaped++
 	e.appliedOp = snap.Op
 	e.lastTimestamp = lastAppendTime(e.log)
 	e.stampValid = false
@@ -723,6 +725,9 @@ func (e *partitionEntry) apply(committed []consensus.Prepare) error {
 				s.results[op] = out
 			}
 			continue
+		}
+		if !appendsOnly(wire.Operation(committed[i].Header.Operation)) {
+			e.filesReshaped++ // a checkpoint captured before it no longer describes the files (partition_presync.go)
 		}
 		out, wrote := s.applyStaged(e, &committed[i])
 		if out.stall != nil {
@@ -805,27 +810,25 @@ func (e *partitionEntry) reply(replies []consensus.Reply) {
 // checkpoint hands consensus the partition's small snapshot (frontier,
 // first offset, consumer offsets: partition_checkpoint.go) so the
 // in-memory journal may reuse the slots of applied ops; in cluster mode
-// the next Ready's superblock records it with the frontier.
+// the next Ready's superblock records it with the frontier, after the log
+// was synced ahead to it (partition_presync.go).
 func (s *partitionShard) checkpoint(e *partitionEntry) {
+	if s.afterPresync(e) {
+		return
+	}
 	if !e.group.NeedsCheckpoint() && !s.walPressure(e) && !e.purgedSinceCheckpoint() {
 		return
 	}
-	frontier := e.appliedNext
-	cp := checkpointOf(e.log, frontier, e.marker.OffsetsReserved, e.marker.purgeState(), true)
-	cp.dedup = e.dedup.encode(nil)
-	data := cp.encode()
-	op := e.group.CommitMin()
-	e.group.Checkpoint(consensus.Snapshot{Op: op, Data: data, Checksum: snapshotChecksum(data)})
-	if err := e.group.CheckpointError(); err != nil {
-		s.log.Error("partition checkpoint refused", "dir", e.dir, "op", op, "err", err)
+	if e.presync != nil {
+		return // its log sync is out: the checkpoint follows it
+	}
+	c := s.captureCheckpoint(e)
+	if !e.syncsAhead() {
+		e.presyncBypass = false
+		s.handCheckpoint(e, c, false)
 		return
 	}
-	e.checkpointOp, e.checkpointFrontier, e.checkpointDedup = op, frontier, cp.dedup
-	e.checkpointReserved = e.marker.OffsetsReserved
-	e.noteCheckpointOffsets(cp.offsets)
-	if e.dedup.changed {
-		e.dedup.changed, e.checkpointDedupDirty = false, true
-	}
+	s.startPresync(e, c)
 }
 
 // apply carries out one committed partition op; wrote reports a log append.

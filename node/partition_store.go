@@ -17,6 +17,9 @@ type partitionStore interface {
 	FirstStaged() (tag uint64, at partitions.BatchLocation, ok bool)
 	ReadBatch(loc partitions.BatchLocation) ([]byte, error)
 	Sync() error
+	// SyncAhead syncs what the log holds without holding its lock
+	// (a checkpoint's log sync ahead of it, partition_presync.go).
+	SyncAhead() (uint64, error)
 	FailedSyncPending() bool
 	// A full segment's deferred roll (partition_roll.go).
 	RollDue() bool

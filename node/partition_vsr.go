@@ -476,7 +476,9 @@ func (e *partitionEntry) prepareWrite(rd *consensus.Ready) (*durableWrite, error
 	// view change) names the frontier that sync already made durable; a
 	// sync per group per view change cost a 10,000-partition failover
 	// about 1.6 s (docs/cluster.md, "Resting groups").
-	syncLog := st != nil && wal != nil && st.CheckpointOp > reclaimed
+	// A log synced ahead of the checkpoint (partition_presync.go) is not
+	// synced again here.
+	syncLog := st != nil && wal != nil && st.CheckpointOp > reclaimed && st.CheckpointOp != e.logSyncedCheckpoint
 	log := e.log
 	candidates := e.stageCandidates(from, entries)
 	pending := e.pendingInlineSends(from, candidates != nil || e.commitsInlineSend(from, rd.Committed))

@@ -142,11 +142,16 @@ func pruneDamagedWALs(fsys vfs.FS, dir string) {
 // walRoom: a proposal of n body bytes fits under [partition] wal_bytes_max
 // (the retained prepare WAL plus what is in flight). One proposal is
 // always let through when nothing is in flight (the bound is at least one
-// whole prepare), so a group never stalls on its own bound.
+// whole prepare), so a group never stalls on its own bound; not while a
+// checkpoint's log sync is out (partition_presync.go): the checkpoint that
+// follows it reclaims the WAL and promotes what waits.
 func (s *partitionShard) walRoom(e *partitionEntry, n int) bool {
 	limit := s.cfg.walBytesMax
-	if limit == 0 || e.inflight == 0 || e.wal == nil {
+	if limit == 0 || e.wal == nil {
 		return true // (a single node keeps no WAL: its journal slots bound it)
+	}
+	if e.inflight == 0 && e.presync == nil && e.presyncDone == nil {
+		return true
 	}
 	return e.walRetained()+e.walQueuedBytes+uint64(n) <= limit
 }

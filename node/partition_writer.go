@@ -56,6 +56,9 @@ type writeBatch struct {
 	barriers []*segmentBarrier
 	// rolls: a batch of deferred segment rolls (partition_roll.go).
 	rolls bool
+	// presync: a checkpoint's log sync ahead of it (partition_presync.go);
+	// it holds no group's pipeline (entry.writing).
+	presync bool
 	// started: when it left the loop (partition_hung_write.go).
 	started time.Time
 }
@@ -230,8 +233,12 @@ func (s *partitionShard) finishWrites(b *writeBatch) {
 	s.writesInFlight--
 	s.noteWriteFinished(b)
 	for i, e := range b.entries {
-		e.writing = false
 		_, live := s.groups[e]
+		if b.presync {
+			s.finishPresync(e, b.errs[i], live)
+			continue
+		}
+		e.writing = false
 		if b.barriers != nil {
 			s.finishBarrier(e, b.barriers[i], b.errs[i], live)
 			if live {
