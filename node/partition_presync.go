@@ -67,14 +67,20 @@ func (s *partitionShard) captureCheckpoint(e *partitionEntry) *capturedCheckpoin
 	return c
 }
 
+// dropped: a capture that never reaches consensus leaves the dedup
+// table's change to the next checkpoint.
+func (c *capturedCheckpoint) dropped(e *partitionEntry) {
+	if c.dedupChanged {
+		e.dedup.changed = true
+	}
+}
+
 // handCheckpoint gives consensus a captured checkpoint; logSynced says its
 // log is durable to the frontier already.
 func (s *partitionShard) handCheckpoint(e *partitionEntry, c *capturedCheckpoint, logSynced bool) {
 	e.group.Checkpoint(c.snap)
 	if err := e.group.CheckpointError(); err != nil {
-		if c.dedupChanged {
-			e.dedup.changed = true // still to be written
-		}
+		c.dropped(e)
 		s.log.Error("partition checkpoint refused", "dir", e.dir, "op", c.snap.Op, "err", err)
 		return
 	}
@@ -108,8 +114,7 @@ func (s *partitionShard) startPresync(e *partitionEntry, c *capturedCheckpoint) 
 		_, err := log.SyncAhead()
 		return err
 	}}
-	s.startWrites(&writeBatch{entries: []*partitionEntry{e}, rds: make([]consensus.Ready, 1),
-		writes: []*durableWrite{w}, presync: true})
+	s.startWrites(&writeBatch{entries: []*partitionEntry{e}, writes: []*durableWrite{w}, presync: true})
 }
 
 // finishPresync (loop) takes a sync ahead's outcome: the checkpoint is
@@ -127,14 +132,10 @@ func (s *partitionShard) finishPresync(e *partitionEntry, err error, live bool) 
 	case err == nil || c.log != e.log || errors.Is(err, partitions.ErrSyncAheadInconclusive):
 		// Proved nothing: the next checkpoint syncs in its write.
 		e.presyncBypass = true
-		if c.dedupChanged {
-			e.dedup.changed = true
-		}
+		c.dropped(e)
 	default:
 		e.presyncErr = err
-		if c.dedupChanged {
-			e.dedup.changed = true
-		}
+		c.dropped(e)
 	}
 	if !e.writing {
 		s.afterPresync(e)
@@ -159,8 +160,8 @@ func (s *partitionShard) afterPresync(e *partitionEntry) bool {
 		e.presyncDone = nil
 		if c.snap.Op > e.checkpointOp && c.log == e.log && c.reshaped == e.filesReshaped {
 			s.handCheckpoint(e, c, true)
-		} else if c.dedupChanged {
-			e.dedup.changed = true
+		} else {
+			c.dropped(e)
 		}
 	}
 	return false

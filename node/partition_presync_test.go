@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,29 +38,10 @@ func (s *presyncGatedStore) Sync() error {
 // the sync ran inside the checkpoint's write and every later send of the
 // partition waited for it (100-270 ms under load, BENCHMARKS.md).
 func TestAClusterCheckpointSyncsItsLogAheadWhileSendsGoOn(t *testing.T) {
-	entries, _ := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 8, journalSlots: 16})
-	primary := entries[0]
-	gated := &presyncGatedStore{partitionStore: primary.log, storageGate: newStorageGate()}
-	primary.shard.do(func() { primary.log = gated })
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(gated.release)
-		}
-	}
-	defer release()
-	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("x")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	primary, gated, release, propose := gatedPrimary(t, nil)
 	send := func(label string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if out := primary.shard.propose(ctx, &partitionProposal{entry: primary, op: wire.OpSendMessages, body: batch}); out.code != wire.OK {
-			t.Fatalf("%s: send answered %d", label, out.code)
-		}
+		propose(label, wire.OpSendMessages, nil)
 	}
 	// Half the journal's 16 slots applied: the checkpoint comes due.
 	for i := 0; i < 8; i++ {
@@ -113,40 +95,17 @@ func TestAClusterCheckpointSyncsItsLogAheadWhileSendsGoOn(t *testing.T) {
 // simulator found the other outcome: a restart from a checkpoint captured
 // before a purge cut the purged log at a frontier inside its new batches.)
 func TestACheckpointCapturedBeforeAPurgeIsNotHandedOver(t *testing.T) {
-	entries, _ := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 8, journalSlots: 16})
-	primary := entries[0]
-	gated := &presyncGatedStore{partitionStore: primary.log, storageGate: newStorageGate()}
-	recorder := &checkpointRecorder{partitionGroup: primary.group}
-	primary.shard.do(func() { primary.log, primary.group = gated, recorder })
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(gated.release)
-		}
-	}
-	defer release()
-	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("x")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	propose := func(op wire.Operation, body []byte) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if out := primary.shard.propose(ctx, &partitionProposal{entry: primary, op: op, body: body}); out.code != wire.OK {
-			t.Fatalf("op %d answered %d", op, out.code)
-		}
-	}
+	recorder := &checkpointRecorder{}
+	primary, gated, release, propose := gatedPrimary(t, recorder)
 	for i := 0; i < 8; i++ {
-		propose(wire.OpSendMessages, batch)
+		propose("send", wire.OpSendMessages, nil)
 	}
 	select {
 	case <-gated.started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no checkpoint synced the primary's log ahead")
 	}
-	propose(partitionOpPurge, encodePurgeOp(1, 0)) // applied while the sync ahead hangs
+	propose("purge", partitionOpPurge, encodePurgeOp(1, 0)) // applied while the sync ahead hangs
 	release()
 	var checkpointOp, purgeOp uint64
 	waitFor(t, "a checkpoint past the purge", 10*time.Second, func() bool {
@@ -172,4 +131,43 @@ type checkpointRecorder struct {
 func (r *checkpointRecorder) Checkpoint(s consensus.Snapshot) {
 	r.ops = append(r.ops, s.Op)
 	r.partitionGroup.Checkpoint(s)
+}
+
+// gatedPrimary starts a 3-replica loopback cluster of one partition (16
+// journal slots: a checkpoint every 8 ops) whose primary's log holds each
+// sync ahead at its gate until release, its group wrapped by recorder when
+// one is given; propose carries out one op on the primary (a send of a
+// one-message batch when body is nil) and fails the test unless it is
+// answered OK.
+func gatedPrimary(t *testing.T, recorder *checkpointRecorder) (primary *partitionEntry, gated *presyncGatedStore,
+	release func(), propose func(label string, op wire.Operation, body []byte)) {
+	t.Helper()
+	entries, _ := loopbackCluster(t, partitionGroupConfig{prepareQueueDepth: 8, journalSlots: 16})
+	primary = entries[0]
+	gated = &presyncGatedStore{partitionStore: primary.log, storageGate: newStorageGate()}
+	primary.shard.do(func() {
+		primary.log = gated
+		if recorder != nil {
+			recorder.partitionGroup = primary.group
+			primary.group = recorder
+		}
+	})
+	release = sync.OnceFunc(func() { close(gated.release) })
+	t.Cleanup(release) // before the cluster's stop (cleanups run last in, first out)
+	batch, err := wire.AppendBatch(nil, []wire.BatchMessageInput{{OriginTimestamp: 1, Payload: []byte("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	propose = func(label string, op wire.Operation, body []byte) {
+		t.Helper()
+		if body == nil {
+			body = batch
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if out := primary.shard.propose(ctx, &partitionProposal{entry: primary, op: op, body: body}); out.code != wire.OK {
+			t.Fatalf("%s: op %d answered %d", label, op, out.code)
+		}
+	}
+	return primary, gated, release, propose
 }
