@@ -20,7 +20,8 @@
 #   SETUPS=cluster3 DURABILITIES=replicated RATE=1 DOWN=1 bench/cost.sh
 #
 # HALF_MBPS=N runs the same-load rows at N MB/s instead of half the measured
-# maximum (to compare two builds at one load).
+# maximum (to compare two builds at one load); MAXRUNS=0 then skips the
+# maximum-throughput rows.
 # SETUPS (single cluster3) and DURABILITIES (replicated persisted) pick the
 # rows; DD=0 skips the dd line. SETTLE_S (default 20) is the pause before
 # each run, after the earlier runs' data is deleted (see run_once). WARMUP
@@ -206,6 +207,7 @@ echo "|---|---|---|---|---|---|---|---|"
 declare -A MAX
 for setup in $SETUPS; do
   for durability in $DURABILITIES; do
+    [ "${MAXRUNS:-1}" = 0 ] && [ -n "${HALF_MBPS:-}" ] && continue
     row=$(run "$setup" "$durability" 0)
     echo "$row"
     MAX[$setup-$durability]=$(echo "$row" | awk -F'|' '{print $5}' | awk '{print $1}')
@@ -215,9 +217,12 @@ if [ "$RATE" = 1 ]; then
   # The same load for both durabilities: half the slower one's maximum.
   for setup in $SETUPS; do
     maxes=""
-    for durability in $DURABILITIES; do maxes="$maxes${MAX[$setup-$durability]},"; done
-    half=$(python3 -c "print(max(1, min([$maxes]) / 2))")
-    [ -n "${HALF_MBPS:-}" ] && half=$HALF_MBPS
+    for durability in $DURABILITIES; do maxes="$maxes${MAX[$setup-$durability]:-},"; done
+    if [ -n "${HALF_MBPS:-}" ]; then
+      half=$HALF_MBPS
+    else
+      half=$(python3 -c "print(max(1, min([$maxes]) / 2))")
+    fi
     for durability in $DURABILITIES; do
       run "$setup" "$durability" "$half"
       if [ "$DOWN" = 1 ] && [ "$setup" = cluster3 ]; then

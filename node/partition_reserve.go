@@ -38,11 +38,15 @@ import (
 // The cost: one synced op per reservation chunk, and after a primary
 // change a hole of at most one chunk in the partition's offsets (polls step
 // over it; an idle partition's chunk shrinks to reserveChunkMin before it
-// rests, shrinkBeforeRest). The chunk adapts to the partition's rate: it grows eightfold
-// when a chunk lasted under reserveChunkGrowMicros and halves when one
-// lasted over reserveChunkShrinkMicros, within [reserveChunkMin,
-// reserveChunkMax], so a busy partition orders about one reservation a
-// second and a quiet one leaves small holes.
+// rests, shrinkBeforeRest). The chunk adapts to the partition's rate: it
+// grows eightfold when a chunk lasted under reserveChunkGrowMicros (8 s)
+// and halves when one lasted over reserveChunkShrinkMicros (80 s), within
+// [reserveChunkMin, reserveChunkMax], so a busy partition orders a
+// reservation every 8-64 s. Each one syncs the log's staged batches and
+// the WAL inside the group's write on every replica, and rewrites
+// partition.meta on the loop where it applies: ordered once a second (the
+// bound was 1 s / 10 s), they were the half-load p99 of a 3-node cluster
+// (BENCHMARKS.md: 6.3-7.1 ms against 2.9-3.1 ms).
 const (
 	// partitionOpReserve is ours inside a partition group (the internal
 	// band, 64–127, that no client sends).
@@ -51,8 +55,8 @@ const (
 	reserveChunkMin          = 64
 	reserveChunkGrowth       = 8
 	reserveChunkMax          = 1 << 20
-	reserveChunkGrowMicros   = 1_000_000
-	reserveChunkShrinkMicros = 10_000_000
+	reserveChunkGrowMicros   = 8_000_000
+	reserveChunkShrinkMicros = 80_000_000
 	reserveOpBytes           = 16
 )
 
