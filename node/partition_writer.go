@@ -32,7 +32,8 @@ import (
 // segment (partition_stage.go; a single node's write is only that:
 // singleNodeWrite), moving the offset reservation and beginning the
 // writeback as it goes: apply then adopts the batch in place, writing at
-// most its 8-byte seal (a single node's) and a 16-byte index entry. A
+// most its 8-byte seal (a single node's; its index entry was staged with
+// it, partitions/stage_index.go). A
 // full segment rolls in a write of its own after the Ready that filled it
 // (partition_roll.go), and a Ready committing sends left inline stages
 // them first (stagePendingWrite). What stays on the loop are fallbacks:

@@ -259,7 +259,7 @@ func (l *Log) Append(batch []byte) (BatchLocation, error) {
 	indexLen := len(s.index)
 	before := *s // the accounting noteBatch changes, restored if the index write fails
 	if e, ok := s.noteBatch(pos, h.BatchLength, h.BaseOffset, h.BaseTimestamp, h.MessageCount,
-		l.opts.IndexIntervalBytes); ok {
+		l.opts.IndexIntervalBytes); ok && !(adopt && l.stagedIndexWritten(indexLen, e)) {
 		entry := l.indexEntryBuf[:]
 		e.encode(entry)
 		if _, err := s.indexFile.WriteAt(entry, int64(indexLen*indexEntrySize)); err != nil {

@@ -143,6 +143,9 @@ func (l *Log) reloadSegment(s *segment) error {
 		bounds.appliedEnd = l.staged[0].position
 	}
 	rebuilt, err := l.recoverSegment(s.startOffset, nextStart, last, bounds)
+	if last {
+		l.forgetStagedIndex() // the reload rewrote the index file from what is applied
+	}
 	if err != nil {
 		mode := os.O_RDWR
 		if l.readOnly {

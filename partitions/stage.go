@@ -47,6 +47,7 @@ type stagedBatch struct {
 	length   uint64
 	checksum uint64
 	tag      uint64 // the caller's (a cluster replica's: the op)
+	index    stagedIndex
 }
 
 // Stage writes a stamped, sealed batch past the applied end (after the
@@ -97,10 +98,18 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 		}
 		return BatchLocation{}, fmt.Errorf("stage in %s at byte %d: %w", l.dir, pos, err)
 	}
+	st := stagedBatch{offset: h.BaseOffset, count: h.MessageCount, position: pos,
+		length: uint64(len(batch)), checksum: h.BatchChecksum, tag: tag}
+	if err := l.stageIndexEntry(s, &st, h.BaseTimestamp); err != nil {
+		if terr := s.logFile.Truncate(int64(pos)); terr != nil {
+			l.failure = fmt.Errorf("%w: staging failed (%v) and could not be rolled back: %v", ErrFailed, err, terr)
+			return BatchLocation{}, l.failure
+		}
+		return BatchLocation{}, fmt.Errorf("stage in %s at byte %d: %w", l.dir, pos, err)
+	}
 	s.dirty = true
 	l.mutations++
-	l.staged = append(l.staged, stagedBatch{offset: h.BaseOffset, count: h.MessageCount, position: pos,
-		length: uint64(len(batch)), checksum: h.BatchChecksum, tag: tag})
+	l.staged = append(l.staged, st)
 	l.startWriteback(s, pos+uint64(len(batch)))
 	return BatchLocation{SegmentStartOffset: s.startOffset, Position: pos, Length: uint64(len(batch))}, nil
 }
@@ -192,6 +201,9 @@ func (l *Log) cutStagedLocked() error {
 		return nil
 	}
 	s := l.active()
+	if err := l.cutStagedIndexFrom(s, 0); err != nil {
+		return err
+	}
 	if err := s.logFile.Truncate(int64(s.sizeBytes)); err != nil {
 		l.failure = fmt.Errorf("%w: cutting the staged batches failed: %v", ErrFailed, err)
 		return l.failure
@@ -208,6 +220,9 @@ func (l *Log) CutStagedFrom(tag uint64) error {
 	for i, st := range l.staged {
 		if st.tag < tag {
 			continue
+		}
+		if err := l.cutStagedIndexFrom(l.active(), i); err != nil {
+			return err
 		}
 		if err := l.active().logFile.Truncate(int64(st.position)); err != nil {
 			l.failure = fmt.Errorf("%w: cutting the staged batches failed: %v", ErrFailed, err)
