@@ -105,7 +105,13 @@ func parseSegmentName(name, suffix string) (uint64, bool) {
 // wantsIndexEntry is the one sparse-index rule, shared by Append and recovery so a rebuilt index
 // equals the written one.
 func (s *segment) wantsIndexEntry(position, intervalBytes uint64) bool {
-	return len(s.index) == 0 || s.forceIndex || position-s.lastIndexed >= intervalBytes
+	return indexEntryDue(len(s.index), s.forceIndex, s.lastIndexed, position, intervalBytes)
+}
+
+// indexEntryDue is the sparse rule: the segment's first batch, a forced
+// one, and then one at least intervalBytes after the last indexed.
+func indexEntryDue(entries int, force bool, lastIndexed, position, intervalBytes uint64) bool {
+	return entries == 0 || force || position-lastIndexed >= intervalBytes
 }
 
 // noteBatch updates the in-memory accounting for a batch stored at position and returns the index

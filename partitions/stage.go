@@ -91,16 +91,13 @@ func (l *Log) Stage(batch []byte, tag uint64) (BatchLocation, error) {
 			return BatchLocation{}, fmt.Errorf("stage in %s: %w", l.dir, err)
 		}
 	}
-	if err := l.writeStaged(s, batch, pos); err != nil {
-		if terr := s.logFile.Truncate(int64(pos)); terr != nil {
-			l.failure = fmt.Errorf("%w: staging failed (%v) and could not be rolled back: %v", ErrFailed, err, terr)
-			return BatchLocation{}, l.failure
-		}
-		return BatchLocation{}, fmt.Errorf("stage in %s at byte %d: %w", l.dir, pos, err)
-	}
 	st := stagedBatch{offset: h.BaseOffset, count: h.MessageCount, position: pos,
 		length: uint64(len(batch)), checksum: h.BatchChecksum, tag: tag}
-	if err := l.stageIndexEntry(s, &st, h.BaseTimestamp); err != nil {
+	err = l.writeStaged(s, batch, pos)
+	if err == nil {
+		err = l.stageIndexEntry(s, &st, h.BaseTimestamp) // an entry past the applied index is harmless
+	}
+	if err != nil {
 		if terr := s.logFile.Truncate(int64(pos)); terr != nil {
 			l.failure = fmt.Errorf("%w: staging failed (%v) and could not be rolled back: %v", ErrFailed, err, terr)
 			return BatchLocation{}, l.failure

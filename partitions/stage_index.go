@@ -27,8 +27,7 @@ type stagedIndex struct {
 	timestampMax uint64 // segment.timestampMax after the batch
 	count        int    // index entries after the batch
 	force        bool   // segment.forceIndex after the batch
-	written      bool   // entry was written at slot when the batch was staged
-	slot         int
+	written      bool   // entry was written at slot count-1 when the batch was staged
 	entry        indexEntry
 }
 
@@ -42,7 +41,7 @@ func (l *Log) stageIndexEntry(s *segment, st *stagedBatch, baseTimestamp uint64)
 	}
 	next := stagedIndex{lastIndexed: prev.lastIndexed, timestampMax: max(prev.timestampMax, baseTimestamp),
 		count: prev.count, force: prev.force}
-	if !(prev.count == 0 || prev.force || st.position-prev.lastIndexed >= l.opts.IndexIntervalBytes) {
+	if !indexEntryDue(prev.count, prev.force, prev.lastIndexed, st.position, l.opts.IndexIntervalBytes) {
 		st.index = next
 		return nil
 	}
@@ -53,7 +52,7 @@ func (l *Log) stageIndexEntry(s *segment, st *stagedBatch, baseTimestamp uint64)
 		return fmt.Errorf("write the staged batch's index entry: %w", err)
 	}
 	next.lastIndexed, next.count, next.force = st.position, prev.count+1, false
-	next.written, next.slot, next.entry = true, prev.count, e
+	next.written, next.entry = true, e
 	st.index = next
 	return nil
 }
@@ -65,7 +64,7 @@ func (l *Log) stagedIndexWritten(slot int, e indexEntry) bool {
 		return false
 	}
 	si := l.staged[0].index
-	return si.written && si.slot == slot && si.entry == e
+	return si.written && si.count-1 == slot && si.entry == e
 }
 
 // cutStagedIndexFrom (under l.mu) removes the index entries staged for
